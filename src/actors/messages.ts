@@ -1,0 +1,25 @@
+// Messages between the front end (main thread) and the shard workers.
+import type { Limits } from '../config.js';
+import type { CommandResult, RoutedCommand } from './types.js';
+import type { RecoveryStats } from './shard.js';
+
+export interface WorkerData {
+  index: number;
+  dataDir: string;
+  partitions: number[];
+  member: string;
+  seedHex: string;
+  limits: Limits;
+}
+
+export type ToWorker =
+  | { t: 'command'; id: number; routed: RoutedCommand }
+  | { t: 'signing-key'; seedHex: string }
+  | { t: 'drain' };
+
+export type FromWorker =
+  | { t: 'ready'; stats: RecoveryStats }
+  | { t: 'result'; id: number; result: CommandResult }
+  | { t: 'failed'; id: number; message: string }
+  | { t: 'drained' }
+  | { t: 'fatal'; message: string };

@@ -1,0 +1,106 @@
+// The front end's side of the shards: starts one worker per shard, routes each command to the
+// worker that owns its aggregate's partition, and matches answers to callers.
+import { Worker } from 'node:worker_threads';
+import { PARTITION_COUNT, partitionOf } from '../log/log.js';
+import type { Limits } from '../config.js';
+import type { FromWorker, ToWorker, WorkerData } from './messages.js';
+import type { RecoveryStats } from './shard.js';
+import type { CommandResult, RoutedCommand } from './types.js';
+
+interface Pending { resolve: (r: CommandResult) => void; reject: (e: Error) => void }
+
+export interface PoolOptions {
+  workers: number;
+  dataDir: string;
+  member: string;
+  seedHex: string;
+  limits: Limits;
+  /** The node cannot go on (a worker lost durability or died). */
+  onFatal: (message: string) => void;
+}
+
+export class ShardPool {
+  private readonly workers: Worker[] = [];
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stopping = false;
+
+  private constructor(private readonly options: PoolOptions) {}
+
+  /** Starts the workers and waits until each has recovered its partitions. */
+  static async start(options: PoolOptions): Promise<{ pool: ShardPool; stats: RecoveryStats }> {
+    const pool = new ShardPool(options);
+    const recovered = await Promise.all(Array.from({ length: options.workers }, (_, i) => pool.spawn(i)));
+    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, discardedTails: 0 };
+    for (const s of recovered) {
+      stats.snapshots += s.snapshots;
+      stats.records += s.records;
+      stats.aggregates += s.aggregates;
+      stats.discardedTails += s.discardedTails;
+    }
+    return { pool, stats };
+  }
+
+  pendingCount(): number {
+    return this.pending.size;
+  }
+
+  submit(routed: RoutedCommand): Promise<CommandResult> {
+    const id = this.nextId++;
+    const worker = this.workers[partitionOf(routed.key) % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ t: 'command', id, routed } satisfies ToWorker);
+    });
+  }
+
+  setSigningKey(seedHex: string): void {
+    for (const w of this.workers) w.postMessage({ t: 'signing-key', seedHex } satisfies ToWorker);
+  }
+
+  /** Lets every worker finish its commands, snapshot and close the log. */
+  async drain(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.workers.map((w) => new Promise<void>((resolve) => {
+      w.on('message', (m: FromWorker) => { if (m.t === 'drained') resolve(); });
+      w.on('exit', () => resolve());
+      w.postMessage({ t: 'drain' } satisfies ToWorker);
+    })));
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+
+  private spawn(index: number): Promise<RecoveryStats> {
+    const partitions = [];
+    for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
+    const data: WorkerData = {
+      index, dataDir: this.options.dataDir, partitions, member: this.options.member,
+      seedHex: this.options.seedHex, limits: this.options.limits,
+    };
+    const worker = new Worker(new URL('./worker.js', import.meta.url), {
+      workerData: data,
+      resourceLimits: { maxOldGenerationSizeMb: this.options.limits.worker_heap_mb },
+    });
+    this.workers[index] = worker;
+    return new Promise((resolve, reject) => {
+      worker.on('message', (m: FromWorker) => {
+        switch (m.t) {
+          case 'ready': resolve(m.stats); break;
+          case 'result': this.settle(m.id)?.resolve(m.result); break;
+          case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
+          case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
+          case 'drained': break;
+        }
+      });
+      worker.on('error', (error) => { reject(error); this.options.onFatal(`shard ${index}: ${error.message}`); });
+      worker.on('exit', (code) => {
+        if (!this.stopping) this.options.onFatal(`shard ${index} exited with code ${code}`);
+      });
+    });
+  }
+
+  private settle(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    this.pending.delete(id);
+    return p;
+  }
+}

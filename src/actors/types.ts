@@ -1,0 +1,87 @@
+// The contract between the runtime and the aggregates, and the messages that cross threads.
+// Aggregates are deciders: `decide(command, state, context) -> events + reply | refusal` and
+// `evolve(state, event) -> state`, both pure. The runtime does the I/O.
+import type { Refusal } from '../protocol/errors.js';
+import type { SigningKey } from '../protocol/signing.js';
+import type { ReferencePrefix } from '../protocol/ids.js';
+
+export interface Caller {
+  member: string;
+  /** The operator's own member (P5: credentials flagged local). */
+  local: boolean;
+}
+
+/** What an HTTP answer needs: status, JSON text, and whether it carries a signed object (P10). */
+export interface Reply {
+  status: number;
+  body: string;
+  signed: boolean;
+}
+
+export interface Command {
+  name: string;
+  input: unknown;
+  caller: Caller | null;
+}
+
+/** An event for the outbox (P11); signed at delivery. */
+export interface OutboxEvent {
+  id: string;
+  event: string;
+  created_at: string;
+  data: unknown;
+}
+
+export interface DecideContext {
+  now: number;
+  /** The operator's member name: the issuer of everything this node signs. */
+  member: string;
+  signer: SigningKey;
+  /** A fresh reference with the given prefix (randomness as an input, P9). */
+  newId: (prefix: ReferencePrefix) => string;
+}
+
+export type Decision<E> = { events: E[]; reply: Reply; outbox?: OutboxEvent[] } | Refusal;
+
+/** A public answer served by the front end from committed bytes; `reply: null` withdraws it. */
+export interface Publication {
+  key: string;
+  reply: Reply | null;
+}
+
+export interface Decider<S, E> {
+  type: string;
+  decide(command: Command, state: S | null, context: DecideContext): Decision<E>;
+  evolve(state: S | null, event: E): S;
+  /** The public answers this state makes available. */
+  publications(state: S): Publication[];
+  /** When the aggregate next needs a `tick` command, if ever. */
+  deadline?(state: S): number | null;
+}
+
+/** A stored answer for an idempotency key (P7), scoped to the calling member. */
+export interface IdempotencyEntry {
+  scope: string;
+  requestHash: string;
+  status: number;
+  body: string;
+  signed: boolean;
+  at: number;
+}
+
+export interface RoutedCommand {
+  aggregate: string;
+  key: string;
+  command: Command;
+  idempotency?: { scope: string; requestHash: string };
+}
+
+export interface CommandResult {
+  reply: Reply;
+  publications: Publication[];
+  idempotency: IdempotencyEntry | null;
+}
+
+export function isDecisionRefusal<E>(d: Decision<E>): d is Refusal {
+  return (d as Refusal).code !== undefined;
+}

@@ -1,0 +1,58 @@
+// Worker thread entry: one shard of actors over the shared LMDB log.
+import { parentPort, workerData } from 'node:worker_threads';
+import { systemClock } from '../clock.js';
+import { DECIDERS } from '../domain/index.js';
+import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
+import { newReference } from '../protocol/ids.js';
+import { signingKeyFromSeed } from '../protocol/signing.js';
+import type { FromWorker, ToWorker, WorkerData } from './messages.js';
+import { Shard } from './shard.js';
+
+const data = workerData as WorkerData;
+const port = parentPort!;
+const send = (message: FromWorker) => port.postMessage(message);
+
+let signer = signingKeyFromSeed(data.seedHex);
+const log = new LmdbLog(openEnvironment(data.dataDir));
+const fatal = (error: unknown) => {
+  send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
+};
+const shard = new Shard({
+  partitions: data.partitions,
+  log,
+  deciders: DECIDERS,
+  clock: systemClock,
+  member: data.member,
+  signer: () => signer,
+  newId: newReference,
+  snapshotEveryRecords: data.limits.snapshot_every_records,
+  mailboxDepthMax: data.limits.mailbox_depth_max,
+  onFatal: fatal,
+});
+
+port.on('message', (message: ToWorker) => {
+  switch (message.t) {
+    case 'command':
+      shard.submit(message.routed).then(
+        (result) => send({ t: 'result', id: message.id, result }),
+        (error: unknown) => send({ t: 'failed', id: message.id, message: error instanceof Error ? error.message : String(error) }),
+      );
+      break;
+    case 'signing-key':
+      signer = signingKeyFromSeed(message.seedHex);
+      break;
+    case 'drain':
+      void drain();
+      break;
+  }
+});
+
+async function drain(): Promise<void> {
+  await shard.drained();
+  shard.stop();
+  await shard.snapshotAll();
+  await log.close();
+  send({ t: 'drained' });
+}
+
+shard.recover().then((stats) => send({ t: 'ready', stats }), fatal);

@@ -1,0 +1,86 @@
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate.
+import { ConfigError, loadConfig, parseFlags } from '../config.js';
+import { createLogger } from '../logger.js';
+import { openEnvironment } from '../log/lmdb-log.js';
+import { startNode } from '../node.js';
+import { generateSeedHex } from '../protocol/signing.js';
+import { NodeStore } from '../store.js';
+
+const USAGE = `usage:
+  path-node serve [--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
+                  [--base-url URL] [--external-port 8081] [--workers N] [--dev]
+                  [--lookup-budget-base N] [--lookup-budget-factor F] [--log-level info]
+  path-node credentials add --data-dir D --member NAME --public-key HEX [--local]
+  path-node credentials create --data-dir D --member NAME [--local]
+  path-node credentials revoke --data-dir D --key-id ID
+  path-node keys rotate --data-dir D`;
+
+class UsageError extends Error {}
+
+function need(flags: Record<string, string | true>, name: string): string {
+  const v = flags[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+async function withStore<T>(flags: Record<string, string | true>, action: (store: NodeStore) => Promise<T>): Promise<T> {
+  const env = openEnvironment(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : (process.env.PATH_DATA_DIR ?? './data'));
+  try {
+    return await action(new NodeStore(env));
+  } finally {
+    await env.root.close();
+  }
+}
+
+async function serve(flags: Record<string, string | true>): Promise<void> {
+  const config = loadConfig(flags);
+  const logger = createLogger(config.logLevel);
+  const fatal = (message: string) => {
+    logger.fatal({ reason: message }, 'cannot continue safely; exiting');
+    process.exit(1);
+  };
+  const node = await startNode(config, logger, fatal);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    node.stop().then(() => process.exit(0), (error: unknown) => fatal((error as Error).message));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { positional, flags } = parseFlags(argv);
+  const [command, sub] = positional;
+  const print = (value: unknown): void => { process.stdout.write(`${JSON.stringify(value)}\n`); };
+  if (command === 'serve' || command === undefined) return serve(flags);
+  if (command === 'credentials' && (sub === 'add' || sub === 'create')) {
+    const member = need(flags, 'member');
+    const local = flags.local === true || flags.local === 'true';
+    const generated = sub === 'create' ? generateSeedHex() : null;
+    const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
+    const credential = await withStore(flags, (store) => store.addCredential({ member, publicKeyHex, local, now: Date.now() }));
+    return print(generated === null ? { key_id: credential.key_id } : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex });
+  }
+  if (command === 'credentials' && sub === 'revoke') {
+    const keyId = need(flags, 'key-id');
+    const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
+    if (!revoked) throw new UsageError('no credential with that key id');
+    return print({ key_id: keyId, revoked: true });
+  }
+  if (command === 'keys' && sub === 'rotate') {
+    const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
+    return print({ kid: key.kid, public_key: key.public_key });
+  }
+  throw new UsageError(`unknown command '${positional.join(' ')}'`);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof RangeError) {
+    process.stderr.write(`path-node: ${error.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`path-node: ${(error as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,122 @@
+// Every setting and limit of the node, with its unit last, validated in one place (P12, P15).
+// Flags win over environment variables (PATH_<FLAG>), which win over defaults.
+import { availableParallelism } from 'node:os';
+
+export interface Limits {
+  body_bytes_max: number;
+  timestamp_skew_ms: number;
+  idempotency_key_length_max: number;
+  idempotency_retention_ms: number;
+  idempotency_sweep_interval_ms: number;
+  replay_cache_entries_max: number;
+  mailbox_depth_max: number;
+  snapshot_every_records: number;
+  shutdown_drain_ms: number;
+  credentials_poll_interval_ms: number;
+  pending_commands_max: number;
+  worker_heap_mb: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  member: string;
+  baseUrl: string;
+  externalPort: number;
+  workers: number;
+  dev: boolean;
+  lookupBudgetBase: number;
+  lookupBudgetFactor: number;
+  logLevel: string;
+  limits: Limits;
+}
+
+export const API_VERSION = '2026-11-21.genesis';
+export const SERVED_API_VERSIONS = [API_VERSION] as const;
+export const API_PREFIXES = ['/api/path/v1', '/api/path/genesis/v1'] as const;
+
+export const DEFAULT_LIMITS: Limits = {
+  body_bytes_max: 1024 * 1024,
+  timestamp_skew_ms: 300_000,
+  idempotency_key_length_max: 255,
+  idempotency_retention_ms: 48 * 3600_000,
+  idempotency_sweep_interval_ms: 3600_000,
+  replay_cache_entries_max: 2_000_000,
+  mailbox_depth_max: 1024,
+  snapshot_every_records: 20_000,
+  shutdown_drain_ms: 10_000,
+  credentials_poll_interval_ms: 500,
+  pending_commands_max: 100_000,
+  worker_heap_mb: 8192,
+};
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Flags = Record<string, string | true>;
+
+/** Parses `--name value`, `--name=value` and bare `--flag`. */
+export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {
+  const positional: string[] = [];
+  const flags: Flags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (eq > 0) flags[arg.slice(2, eq)] = arg.slice(eq + 1);
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags[arg.slice(2)] = argv[++i]!;
+    else flags[arg.slice(2)] = true;
+  }
+  return { positional, flags };
+}
+
+const SERVE_FLAGS = ['port', 'host', 'data-dir', 'member', 'base-url', 'external-port', 'workers', 'dev',
+  'lookup-budget-base', 'lookup-budget-factor', 'log-level'] as const;
+
+export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
+  for (const name of Object.keys(flags)) {
+    if (!(SERVE_FLAGS as readonly string[]).includes(name)) throw new ConfigError(`unknown flag --${name}`);
+  }
+  const read = (name: (typeof SERVE_FLAGS)[number]): string | true | undefined =>
+    flags[name] ?? env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
+  const text = (name: (typeof SERVE_FLAGS)[number], fallback: string): string => {
+    const v = read(name);
+    if (v === true) throw new ConfigError(`--${name} needs a value`);
+    return v ?? fallback;
+  };
+  const integer = (name: (typeof SERVE_FLAGS)[number], fallback: number, min: number, max: number): number => {
+    const raw = text(name, String(fallback));
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+  const port = integer('port', 8080, 0, 65535);
+  const host = text('host', '127.0.0.1');
+  const member = text('member', 'local');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member)) throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
+  const devRaw = read('dev');
+  const factor = Number(text('lookup-budget-factor', '10'));
+  if (!Number.isFinite(factor) || factor < 0) throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
+  // Empty: the node derives it from the address it listens on (port 0 picks a free one).
+  const baseUrl = text('base-url', '').replace(/\/+$/, '');
+  if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl)) throw new ConfigError('--base-url must be an absolute http(s) origin');
+  return {
+    port,
+    host,
+    dataDir: text('data-dir', './data'),
+    member,
+    baseUrl,
+    externalPort: integer('external-port', 8081, 0, 65535),
+    workers: integer('workers', Math.max(1, availableParallelism() - 1), 1, 64),
+    dev: devRaw === true || devRaw === 'true' || devRaw === '1',
+    lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
+    lookupBudgetFactor: factor,
+    logLevel: text('log-level', 'info'),
+    limits: { ...DEFAULT_LIMITS },
+  };
+}

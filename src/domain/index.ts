@@ -1,0 +1,5 @@
+// Every aggregate the node runs, for the actor runtime.
+import type { Decider } from '../actors/types.js';
+import { receiptDecider } from './receipt/receipt.js';
+
+export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider];

@@ -1,0 +1,180 @@
+// Settlement receipts (SPEC J, "States and transitions: Settlement receipt").
+// Each statement is a signed envelope; a move signs a new envelope whose `supersedes` is the
+// digest of the one it replaces (P3). Earlier envelopes stay in the transitions list as signed.
+//
+// States and where they may move:
+//   pending  -> settled | failed
+//   settled  -> reversed
+//   failed, reversed: nowhere
+// A payee receipt is issued settled; a payer receipt is issued pending or failed.
+import type { Command, DecideContext, Decider, Decision, Publication } from '../../actors/types.js';
+import { digestOf } from '../../protocol/digest.js';
+import { invalid, refusal } from '../../protocol/errors.js';
+import { envelopeFields, signObject } from '../../protocol/signing.js';
+import { isoTime } from '../../protocol/time.js';
+import type { IssueReceiptInput, ReasonCode, TransitionReceiptInput } from './schema.js';
+
+export type ReceiptStatus = 'pending' | 'settled' | 'failed' | 'reversed';
+
+const MOVES: Record<ReceiptStatus, readonly ReceiptStatus[]> = {
+  pending: ['settled', 'failed'],
+  settled: ['reversed'],
+  failed: [],
+  reversed: [],
+};
+
+export interface TransitionRecord {
+  from: ReceiptStatus | null;
+  to: ReceiptStatus;
+  reason_code: ReasonCode | null;
+  occurred_at: string;
+  /** The signed envelope of this step, as JSON text (kept as issued). */
+  envelope: string;
+}
+
+export interface ReceiptState {
+  reference: string;
+  status: ReceiptStatus;
+  /** Digest of the current envelope (P3), the next move's `supersedes`. */
+  digest: string;
+  transitions: TransitionRecord[];
+}
+
+export type ReceiptEvent =
+  | { type: 'issued'; reference: string; step: TransitionRecord; digest: string }
+  | { type: 'moved'; step: TransitionRecord; digest: string };
+
+/** The command inputs, validated against schema.ts by the front end. */
+export type IssueCommand = IssueReceiptInput & { reference: string };
+
+type Envelope = Record<string, unknown>;
+
+export const RECEIPT_EVENT = 'receipt.issued';
+
+export const receiptDecider: Decider<ReceiptState, ReceiptEvent> = {
+  type: 'receipt',
+
+  decide(command: Command, state: ReceiptState | null, context: DecideContext): Decision<ReceiptEvent> {
+    switch (command.name) {
+      case 'issue':
+        if (state !== null) return refusal('path.core.invalid_request', 'reference already in use', { field: 'reference' });
+        return issue(command.input as IssueCommand, context);
+      case 'transition':
+        if (state === null) return refusal('path.core.not_found', 'no such receipt');
+        if (command.caller === null || !command.caller.local) {
+          return refusal('path.auth.forbidden', 'only the issuer of a receipt may move it');
+        }
+        return transition(state, command.input as TransitionReceiptInput, context);
+      default:
+        return refusal('path.core.not_found', 'no such operation on a receipt');
+    }
+  },
+
+  evolve(state: ReceiptState | null, event: ReceiptEvent): ReceiptState {
+    if (event.type === 'issued') {
+      return { reference: event.reference, status: event.step.to, digest: event.digest, transitions: [event.step] };
+    }
+    if (state === null) throw new Error('receipt moved before it was issued');
+    return { ...state, status: event.step.to, digest: event.digest, transitions: [...state.transitions, event.step] };
+  },
+
+  publications(state: ReceiptState): Publication[] {
+    const current = state.transitions[state.transitions.length - 1]!;
+    return [
+      { key: state.reference, reply: { status: 200, body: current.envelope, signed: true } },
+      { key: transitionsViewKey(state.reference), reply: { status: 200, body: transitionsDocument(state), signed: true } },
+    ];
+  },
+};
+
+export function transitionsViewKey(reference: string): string {
+  return `${reference}/transitions`;
+}
+
+function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEvent> {
+  const status = input.status ?? (input.issued_by === 'payee' ? 'settled' : 'pending');
+  const reasonCode = input.reason_code ?? null;
+  const railReferences = input.rail_references ?? [];
+  if (input.issued_by === 'payee' && status !== 'settled') return invalid('status', 'a payee receipt is issued settled');
+  if (input.issued_by === 'payer' && status === 'settled') return invalid('status', 'a payer receipt is issued pending or failed');
+  if (input.issued_by === 'payee' && input.payee !== undefined) return invalid('payee', 'the payee of a payee receipt is the issuer, filled by the node');
+  if (input.issued_by === 'payer' && input.payer !== undefined) return invalid('payer', 'the payer of a payer receipt is the issuer, filled by the node');
+  if (status === 'settled' && (input.received === undefined || input.received === null)) return invalid('received', 'received is required on a settled payee receipt');
+  if (status === 'settled' && railReferences.length === 0) return invalid('rail_references', 'rail_references are required on a settled receipt');
+  if (status === 'failed' && reasonCode === null) return invalid('reason_code', 'reason_code is required on a failed receipt');
+  if (status !== 'failed' && reasonCode !== null) return invalid('reason_code', 'reason_code belongs to a failed receipt');
+
+  const self = { member: context.member };
+  const body: Envelope = {
+    type: 'path.receipt',
+    reference: input.reference,
+    issuer: context.member,
+    issued_by: input.issued_by,
+    payer: input.issued_by === 'payer' ? self : (input.payer ?? { member: null }),
+    payee: input.issued_by === 'payee' ? self : (input.payee ?? { member: null }),
+    request: input.request ?? null,
+    instruction: input.instruction ?? null,
+    via: input.via,
+    sent: input.sent ?? null,
+    received: input.received ?? null,
+    fx: input.fx ?? null,
+    fees: input.fees ?? [],
+    rail_references: railReferences,
+    attestations: input.attestations ?? [],
+    status,
+    reason_code: reasonCode,
+    ...(input.reason === undefined ? {} : { reason: input.reason }),
+    supersedes: null,
+    route: null,
+  };
+  const occurredAt = isoTime(context.now);
+  const envelope = signObject({ ...body, ...envelopeFields(context.signer, occurredAt) }, context.signer);
+  const text = JSON.stringify(envelope);
+  const step: TransitionRecord = { from: null, to: status, reason_code: reasonCode, occurred_at: occurredAt, envelope: text };
+  return {
+    events: [{ type: 'issued', reference: input.reference, step, digest: digestOf(envelope) }],
+    reply: { status: 201, body: text, signed: true },
+    outbox: [{ id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data: envelope }],
+  };
+}
+
+function transition(state: ReceiptState, input: TransitionReceiptInput, context: DecideContext): Decision<ReceiptEvent> {
+  const current = state.transitions[state.transitions.length - 1]!;
+  // Re-stating the state already held answers the current envelope and appends nothing.
+  if (input.to === state.status) return { events: [], reply: { status: 200, body: current.envelope, signed: true } };
+  if (!MOVES[state.status].includes(input.to)) {
+    return refusal('path.settlement.transition_invalid', `a ${state.status} receipt cannot move to ${input.to}`, { from: state.status, to: input.to });
+  }
+  const reasonCode = input.reason_code ?? null;
+  if (input.to === 'failed' && reasonCode === null) return invalid('reason_code', 'reason_code is required to move to failed');
+  if (input.to === 'settled' && reasonCode !== null) return invalid('reason_code', 'a settled receipt carries no reason_code');
+
+  const previous = JSON.parse(current.envelope) as Envelope;
+  const railReferences = [...(previous.rail_references as unknown[]), ...(input.rail_references ?? [])];
+  if (input.to === 'settled' && railReferences.length === 0) return invalid('rail_references', 'rail_references are required on a settled receipt');
+
+  const { signature: _replaced, reason: _previousReason, ...kept } = previous;
+  const occurredAt = isoTime(context.now);
+  const body: Envelope = {
+    ...kept,
+    rail_references: railReferences,
+    status: input.to,
+    reason_code: reasonCode,
+    ...(input.reason === undefined ? {} : { reason: input.reason }),
+    supersedes: state.digest,
+    route: null,
+    ...envelopeFields(context.signer, occurredAt),
+  };
+  const envelope = signObject(body, context.signer);
+  const text = JSON.stringify(envelope);
+  const step: TransitionRecord = { from: state.status, to: input.to, reason_code: reasonCode, occurred_at: occurredAt, envelope: text };
+  return { events: [{ type: 'moved', step, digest: digestOf(envelope) }], reply: { status: 201, body: text, signed: true } };
+}
+
+/** `GET /receipts/{reference}/transitions`: envelopes embedded exactly as signed. */
+function transitionsDocument(state: ReceiptState): string {
+  const steps = state.transitions.map((t) =>
+    `{"from":${JSON.stringify(t.from)},"to":${JSON.stringify(t.to)},"reason_code":${JSON.stringify(t.reason_code)},`
+    + `"occurred_at":${JSON.stringify(t.occurred_at)},"envelope":${t.envelope}}`);
+  return `{"reference":${JSON.stringify(state.reference)},"status":${JSON.stringify(state.status)},"transitions":[${steps.join(',')}]}`;
+}

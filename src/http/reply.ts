@@ -1,0 +1,36 @@
+// What a handler answers, and the status lines uWebSockets.js wants.
+import { errorBody, statusOf, type Refusal } from '../protocol/errors.js';
+
+export interface HttpReply {
+  status: number;
+  body: string | Uint8Array;
+  /** Carries a signed object (P10: adds Path-Protocol-Version). */
+  signed: boolean;
+  headers?: Record<string, string>;
+}
+
+export function json(status: number, value: unknown, signed = false): HttpReply {
+  return { status, body: JSON.stringify(value), signed };
+}
+
+export function failure(r: Refusal, headers?: Record<string, string>): HttpReply {
+  const retry: Record<string, string> = r.code === 'path.core.unavailable' ? { 'retry-after': String(r.detail?.retry_after_seconds ?? 1) } : {};
+  return { status: statusOf(r.code), body: errorBody(r), signed: false, headers: { ...retry, ...headers } };
+}
+
+const REASONS: Record<number, string> = {
+  200: 'OK', 201: 'Created', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found',
+  405: 'Method Not Allowed', 409: 'Conflict', 410: 'Gone', 413: 'Payload Too Large', 422: 'Unprocessable Entity',
+  429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+const STATUS_LINES = new Map<number, string>();
+
+export function statusLine(status: number): string {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${REASONS[status] ?? 'Status'}`;
+    STATUS_LINES.set(status, line);
+  }
+  return line;
+}

@@ -1,0 +1,83 @@
+// The declarative route table's matcher: literal segments and `:name` parameters. Operation
+// routes are mounted under both API prefixes (P6); the fixed routes sit at the root.
+
+export type Auth = 'public' | 'member' | 'local' | 'optional';
+
+export interface RouteSpec<H> {
+  /** Operation name, published in discovery's `endpoints`. */
+  operation: string;
+  method: 'GET' | 'POST' | 'PUT';
+  /** Path under the prefix (or from the root when `root` is set), `:name` for parameters. */
+  path: string;
+  root?: boolean;
+  auth: Auth;
+  /** Creates a resource: takes `Path-Idempotency-Key` (P7). */
+  creates?: boolean;
+  handler: H;
+}
+
+interface Node<H> {
+  literal: Map<string, Node<H>>;
+  param: { name: string; node: Node<H> } | null;
+  routes: Map<string, RouteSpec<H>>;
+}
+
+export type Match<H> =
+  | { kind: 'found'; route: RouteSpec<H>; params: Record<string, string> }
+  | { kind: 'method_not_allowed'; allowed: string[] }
+  | { kind: 'not_found' };
+
+const newNode = <H>(): Node<H> => ({ literal: new Map(), param: null, routes: new Map() });
+
+export class Router<H> {
+  private readonly root = newNode<H>();
+
+  constructor(routes: readonly RouteSpec<H>[], prefixes: readonly string[]) {
+    for (const route of routes) {
+      for (const prefix of route.root ? [''] : prefixes) this.add(prefix + route.path, route);
+    }
+  }
+
+  match(method: string, path: string): Match<H> {
+    const params: Record<string, string> = {};
+    let node = this.root;
+    let start = 1;
+    while (start <= path.length) {
+      let end = path.indexOf('/', start);
+      if (end < 0) end = path.length;
+      const segment = path.slice(start, end);
+      const next = node.literal.get(segment);
+      if (next !== undefined) node = next;
+      else if (node.param !== null && segment !== '') {
+        params[node.param.name] = segment;
+        node = node.param.node;
+      } else return { kind: 'not_found' };
+      start = end + 1;
+    }
+    if (node.routes.size === 0) return { kind: 'not_found' };
+    const route = node.routes.get(method);
+    if (route === undefined) return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
+    return { kind: 'found', route, params };
+  }
+
+  private add(path: string, route: RouteSpec<H>): void {
+    let node = this.root;
+    for (const segment of path.split('/').slice(1)) {
+      if (segment.startsWith(':')) {
+        const name = segment.slice(1);
+        if (node.param !== null && node.param.name !== name) throw new Error(`conflicting parameter names at ${path}`);
+        node.param ??= { name, node: newNode<H>() };
+        node = node.param.node;
+      } else {
+        let next = node.literal.get(segment);
+        if (next === undefined) {
+          next = newNode<H>();
+          node.literal.set(segment, next);
+        }
+        node = next;
+      }
+    }
+    if (node.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${path}`);
+    node.routes.set(route.method, route);
+  }
+}

@@ -1,0 +1,63 @@
+// The three fixed routes at the root (P4): keys, discovery, and the signed object behind a link.
+import { API_PREFIXES, SERVED_API_VERSIONS } from '../../config.js';
+import { isReferenceShaped } from '../../protocol/ids.js';
+import { GRAMMAR, PROTOCOL_VERSION } from '../../protocol/signing.js';
+import type { StoredSigningKey } from '../../store.js';
+import type { RouteSpec } from '../router.js';
+import type { Handler } from '../server.js';
+import { notFound, viewReply, type Services } from '../services.js';
+
+/** Days a lookup journal entry is kept (published in discovery, P4). */
+export const LOOKUP_JOURNAL_RETENTION_DAYS = 90;
+/** Profiles this node declares; reserved ones (gateway, reconciliation) never appear. */
+export const DECLARED_PROFILES = ['receipts'] as const;
+
+export function keysDocument(member: string, keys: readonly StoredSigningKey[]): string {
+  return JSON.stringify({
+    member,
+    keys: keys.map((k) => ({
+      kid: k.kid, alg: 'Ed25519', public_key: k.public_key, kty: 'OKP', crv: 'Ed25519',
+      x: Buffer.from(k.public_key, 'hex').toString('base64url'), status: k.status, created_at: k.created_at, retired_at: k.retired_at,
+    })),
+  });
+}
+
+export function configurationDocument(services: Services, routes: readonly RouteSpec<Handler>[]): string {
+  const { baseUrl, member } = services.config;
+  const endpoints: Record<string, { method: string; url: string }> = {};
+  for (const r of routes) endpoints[r.operation] = { method: r.method, url: `${baseUrl}${r.root ? '' : API_PREFIXES[0]}${r.path.replace(/:([a-z_]+)/g, '{$1}')}` };
+  return JSON.stringify({
+    member,
+    base_url: baseUrl,
+    protocol_version: PROTOCOL_VERSION,
+    grammar: GRAMMAR,
+    api_versions: [...SERVED_API_VERSIONS],
+    keys_url: `${baseUrl}/.well-known/path-keys`,
+    endpoints,
+    profiles: [...DECLARED_PROFILES],
+    lookup_journal_retention_days: LOOKUP_JOURNAL_RETENTION_DAYS,
+    external_url: null,
+    pepper_version: services.pepperVersion,
+  });
+}
+
+/** The fixed routes; the documents are rebuilt by the node when keys or routes change. */
+export function fixedRoutes(services: Services, documents: { keys: () => string; configuration: () => string }): RouteSpec<Handler>[] {
+  return [
+    {
+      operation: 'keys', method: 'GET', path: '/.well-known/path-keys', root: true, auth: 'public',
+      handler: () => ({ status: 200, body: documents.keys(), signed: false }),
+    },
+    {
+      operation: 'configuration', method: 'GET', path: '/.well-known/path-configuration', root: true, auth: 'public',
+      handler: () => ({ status: 200, body: documents.configuration(), signed: false }),
+    },
+    {
+      operation: 'links.get', method: 'GET', path: '/path/:reference', root: true, auth: 'public',
+      handler: (context) => {
+        const reference = context.params.reference!;
+        return (isReferenceShaped(reference) ? viewReply(services, reference) : null) ?? notFound('object');
+      },
+    },
+  ];
+}

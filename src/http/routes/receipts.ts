@@ -1,0 +1,54 @@
+// Routes of SPEC J: settlement receipts.
+import { transitionsViewKey } from '../../domain/receipt/receipt.js';
+import { validateIssue, validateTransition, validateVerify } from '../../domain/receipt/schema.js';
+import { newReference, isReferenceShaped } from '../../protocol/ids.js';
+import { verifyObject } from '../../protocol/signing.js';
+import { failure, json } from '../reply.js';
+import type { RouteSpec } from '../router.js';
+import type { Handler } from '../server.js';
+import { notFound, runCommand, validBody, viewReply, type Services } from '../services.js';
+
+export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
+  const read = (key: string, reference: string) =>
+    (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
+  return [
+    {
+      operation: 'receipts.create', method: 'POST', path: '/receipts', auth: 'member', creates: true,
+      handler: (context) => {
+        const input = validBody(context, validateIssue);
+        if (!input.ok) return failure(input.refusal);
+        const reference = newReference('rcp');
+        return runCommand(services, context, 'receipt', reference, 'issue', { ...input.value, reference });
+      },
+    },
+    {
+      operation: 'receipts.transition', method: 'POST', path: '/receipts/:reference/transitions', auth: 'member', creates: true,
+      handler: (context) => {
+        const reference = context.params.reference!;
+        if (!isReferenceShaped(reference, 'rcp')) return notFound('receipt');
+        const input = validBody(context, validateTransition);
+        if (!input.ok) return failure(input.refusal);
+        return runCommand(services, context, 'receipt', reference, 'transition', input.value);
+      },
+    },
+    {
+      operation: 'receipts.get', method: 'GET', path: '/receipts/:reference', auth: 'public',
+      handler: (context) => read(context.params.reference!, context.params.reference!),
+    },
+    {
+      operation: 'receipts.transitions', method: 'GET', path: '/receipts/:reference/transitions', auth: 'public',
+      handler: (context) => read(transitionsViewKey(context.params.reference!), context.params.reference!),
+    },
+    {
+      operation: 'receipts.verify', method: 'POST', path: '/receipts/verify', auth: 'public',
+      handler: (context) => {
+        const input = validBody(context, validateVerify);
+        if (!input.ok) return failure(input.refusal);
+        const envelope = input.value.envelope as Record<string, unknown>;
+        if (envelope.type !== 'path.receipt') return json(200, { valid: false, reason: 'not_a_receipt' });
+        const verdict = verifyObject(envelope, input.value.issuer_public_key);
+        return json(200, verdict.valid ? { valid: true } : { valid: false, reason: verdict.reason });
+      },
+    },
+  ];
+}

@@ -1,0 +1,230 @@
+// The HTTP front end on uWebSockets.js. Thin by design: version check -> route -> body ->
+// authenticate -> idempotency -> handler (which validates and sends to an actor) -> answer.
+// Every failure on the way is a JSON error from the P7 table; nothing a client sends can
+// produce a 5xx. Public reads answer synchronously from committed bytes.
+import { createHash, randomBytes } from 'node:crypto';
+import uws from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import type { Caller } from '../actors/types.js';
+import { API_PREFIXES, API_VERSION, SERVED_API_VERSIONS, type Limits } from '../config.js';
+import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
+import { PROTOCOL_VERSION } from '../protocol/signing.js';
+import type { Authenticator } from './auth.js';
+import { failure, statusLine, type HttpReply } from './reply.js';
+import { Router, type RouteSpec } from './router.js';
+
+export interface RequestContext {
+  method: string;
+  path: string;
+  query: string;
+  params: Record<string, string>;
+  body: Buffer;
+  caller: Caller | null;
+  now: number;
+  /** Set on creating calls that carried `Path-Idempotency-Key` (P7). */
+  idempotency?: { scope: string; requestHash: string };
+  route: RouteSpec<Handler>;
+}
+
+export type Handler = (context: RequestContext) => HttpReply | Promise<HttpReply>;
+
+/** Stored idempotent answers and the calls still in flight (P7). */
+export interface IdempotencyStore {
+  stored(scope: string): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
+}
+
+export interface ServerOptions {
+  routes: readonly RouteSpec<Handler>[];
+  authenticator: Authenticator;
+  idempotency: IdempotencyStore;
+  limits: Limits;
+  logger: Logger;
+  now: () => number;
+}
+
+const EMPTY = Buffer.alloc(0);
+const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
+
+export class HttpServer {
+  private readonly router: Router<Handler>;
+  private readonly app = uws.App();
+  private listenSocket: uws.us_listen_socket | null = null;
+  private readonly inFlightScopes = new Set<string>();
+  private readonly requestIdPrefix = randomBytes(6).toString('hex');
+  private requestCounter = 0;
+  private active = 0;
+  private closing = false;
+
+  constructor(private readonly options: ServerOptions) {
+    this.router = new Router(options.routes, API_PREFIXES);
+    this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        this.listenSocket = socket;
+        resolve(uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  /** Stops accepting connections; resolves when in-flight requests are answered (or time runs out). */
+  async close(drainMs: number): Promise<void> {
+    this.closing = true;
+    if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    const deadline = Date.now() + drainMs;
+    while (this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  private onRequest(res: uws.HttpResponse, req: uws.HttpRequest): void {
+    const requestId = `${this.requestIdPrefix}-${(this.requestCounter++).toString(36)}`;
+    const method = req.getCaseSensitiveMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = req.getQuery() ?? '';
+    const pinned = req.getHeader('path-version');
+    const base = { requestId, pinned: pinned !== '' };
+
+    if (this.closing) return this.send(res, failure(refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 })), base);
+    if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
+      return this.send(res, failure(refusal('path.core.version_unknown', 'unknown Path-Version', { served: [...SERVED_API_VERSIONS] })), base);
+    }
+    const match = this.router.match(method, path);
+    if (match.kind === 'not_found') return this.send(res, failure(refusal('path.core.not_found', 'no such route')), base);
+    if (match.kind === 'method_not_allowed') {
+      return this.send(res, failure(refusal('path.core.method_not_allowed', 'method not allowed on this route', { allowed: match.allowed }), { allow: match.allowed.join(', ') }), base);
+    }
+    const { route, params } = match;
+    const context: RequestContext = { method, path, query, params, body: EMPTY, caller: null, now: this.options.now(), route };
+
+    // Public reads without a body answer at once, from committed bytes.
+    if (route.auth === 'public' && method === 'GET') return this.finish(res, context, base, null);
+
+    const signed = {
+      keyId: req.getHeader('path-key-id') || undefined,
+      timestamp: req.getHeader('path-timestamp') || undefined,
+      signature: req.getHeader('path-signature') || undefined,
+      idempotencyKey: req.getHeader('path-idempotency-key') || undefined,
+    };
+    const declaredLength = req.getHeader('content-length');
+    if (declaredLength !== '' && Number(declaredLength) > this.options.limits.body_bytes_max) {
+      return this.send(res, failure(refusal('path.core.payload_too_large', 'request body is over the limit', { limit_bytes: this.options.limits.body_bytes_max })), base, true);
+    }
+    const state = { aborted: false };
+    res.onAborted(() => { state.aborted = true; });
+    this.active++;
+    this.readBody(res, (body) => {
+      if (body === null) {
+        this.active--;
+        return this.send(res, failure(refusal('path.core.payload_too_large', 'request body is over the limit', { limit_bytes: this.options.limits.body_bytes_max })), base, true, state);
+      }
+      context.body = body;
+      const target = query === '' ? path : `${path}?${query}`;
+      this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
+    });
+  }
+
+  private authenticateAndRun(
+    res: uws.HttpResponse, context: RequestContext, base: { requestId: string; pinned: boolean }, state: { aborted: boolean },
+    signed: { method: string; target: string; keyId?: string; timestamp?: string; signature?: string; idempotencyKey?: string },
+  ): void {
+    const done = (reply: HttpReply) => { this.active--; this.send(res, reply, base, false, state); };
+    const hasCredentialHeaders = signed.keyId !== undefined || signed.signature !== undefined || signed.timestamp !== undefined;
+    if (context.route.auth !== 'public' && (context.route.auth !== 'optional' || hasCredentialHeaders)) {
+      const bodySha256Hex = context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
+      const verdict = this.options.authenticator.authenticate({ ...signed, keyId: signed.keyId, timestamp: signed.timestamp, signature: signed.signature, idempotencyKey: signed.idempotencyKey, bodySha256Hex }, context.now);
+      if (isRefusal(verdict)) return done(failure(verdict));
+      if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
+      context.caller = verdict;
+    }
+    if (context.route.creates && signed.idempotencyKey !== undefined) {
+      const outcome = this.idempotency(context, signed.idempotencyKey);
+      if (outcome !== null) return done(outcome);
+      const scope = context.idempotency!.scope;
+      this.inFlightScopes.add(scope);
+      return void this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);
+    }
+    this.finish(res, context, base, state, undefined, true);
+  }
+
+  /** Replays a stored answer, refuses a conflict, or marks the call in flight (returns null). */
+  private idempotency(context: RequestContext, key: string): HttpReply | null {
+    if (key.length > this.options.limits.idempotency_key_length_max || !/^[\x21-\x7e]+$/.test(key)) {
+      return failure(invalid('Path-Idempotency-Key', `Path-Idempotency-Key must be 1-${this.options.limits.idempotency_key_length_max} visible ASCII characters`));
+    }
+    const member = context.caller?.member ?? '';
+    const scope = createHash('sha256').update(`${member}\n${key}`).digest('hex');
+    const requestHash = createHash('sha256')
+      .update(`${context.route.operation}\n${JSON.stringify(context.params)}\n`).update(context.body).digest('hex');
+    const stored = this.options.idempotency.stored(scope);
+    if (stored !== undefined) {
+      if (stored.requestHash !== requestHash) {
+        return failure(refusal('path.core.idempotency_conflict', 'this idempotency key was used with a different request'));
+      }
+      return { status: stored.status, body: stored.body, signed: stored.signed, headers: { 'path-idempotent-replayed': 'true' } };
+    }
+    if (this.inFlightScopes.has(scope)) return failure(refusal('path.core.idempotency_in_progress', 'a request with this idempotency key is still in flight'));
+    context.idempotency = { scope, requestHash };
+    return null;
+  }
+
+  private finish(
+    res: uws.HttpResponse, context: RequestContext, base: { requestId: string; pinned: boolean },
+    state: { aborted: boolean } | null, after?: () => void, counted = false,
+  ): void {
+    let result: HttpReply | Promise<HttpReply>;
+    try {
+      result = context.route.handler(context);
+    } catch (error) {
+      result = this.internal(error, base.requestId);
+    }
+    const complete = (reply: HttpReply) => {
+      after?.();
+      if (counted) this.active--;
+      this.send(res, reply, base, false, state ?? undefined);
+    };
+    if (result instanceof Promise) {
+      if (state === null) throw new Error('asynchronous handler on a synchronous route');
+      result.then(complete, (error: unknown) => complete(this.internal(error, base.requestId)));
+    } else {
+      complete(result);
+    }
+  }
+
+  private internal(error: unknown, requestId: string): HttpReply {
+    if (isRefusal(error)) return failure(error as Refusal);
+    this.options.logger.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId }, 'handler failed');
+    return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
+  }
+
+  private readBody(res: uws.HttpResponse, done: (body: Buffer | null) => void): void {
+    const limit = this.options.limits.body_bytes_max;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    res.onData((chunk, isLast) => {
+      if (!over) {
+        size += chunk.byteLength;
+        if (size > limit) over = true;
+        else chunks.push(Buffer.from(chunk.slice(0)));
+      }
+      if (isLast) done(over ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  }
+
+  private send(res: uws.HttpResponse, reply: HttpReply, base: { requestId: string; pinned: boolean }, close = false, state?: { aborted: boolean }): void {
+    if (state?.aborted) return;
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      res.writeHeader('content-type', 'application/json');
+      res.writeHeader('path-version', API_VERSION);
+      res.writeHeader('path-version-pinned', base.pinned ? 'true' : 'false');
+      res.writeHeader('path-request-id', base.requestId);
+      if (reply.signed) res.writeHeader('path-protocol-version', PROTOCOL_VERSION);
+      if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
+      res.end(reply.body, close);
+    });
+  }
+}

@@ -1,0 +1,93 @@
+// The log on LMDB (lmdb-js). One environment per data directory holds the log, the snapshots,
+// the tables written beside the records (views, outbox, idempotency) and the node's own
+// records (credentials, keys: see store.ts).
+//
+// Durability (P14): lmdb-js resolves a write's promise when its transaction is committed and
+// visible; with overlappingSync the fsync comes later. The environment is opened with
+// overlappingSync off, so a commit includes its sync, and `append` still waits for `flushed`
+// before it resolves: acknowledging on "committed" alone is never enough. Writes that arrive
+// while a commit is in progress are batched by lmdb-js into the next transaction: that is the
+// group commit.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { Log, LogEntry, StoredRecord, Table, TableWrite } from './log.js';
+
+export interface LmdbEnvironment {
+  root: RootDatabase;
+  log: Database<Buffer, [number, number]>;
+  snapshots: Database<Buffer, number>;
+  tables: Record<Table, Database<Buffer, string>>;
+}
+
+export const ENV_FILE = 'node.mdb';
+const MAX_DATABASES = 16;
+
+export function openEnvironment(dataDir: string): LmdbEnvironment {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const root = open({ path: join(dataDir, ENV_FILE), maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });
+  const table = (name: Table) => root.openDB<Buffer, string>({ name, encoding: 'binary' });
+  return {
+    root,
+    log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
+    snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency') },
+  };
+}
+
+export class LmdbLog implements Log {
+  constructor(private readonly env: LmdbEnvironment) {}
+
+  async append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
+    const { log, tables, root } = this.env;
+    await root.transaction(() => {
+      for (const e of entries) log.put([e.partition, e.seq], e.bytes);
+      for (const w of writes) {
+        if (w.bytes === null) tables[w.table].remove(w.key);
+        else tables[w.table].put(w.key, w.bytes);
+      }
+    });
+    await root.flushed;
+  }
+
+  get(table: Table, key: string): Buffer | undefined {
+    return this.env.tables[table].get(key);
+  }
+
+  async remove(table: Table, keys: readonly string[]): Promise<void> {
+    const db = this.env.tables[table];
+    await this.env.root.transaction(() => {
+      for (const key of keys) db.remove(key);
+    });
+    await this.env.root.flushed;
+  }
+
+  *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {
+    for (const { key, value } of this.env.tables[table].getRange({ snapshot: false })) yield { key, bytes: value };
+  }
+
+  *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
+    for (const { key, value } of this.env.log.getRange({ start: [partition, afterSeq + 1], end: [partition + 1, 0] })) {
+      yield { seq: key[1], bytes: value };
+    }
+  }
+
+  readSnapshot(partition: number): Buffer | undefined {
+    return this.env.snapshots.get(partition);
+  }
+
+  async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
+    await this.env.snapshots.put(partition, bytes);
+    await this.env.root.flushed;
+  }
+
+  async discardTail(partition: number, seq: number): Promise<void> {
+    await this.env.log.remove([partition, seq]);
+    await this.env.root.flushed;
+  }
+
+  async close(): Promise<void> {
+    await this.env.root.flushed;
+    await this.env.root.close();
+  }
+}

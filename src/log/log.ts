@@ -1,0 +1,62 @@
+// The log: the only durable state of the node. Every accepted change is one record appended to
+// its partition; state in memory is a fold of the records (after the last snapshot).
+//
+// Fault model. The log assumes: a process can die at any instruction (kill -9); the machine can
+// lose power, dropping any write not yet flushed; a record can be damaged at rest. It answers:
+// `append` resolves only once its records are flushed (durable), never merely committed (P14);
+// records of one append land together or not at all; each record carries a checksum checked on
+// read, so damage is found, never served. Partitions are fixed (PARTITION_COUNT) so that
+// records keep their place whatever the worker count is.
+
+export const PARTITION_COUNT = 256;
+
+export interface LogEntry {
+  partition: number;
+  seq: number;
+  /** A framed record (record.ts). */
+  bytes: Buffer;
+}
+
+/** Tables written in the same commit as the records that cause them. */
+export type Table = 'views' | 'outbox' | 'idempotency';
+
+/** A keyed write beside the records: `bytes: null` deletes. */
+export interface TableWrite {
+  table: Table;
+  key: string;
+  bytes: Buffer | null;
+}
+
+export interface StoredRecord {
+  seq: number;
+  bytes: Buffer;
+}
+
+export interface Log {
+  /** Appends records and their table writes in one commit; resolves once durable. */
+  append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void>;
+  /** The committed value of a table key (views, idempotency, outbox). */
+  get(table: Table, key: string): Buffer | undefined;
+  /** Removes table keys (housekeeping, such as expired idempotency answers); resolves once durable. */
+  remove(table: Table, keys: readonly string[]): Promise<void>;
+  /** Every key and value of a table, in key order. */
+  scan(table: Table): Iterable<{ key: string; bytes: Buffer }>;
+  /** Records of a partition with seq > afterSeq, in order. */
+  read(partition: number, afterSeq: number): Iterable<StoredRecord>;
+  readSnapshot(partition: number): Buffer | undefined;
+  /** Resolves once the snapshot is durable. */
+  writeSnapshot(partition: number, bytes: Buffer): Promise<void>;
+  /** Removes one damaged tail record (recovery only). */
+  discardTail(partition: number, seq: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Stable partition of an aggregate key (FNV-1a over UTF-16 code units). */
+export function partitionOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % PARTITION_COUNT;
+}

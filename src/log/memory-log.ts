@@ -1,0 +1,106 @@
+// An in-memory log for tests of the runtime. It keeps "committed" and "flushed" apart the way
+// a disk does: `append` resolves only when a flush covers the records, and `crash()` drops
+// everything committed but not yet flushed (simulated power loss). `tearTail` and `corrupt`
+// damage records at rest.
+import type { Log, LogEntry, StoredRecord, Table, TableWrite } from './log.js';
+
+interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => void }
+
+export class MemoryLog implements Log {
+  private readonly records = new Map<number, StoredRecord[]>();
+  private readonly snapshots = new Map<number, Buffer>();
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map() };
+  private pending: Pending[] = [];
+
+  /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
+  constructor(private readonly options: { autoFlush: boolean } = { autoFlush: true }) {}
+
+  append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
+    return new Promise((resolve) => {
+      this.pending.push({ entries: [...entries], writes: [...writes], resolve });
+      if (this.options.autoFlush) setImmediate(() => this.flush());
+    });
+  }
+
+  /** Makes every committed write durable and resolves their appends. */
+  flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    for (const p of batch) {
+      for (const e of p.entries) {
+        const list = this.records.get(e.partition) ?? [];
+        list.push({ seq: e.seq, bytes: e.bytes });
+        this.records.set(e.partition, list);
+      }
+      for (const w of p.writes) {
+        if (w.bytes === null) this.tables[w.table].delete(w.key);
+        else this.tables[w.table].set(w.key, w.bytes);
+      }
+    }
+    for (const p of batch) p.resolve();
+  }
+
+  /** Power loss: unflushed writes vanish and their appends never resolve. */
+  crash(): void {
+    this.pending = [];
+  }
+
+  pendingCount(): number {
+    return this.pending.length;
+  }
+
+  recordCount(): number {
+    let n = 0;
+    for (const list of this.records.values()) n += list.length;
+    return n;
+  }
+
+  tearTail(partition: number): void {
+    const list = this.records.get(partition);
+    const last = list?.[list.length - 1];
+    if (last === undefined) throw new Error('partition is empty');
+    last.bytes = flipLastByte(last.bytes);
+  }
+
+  corrupt(partition: number, seq: number): void {
+    const record = this.records.get(partition)?.find((r) => r.seq === seq);
+    if (record === undefined) throw new Error('no such record');
+    record.bytes = flipLastByte(record.bytes);
+  }
+
+  get(table: Table, key: string): Buffer | undefined {
+    return this.tables[table].get(key);
+  }
+
+  async remove(table: Table, keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.tables[table].delete(key);
+  }
+
+  *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {
+    for (const [key, bytes] of [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) yield { key, bytes };
+  }
+
+  *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
+    for (const r of this.records.get(partition) ?? []) if (r.seq > afterSeq) yield r;
+  }
+
+  readSnapshot(partition: number): Buffer | undefined {
+    return this.snapshots.get(partition);
+  }
+
+  async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
+    this.snapshots.set(partition, bytes);
+  }
+
+  async discardTail(partition: number, seq: number): Promise<void> {
+    this.records.set(partition, (this.records.get(partition) ?? []).filter((r) => r.seq !== seq));
+  }
+
+  async close(): Promise<void> {}
+}
+
+function flipLastByte(bytes: Buffer): Buffer {
+  const damaged = Buffer.from(bytes);
+  damaged[damaged.length - 1] = damaged[damaged.length - 1]! ^ 0xff;
+  return damaged;
+}

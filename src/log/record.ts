@@ -1,0 +1,27 @@
+// Record framing for the log and for snapshots: a CRC-32 of the payload, then the payload
+// (msgpack). Every record is checked before it is appended and again when it is read back (P14).
+import { crc32 } from 'node:zlib';
+import { Packr } from 'msgpackr';
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+const CHECKSUM_BYTES = 4;
+
+export class ChecksumError extends Error {
+  override name = 'ChecksumError';
+}
+
+export function frame(value: unknown): Buffer {
+  const payload = packr.pack(value);
+  const out = Buffer.allocUnsafe(CHECKSUM_BYTES + payload.length);
+  out.writeUInt32BE(crc32(payload), 0);
+  payload.copy(out, CHECKSUM_BYTES);
+  return out;
+}
+
+export function unframe<T>(bytes: Uint8Array): T {
+  const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buffer.length < CHECKSUM_BYTES + 1) throw new ChecksumError('record shorter than its frame');
+  const payload = buffer.subarray(CHECKSUM_BYTES);
+  if (crc32(payload) !== buffer.readUInt32BE(0)) throw new ChecksumError('record checksum does not match');
+  return packr.unpack(payload) as T;
+}

@@ -1,0 +1,103 @@
+// Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
+import type { Logger } from 'pino';
+import { ShardPool } from './actors/pool.js';
+import type { IdempotencyEntry } from './actors/types.js';
+import type { Config } from './config.js';
+import { Authenticator } from './http/auth.js';
+import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
+import { receiptRoutes } from './http/routes/receipts.js';
+import type { RouteSpec } from './http/router.js';
+import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
+import type { Services } from './http/services.js';
+import { LmdbLog, openEnvironment } from './log/lmdb-log.js';
+import { unframe } from './log/record.js';
+import { NodeStore } from './store.js';
+
+export interface RunningNode {
+  port: number;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startNode(config: Config, logger: Logger, onFatal: (message: string) => void): Promise<RunningNode> {
+  const started = Date.now();
+  const env = openEnvironment(config.dataDir);
+  const store = new NodeStore(env);
+  const signingKey = await store.ensureSigningKey(Date.now());
+  const pepper = await store.ensurePepper();
+  const log = new LmdbLog(env);
+
+  const { pool, stats } = await ShardPool.start({
+    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex,
+    limits: config.limits, onFatal,
+  });
+
+  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
+  authenticator.load(store.allCredentials());
+
+  const services: Services = { config: { ...config }, pool, log, store, pepperVersion: pepper.version };
+  let keysBody = keysDocument(config.member, store.signingKeys());
+  let configurationBody = '';
+  const routes: RouteSpec<Handler>[] = [];
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services));
+
+  const server = new HttpServer({
+    routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
+  });
+  const port = await server.listen(config.host, config.port);
+  services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
+  configurationBody = configurationDocument(services, routes);
+
+  // The command line changes credentials and keys in the same environment; follow it.
+  let seenChanges = store.changes();
+  let activeKid = signingKey.kid;
+  const poll = setInterval(() => {
+    const changes = store.changes();
+    if (changes === seenChanges) return;
+    seenChanges = changes;
+    authenticator.load(store.allCredentials());
+    const keys = store.signingKeys();
+    keysBody = keysDocument(config.member, keys);
+    const active = keys.find((k) => k.status === 'active');
+    if (active !== undefined && active.kid !== activeKid) {
+      activeKid = active.kid;
+      pool.setSigningKey(active.seed_hex);
+      logger.info({ kid: active.kid }, 'signing key rotated');
+    }
+  }, config.limits.credentials_poll_interval_ms);
+  const sweep = setInterval(() => void sweepIdempotency(log, config.limits.idempotency_retention_ms), config.limits.idempotency_sweep_interval_ms);
+
+  logger.info({ port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, recovery_ms: Date.now() - started }, 'listening');
+
+  return {
+    port,
+    baseUrl: services.config.baseUrl,
+    async stop() {
+      clearInterval(poll);
+      clearInterval(sweep);
+      await server.close(config.limits.shutdown_drain_ms);
+      await pool.drain();
+      await log.close();
+      logger.info('stopped');
+    },
+  };
+}
+
+function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
+  return {
+    stored(scope) {
+      const bytes = log.get('idempotency', scope);
+      if (bytes === undefined) return undefined;
+      const entry = unframe<IdempotencyEntry>(bytes);
+      return entry.at + retentionMs < Date.now() ? undefined : entry;
+    },
+  };
+}
+
+/** Forgets idempotent answers past their retention (P7 keeps them at least 24 hours). */
+async function sweepIdempotency(log: LmdbLog, retentionMs: number): Promise<void> {
+  const expired: string[] = [];
+  const cutoff = Date.now() - retentionMs;
+  for (const { key, bytes } of log.scan('idempotency')) if (unframe<IdempotencyEntry>(bytes).at < cutoff) expired.push(key);
+  if (expired.length > 0) await log.remove('idempotency', expired);
+}

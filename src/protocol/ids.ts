@@ -1,0 +1,19 @@
+// Public references and ids (P9): a type prefix and 128 random bits, never sequential.
+import { randomBytes } from 'node:crypto';
+
+export type ReferencePrefix =
+  | 'req' | 'ins' | 'chk' | 'cs' | 'rcp' | 'con' | 'dlg' | 'att' | 'obd'
+  | 'sub' | 'idn' | 'adr' | 'tgt' | 'evt';
+
+export const REFERENCE_RANDOM_BYTES = 16;
+
+export function newReference(prefix: ReferencePrefix): string {
+  return `${prefix}_${randomBytes(REFERENCE_RANDOM_BYTES).toString('hex')}`;
+}
+
+const REFERENCE_SHAPE = /^[a-z]{2,3}_[0-9a-f]{32}$/;
+
+/** True for a string shaped like one of our references; used to refuse junk before routing. */
+export function isReferenceShaped(text: string, prefix?: ReferencePrefix): boolean {
+  return REFERENCE_SHAPE.test(text) && (prefix === undefined || text.startsWith(`${prefix}_`));
+}

@@ -1,0 +1,128 @@
+// The node's own records beside the log: API credentials (public keys only, P5), the signing
+// keys (P1, P4) and the network pepper (P8). Kept in the same LMDB environment so that the
+// `path-node` command can change them whether or not the node runs; a running node notices
+// through a change counter it polls.
+import { randomBytes } from 'node:crypto';
+import type { Database } from 'lmdb';
+import type { LmdbEnvironment } from './log/lmdb-log.js';
+import { sha256Hex } from './protocol/digest.js';
+import { generateSeedHex, kidOf } from './protocol/signing.js';
+
+export interface Credential {
+  key_id: string;
+  member: string;
+  public_key: string;
+  local: boolean;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface StoredSigningKey {
+  kid: string;
+  seed_hex: string;
+  public_key: string;
+  status: 'active' | 'retired';
+  created_at: string;
+  retired_at: string | null;
+}
+
+export interface Pepper {
+  version: string;
+  hex: string;
+}
+
+const CHANGES_KEY = 'changes';
+const PEPPER_KEY = 'pepper';
+const PEPPER_BYTES = 32;
+const HEX_32 = /^[0-9a-f]{64}$/;
+
+export class NodeStore {
+  private readonly credentials: Database<Credential, string>;
+  private readonly keys: Database<StoredSigningKey, string>;
+  private readonly meta: Database<unknown, string>;
+
+  constructor(private readonly env: LmdbEnvironment) {
+    this.credentials = env.root.openDB<Credential, string>({ name: 'credentials' });
+    this.keys = env.root.openDB<StoredSigningKey, string>({ name: 'keys' });
+    this.meta = env.root.openDB<unknown, string>({ name: 'meta' });
+  }
+
+  /** Bumped on every change to credentials or keys. */
+  changes(): number {
+    this.env.root.resetReadTxn();
+    return (this.meta.get(CHANGES_KEY) as number | undefined) ?? 0;
+  }
+
+  allCredentials(): Credential[] {
+    return [...this.credentials.getRange({ snapshot: false })].map(({ value }) => value);
+  }
+
+  async addCredential(options: { member: string; publicKeyHex: string; local: boolean; now: number }): Promise<Credential> {
+    if (!HEX_32.test(options.publicKeyHex)) throw new RangeError('public key must be 32 bytes of lowercase hex');
+    const credential: Credential = {
+      key_id: `cred_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`,
+      member: options.member,
+      public_key: options.publicKeyHex,
+      local: options.local,
+      created_at: new Date(options.now).toISOString(),
+      revoked_at: null,
+    };
+    await this.write(() => this.credentials.put(credential.key_id, credential));
+    return credential;
+  }
+
+  async revokeCredential(keyId: string, now: number): Promise<boolean> {
+    const existing = this.credentials.get(keyId);
+    if (existing === undefined) return false;
+    await this.write(() => this.credentials.put(keyId, { ...existing, revoked_at: existing.revoked_at ?? new Date(now).toISOString() }));
+    return true;
+  }
+
+  signingKeys(): StoredSigningKey[] {
+    return [...this.keys.getRange({ snapshot: false })].map(({ value }) => value).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  activeSigningKey(): StoredSigningKey | undefined {
+    return this.signingKeys().find((k) => k.status === 'active');
+  }
+
+  /** A new active key; the previous active key is retired and stays published (P1). */
+  async rotateSigningKey(now: number): Promise<StoredSigningKey> {
+    const { seedHex, publicKeyHex } = generateSeedHex();
+    const at = new Date(now).toISOString();
+    const fresh: StoredSigningKey = { kid: kidOf(publicKeyHex), seed_hex: seedHex, public_key: publicKeyHex, status: 'active', created_at: at, retired_at: null };
+    await this.write(() => {
+      for (const k of this.signingKeys()) if (k.status === 'active') this.keys.put(k.kid, { ...k, status: 'retired', retired_at: at });
+      this.keys.put(fresh.kid, fresh);
+    });
+    return fresh;
+  }
+
+  async ensureSigningKey(now: number): Promise<StoredSigningKey> {
+    return this.activeSigningKey() ?? this.rotateSigningKey(now);
+  }
+
+  pepper(): Pepper | undefined {
+    return this.meta.get(PEPPER_KEY) as Pepper | undefined;
+  }
+
+  /** The network pepper: the configured one, or one generated on first start (P8). */
+  async ensurePepper(configured?: Pepper): Promise<Pepper> {
+    if (configured !== undefined) return configured;
+    const existing = this.pepper();
+    if (existing !== undefined) return existing;
+    const hex = randomBytes(PEPPER_BYTES).toString('hex');
+    const pepper = { version: `pv-${randomBytes(6).toString('hex')}`, hex };
+    await this.env.root.transaction(() => this.meta.put(PEPPER_KEY, pepper));
+    await this.env.root.flushed;
+    return pepper;
+  }
+
+  private async write(change: () => void): Promise<void> {
+    await this.env.root.transaction(() => {
+      change();
+      this.meta.put(CHANGES_KEY, ((this.meta.get(CHANGES_KEY) as number | undefined) ?? 0) + 1);
+    });
+    await this.env.root.flushed;
+  }
+}

@@ -1,0 +1,148 @@
+// Test support: a real node process on an ephemeral loopback port over a real LMDB data
+// directory, credentials made with the real command line, and a client that signs requests
+// (P5) with @noble/ed25519, independently of the node's own signing code.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import * as ed from '@noble/ed25519';
+import { sha512 } from '@noble/hashes/sha2.js';
+
+ed.hashes.sha512 = sha512;
+
+export const CLI = resolve(__dirname, '../../dist/src/cli/main.js');
+export const PREFIX = '/api/path/v1';
+
+export function tempDir(label = 'path-node'): string {
+  return mkdtempSync(join(tmpdir(), `${label}-`));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export interface Credential {
+  keyId: string;
+  member: string;
+  seedHex: string;
+  publicKeyHex: string;
+}
+
+export function runCli(args: string[]): string {
+  return execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+}
+
+export function createCredential(dataDir: string, member: string, options: { local: boolean }): Credential {
+  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', member, ...(options.local ? ['--local'] : [])]));
+  return { keyId: out.key_id, member, seedHex: out.private_key, publicKeyHex: out.public_key };
+}
+
+export interface NodeProcess {
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  process: ChildProcess;
+  output: () => string;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, no chance to flush anything. */
+  kill9(): Promise<void>;
+}
+
+export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[] }): Promise<NodeProcess> {
+  const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--host', '127.0.0.1',
+    '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000);
+    const check = () => {
+      const m = /"port":(\d+)[^\n]*"msg":"listening"/.exec(out);
+      if (m) { clearTimeout(timer); resolvePort(Number(m[1])); }
+    };
+    child.stdout!.on('data', check);
+    child.on('exit', () => { clearTimeout(timer); reject(new Error(`node exited before listening:\n${out}`)); });
+  });
+  return {
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    dataDir: options.dataDir,
+    process: child,
+    output: () => out,
+    async stop() { child.kill('SIGTERM'); return exited; },
+    async kill9() { child.kill('SIGKILL'); await exited; },
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  rawBody?: string | Buffer;
+  idempotencyKey?: string;
+  headers?: Record<string, string>;
+  /** Override the signed timestamp (RFC 3339). */
+  timestamp?: string;
+  /** Sign with this credential instead of the client's. */
+  as?: Credential | null;
+  /** Use this path verbatim (no API prefix). */
+  root?: boolean;
+}
+
+export function sha256Hex(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export function signRequest(credential: Credential, r: { method: string; target: string; timestamp: string; idempotencyKey?: string; body: Buffer }): Record<string, string> {
+  const text = ['path-request-v1', r.method.toUpperCase(), r.target, r.timestamp, r.idempotencyKey ?? '', sha256Hex(r.body)].join('\n');
+  const signature = Buffer.from(ed.sign(Buffer.from(text, 'utf8'), Buffer.from(credential.seedHex, 'hex'))).toString('hex');
+  return { 'path-key-id': credential.keyId, 'path-timestamp': r.timestamp, 'path-signature': signature };
+}
+
+export class Client {
+  constructor(readonly baseUrl: string, readonly credential: Credential | null = null) {}
+
+  as(credential: Credential | null): Client {
+    return new Client(this.baseUrl, credential);
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<Answer> {
+    const target = options.root ? path : PREFIX + path;
+    const body = options.rawBody !== undefined ? Buffer.from(options.rawBody)
+      : options.body !== undefined ? Buffer.from(JSON.stringify(options.body)) : Buffer.alloc(0);
+    const headers: Record<string, string> = { ...options.headers };
+    if (body.length > 0) headers['content-type'] ??= 'application/json';
+    if (options.idempotencyKey !== undefined) headers['path-idempotency-key'] = options.idempotencyKey;
+    const credential = options.as === undefined ? this.credential : options.as;
+    if (credential !== null) {
+      Object.assign(headers, signRequest(credential, {
+        method, target, timestamp: options.timestamp ?? new Date().toISOString(), idempotencyKey: options.idempotencyKey, body,
+      }), options.headers);
+    }
+    const res = await fetch(this.baseUrl + target, { method, headers, body: body.length > 0 ? body : undefined });
+    const text = await res.text();
+    let json: unknown;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  get(path: string, options?: RequestOptions) { return this.request('GET', path, options); }
+  post(path: string, body?: unknown, options?: RequestOptions) { return this.request('POST', path, { ...options, body }); }
+}
+
+/** The node's active public key, read from its published keys document (P4). */
+export async function publishedKey(baseUrl: string, kid?: string): Promise<string> {
+  const doc = await (await fetch(`${baseUrl}/.well-known/path-keys`)).json() as { keys: { kid: string; public_key: string; status: string }[] };
+  const key = doc.keys.find((k) => (kid === undefined ? k.status === 'active' : k.kid === kid));
+  if (key === undefined) throw new Error('key not published');
+  return key.public_key;
+}
