@@ -1,0 +1,220 @@
+// The actor runtime over the in-memory log: answers only after durability (P14), power loss,
+// torn tails, damaged records, snapshots, the mailbox and the scheduler. Given events / when
+// command / then events, with a simulated clock.
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../clock.js';
+import { receiptDecider, type ReceiptState } from '../domain/receipt/receipt.js';
+import { PARTITION_COUNT, partitionOf } from '../log/log.js';
+import { MemoryLog } from '../log/memory-log.js';
+import { newReference } from '../protocol/ids.js';
+import { signingKeyFromSeed } from '../protocol/signing.js';
+import { RecoveryError, Shard } from './shard.js';
+import type { Decider } from './types.js';
+
+const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+const LOCAL = { member: 'alpha', local: true };
+const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
+
+/** A toy aggregate with a deadline, to drive the scheduler: it expires at `at`. */
+type Timed = { at: number; expired: boolean };
+const timedDecider: Decider<Timed, { type: 'opened'; at: number } | { type: 'expired' }> = {
+  type: 'timed',
+  decide(command, state, context) {
+    if (command.name === 'open') return { events: [{ type: 'opened', at: command.input as number }], reply: { status: 201, body: '{}', signed: false } };
+    if (command.name === 'tick' && state !== null && !state.expired && context.now >= state.at) {
+      return { events: [{ type: 'expired' }], reply: { status: 200, body: '{}', signed: false } };
+    }
+    return { events: [], reply: { status: 200, body: '{}', signed: false } };
+  },
+  evolve: (state, event) => (event.type === 'opened' ? { at: event.at, expired: false } : { ...state!, expired: true }),
+  publications: () => [],
+  deadline: (state) => (state.expired ? null : state.at),
+};
+
+function shardOver(log: MemoryLog, options: { clock?: SimulatedClock; snapshotEveryRecords?: number } = {}) {
+  return new Shard({
+    partitions: ALL, log, deciders: [receiptDecider, timedDecider], clock: options.clock ?? new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
+    member: 'alpha', signer: () => signer, newId: newReference, snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
+    mailboxDepthMax: 1024, onFatal: (e) => { throw e; },
+  });
+}
+
+function issue(shard: Shard, reference = newReference('rcp')) {
+  return shard.submit({
+    aggregate: 'receipt', key: reference,
+    command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
+  }).then((result) => ({ reference, result }));
+}
+
+const settle = (shard: Shard, reference: string) => shard.submit({
+  aggregate: 'receipt', key: reference,
+  command: { name: 'transition', input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] }, caller: LOCAL },
+});
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+describe('P14: a write is answered only once durable', () => {
+  it('does not answer before the log flushes, and answers once it does', async () => {
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = shardOver(log);
+    await shard.recover();
+    let answered = false;
+    const pending = issue(shard).then((r) => { answered = true; return r; });
+    for (let i = 0; i < 5; i++) await turn();
+    expect(answered).toBe(false);
+    expect(log.pendingCount()).toBe(1);
+    log.flush();
+    const { result } = await pending;
+    expect(answered).toBe(true);
+    expect(result.reply.status).toBe(201);
+  });
+
+  it('after power loss every acknowledged receipt survives and nothing unacknowledged appears', async () => {
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = shardOver(log);
+    await shard.recover();
+    const acknowledged = Array.from({ length: 50 }, () => issue(shard));
+    await turn();
+    log.flush();
+    const acked = await Promise.all(acknowledged);
+    const lost: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const reference = newReference('rcp');
+      lost.push(reference);
+      void issue(shard, reference);
+    }
+    await turn();
+    expect(log.pendingCount()).toBe(30);
+    log.crash();
+
+    const recovered = shardOver(log);
+    const stats = await recovered.recover();
+    expect(stats.records).toBe(50);
+    for (const { reference, result } of acked) {
+      const state = recovered.stateOf(reference) as ReceiptState;
+      expect(state.transitions[0]!.envelope).toBe(result.reply.body);
+    }
+    for (const reference of lost) expect(recovered.stateOf(reference)).toBeNull();
+  });
+});
+
+describe('P14: damaged records', () => {
+  it('discards a torn tail record and recovers everything before it', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log);
+    await shard.recover();
+    const first = await issue(shard);
+    const second = await issue(shard, sameRoute(first.reference));
+    log.tearTail(partitionOf(first.reference));
+    const recovered = shardOver(log);
+    const stats = await recovered.recover();
+    expect(stats.discardedTails).toBe(1);
+    expect(recovered.stateOf(first.reference)).not.toBeNull();
+    expect(recovered.stateOf(second.reference)).toBeNull();
+  });
+
+  it('refuses to start when a record in the middle fails its checksum', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log);
+    await shard.recover();
+    const first = await issue(shard);
+    await issue(shard, sameRoute(first.reference));
+    log.corrupt(partitionOf(first.reference), 1);
+    await expect(shardOver(log).recover()).rejects.toThrow(RecoveryError);
+  });
+});
+
+describe('snapshots', () => {
+  it('a restart from snapshots plus the records after them rebuilds the same states', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log, { snapshotEveryRecords: 3 });
+    await shard.recover();
+    const issued = [];
+    for (let i = 0; i < 120; i++) issued.push(await issue(shard));
+    for (const { reference } of issued.slice(0, 40)) await settle(shard, reference);
+    await turn();
+    const recovered = shardOver(log, { snapshotEveryRecords: 3 });
+    const stats = await recovered.recover();
+    expect(stats.snapshots).toBeGreaterThan(0);
+    expect(stats.records).toBeLessThan(160);
+    for (const { reference } of issued) expect(recovered.stateOf(reference)).toEqual(shard.stateOf(reference));
+  });
+});
+
+describe('the mailbox', () => {
+  it('runs one command at a time per aggregate: 16 identical moves append one record', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log);
+    await shard.recover();
+    const { reference } = await issue(shard);
+    const before = log.recordCount();
+    const answers = await Promise.all(Array.from({ length: 16 }, () => settle(shard, reference)));
+    expect(answers.filter((a) => a.reply.status === 201)).toHaveLength(1);
+    expect(answers.filter((a) => a.reply.status === 200)).toHaveLength(15);
+    expect(log.recordCount()).toBe(before + 1);
+  });
+
+  it('refuses with 503 when an aggregate mailbox is full, losing nothing accepted', async () => {
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = new Shard({
+      partitions: ALL, log, deciders: [receiptDecider], clock: new SimulatedClock(0), member: 'alpha', signer: () => signer,
+      newId: newReference, snapshotEveryRecords: 1000, mailboxDepthMax: 2, onFatal: (e) => { throw e; },
+    });
+    await shard.recover();
+    const reference = newReference('rcp');
+    const first = issue(shard, reference);
+    const queued = [settle(shard, reference), settle(shard, reference)];
+    const refused = await settle(shard, reference);
+    expect(refused.reply.status).toBe(503);
+    log.flush();
+    await first;
+    await turn();
+    log.flush();
+    await turn();
+    log.flush();
+    const answers = await Promise.all(queued);
+    expect(answers.map((a) => a.reply.status).sort()).toEqual([200, 201]);
+  });
+});
+
+describe('the scheduler', () => {
+  it('wakes an aggregate at its deadline with a tick, and not before', async () => {
+    const clock = new SimulatedClock(1_000);
+    const log = new MemoryLog();
+    const shard = shardOver(log, { clock });
+    await shard.recover();
+    await shard.submit({ aggregate: 'timed', key: 'timed-1', command: { name: 'open', input: 6_000, caller: null } });
+    clock.advance(4_000);
+    await turn();
+    expect((shard.stateOf('timed-1') as Timed).expired).toBe(false);
+    clock.advance(1_000);
+    await turn();
+    await turn();
+    expect((shard.stateOf('timed-1') as Timed).expired).toBe(true);
+  });
+
+  it('re-arms deadlines after recovery', async () => {
+    const clock = new SimulatedClock(1_000);
+    const log = new MemoryLog();
+    const shard = shardOver(log, { clock });
+    await shard.recover();
+    await shard.submit({ aggregate: 'timed', key: 'timed-2', command: { name: 'open', input: 3_000, caller: null } });
+    shard.stop();
+    const recovered = shardOver(log, { clock });
+    await recovered.recover();
+    clock.advance(2_500);
+    await turn();
+    await turn();
+    expect((recovered.stateOf('timed-2') as Timed).expired).toBe(true);
+  });
+});
+
+/** A fresh receipt reference in the same partition as `reference`, so records share a tail. */
+function sameRoute(reference: string): string {
+  const target = partitionOf(reference);
+  for (;;) {
+    const candidate = newReference('rcp');
+    if (partitionOf(candidate) === target) return candidate;
+  }
+}
