@@ -5,6 +5,7 @@ import type { IdempotencyEntry } from './actors/types.js';
 import type { Config } from './config.js';
 import { Authenticator } from './http/auth.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
+import { directoryRoutes } from './http/routes/directory.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
@@ -25,6 +26,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const store = new NodeStore(env);
   const signingKey = await store.ensureSigningKey(Date.now());
   const pepper = await store.ensurePepper();
+  const sealingKey = await store.ensureSealingKey();
   const log = new LmdbLog(env);
 
   const { pool, stats } = await ShardPool.start({
@@ -35,11 +37,11 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
   authenticator.load(store.allCredentials());
 
-  const services: Services = { config: { ...config }, pool, log, store, pepperVersion: pepper.version };
+  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey };
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';
   const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services));
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services));
 
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,

@@ -33,6 +33,7 @@ export interface Pepper {
 
 const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
+const SEALING_KEY = 'sealing_key';
 const PEPPER_BYTES = 32;
 const HEX_32 = /^[0-9a-f]{64}$/;
 
@@ -100,6 +101,16 @@ export class NodeStore {
 
   async ensureSigningKey(now: number): Promise<StoredSigningKey> {
     return this.activeSigningKey() ?? this.rotateSigningKey(now);
+  }
+
+  /** The key that seals names and account references at rest, made on first start. */
+  async ensureSealingKey(): Promise<Buffer> {
+    const existing = this.meta.get(SEALING_KEY) as string | undefined;
+    if (existing !== undefined) return Buffer.from(existing, 'hex');
+    const hex = randomBytes(32).toString('hex');
+    await this.env.root.transaction(() => this.meta.put(SEALING_KEY, hex));
+    await this.env.root.flushed;
+    return Buffer.from(hex, 'hex');
   }
 
   pepper(): Pepper | undefined {

@@ -13,7 +13,7 @@ import { partitionOf, type Log, type TableWrite } from '../log/log.js';
 import { encodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import {
-  isDecisionRefusal, type CommandResult, type Decider, type IdempotencyEntry, type OutboxEvent,
+  isDecisionRefusal, type CommandResult, type Decider, type DirectoryRow, type IdempotencyEntry, type OutboxEvent,
   type Publication, type Reply, type RoutedCommand,
 } from './types.js';
 
@@ -206,7 +206,7 @@ export class Shard {
 
     let next = slot.state;
     for (const event of decision.events) next = decider.evolve(next, event);
-    const publications = decider.publications(next);
+    const publications = [...(decision.publications ?? []), ...(decider.publications?.(next) ?? [])];
     const idempotency = routed.idempotency === undefined ? null : {
       scope: routed.idempotency.scope, requestHash: routed.idempotency.requestHash,
       status: decision.reply.status, body: decision.reply.body, signed: decision.reply.signed, at: now,
@@ -215,7 +215,7 @@ export class Shard {
     const seq = this.seq.get(p)! + 1;
     this.seq.set(p, seq);
     const record: LogRecord = { a: routed.aggregate, k: key, e: decision.events, t: now };
-    const appended = this.options.log.append([{ partition: p, seq, bytes: frame(record) }], tableWrites(publications, decision.outbox, idempotency));
+    const appended = this.options.log.append([{ partition: p, seq, bytes: frame(record) }], tableWrites(publications, decision, idempotency));
     // Records of one partition are adopted in sequence order, so a snapshot taken between two
     // adoptions is exactly the fold of the records up to its seq.
     const ready = this.applied.get(p)!.then(() => appended);
@@ -289,9 +289,12 @@ export function errorReply(r: Refusal): Reply {
   return { status: statusOf(r.code), body: errorBody(r), signed: false };
 }
 
-function tableWrites(publications: Publication[], outbox: OutboxEvent[] | undefined, idempotency: IdempotencyEntry | null): TableWrite[] {
+function tableWrites(publications: Publication[], decision: { outbox?: OutboxEvent[]; directory?: DirectoryRow[] }, idempotency: IdempotencyEntry | null): TableWrite[] {
   const writes: TableWrite[] = publications.map((pub) => ({ table: 'views', key: pub.key, bytes: pub.reply === null ? null : encodeView(pub.reply) }));
-  for (const event of outbox ?? []) writes.push({ table: 'outbox', key: event.id, bytes: frame(event) });
+  for (const event of decision.outbox ?? []) writes.push({ table: 'outbox', key: event.id, bytes: frame(event) });
+  for (const row of decision.directory ?? []) {
+    writes.push({ table: 'directory', key: row.key, bytes: row.visibility === null ? null : frame({ t: row.identifierType, h: row.identifierHash, v: row.visibility }) });
+  }
   if (idempotency !== null) writes.push({ table: 'idempotency', key: idempotency.scope, bytes: frame(idempotency) });
   return writes;
 }

@@ -41,7 +41,24 @@ export interface DecideContext {
   newId: (prefix: ReferencePrefix) => string;
 }
 
-export type Decision<E> = { events: E[]; reply: Reply; outbox?: OutboxEvent[] } | Refusal;
+/** A decision: events to append, the answer, and what else lands in the same commit. */
+export type Decision<E> = {
+  events: E[];
+  reply: Reply;
+  outbox?: OutboxEvent[];
+  /** Public answers this command changes (beside those `publications(state)` derives). */
+  publications?: Publication[];
+  /** Directory index rows this command changes (SPEC D): hashes only. */
+  directory?: DirectoryRow[];
+} | Refusal;
+
+/** One entry of the directory index: `visibility: null` removes it. */
+export interface DirectoryRow {
+  key: string;
+  identifierType: string;
+  identifierHash: string;
+  visibility: 'public' | 'network' | null;
+}
 
 /** A public answer served by the front end from committed bytes; `reply: null` withdraws it. */
 export interface Publication {
@@ -53,8 +70,8 @@ export interface Decider<S, E> {
   type: string;
   decide(command: Command, state: S | null, context: DecideContext): Decision<E>;
   evolve(state: S | null, event: E): S;
-  /** The public answers this state makes available. */
-  publications(state: S): Publication[];
+  /** The public answers this state makes available (when they derive from the state alone). */
+  publications?(state: S): Publication[];
   /** When the aggregate next needs a `tick` command, if ever. */
   deadline?(state: S): number | null;
 }

@@ -14,8 +14,11 @@ export interface Services {
   pool: ShardPool;
   log: Log;
   store: NodeStore;
-  /** The pepper's published version id (P8). */
+  /** The network pepper (P8) and its published version id. */
+  pepper: Buffer;
   pepperVersion: string;
+  /** Seals names and account references before they leave the request (sealing.ts). */
+  sealingKey: Buffer;
 }
 
 /** A committed public answer, or null when there is none for the key. */
@@ -51,6 +54,19 @@ export function parseBody(context: RequestContext): Parsed<Record<string, unknow
 export function validBody<T>(context: RequestContext, validate: Validator<T>): Parsed<T> {
   const body = parseBody(context);
   return body.ok ? validate(body.value) : body;
+}
+
+/** The subject that owns an address, attestation or binding id (the route index in the views). */
+export function subjectOf(services: Services, id: string): string | null {
+  const bytes = services.log.get('views', `route/${id}`);
+  if (bytes === undefined) return null;
+  const view = decodeView(bytes);
+  return view === null ? null : view.body.toString('utf8');
+}
+
+/** Parses a query string into its parameters. */
+export function queryParams(context: RequestContext): URLSearchParams {
+  return new URLSearchParams(context.query);
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */

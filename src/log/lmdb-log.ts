@@ -31,7 +31,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency') },
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory') },
   };
 }
 

@@ -18,7 +18,7 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency';
+export type Table = 'views' | 'outbox' | 'idempotency' | 'directory';
 
 /** A keyed write beside the records: `bytes: null` deletes. */
 export interface TableWrite {

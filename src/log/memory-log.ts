@@ -9,7 +9,7 @@ interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => vo
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map() };
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map() };
   private pending: Pending[] = [];
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */

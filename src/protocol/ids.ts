@@ -17,3 +17,17 @@ const REFERENCE_SHAPE = /^[a-z]{2,3}_[0-9a-f]{32}$/;
 export function isReferenceShaped(text: string, prefix?: ReferencePrefix): boolean {
   return REFERENCE_SHAPE.test(text) && (prefix === undefined || text.startsWith(`${prefix}_`));
 }
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const ADDRESS_DIGITS = 22;
+
+/** An opaque address (P9): `path:` and 128 random bits in 22 base-62 digits. */
+export function newAddress(): string {
+  let n = BigInt(`0x${randomBytes(REFERENCE_RANDOM_BYTES).toString('hex')}`);
+  let digits = '';
+  for (let i = 0; i < ADDRESS_DIGITS; i++) {
+    digits = BASE62[Number(n % 62n)]! + digits;
+    n /= 62n;
+  }
+  return `path:${digits}`;
+}

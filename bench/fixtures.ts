@@ -1,0 +1,51 @@
+// Real objects for the benchmarks: a typical payee receipt request, the signed envelope and the
+// log record the receipt decider makes from it. Nothing here is hand-written JSON of an envelope:
+// it all comes from the node's own decider, so the sizes and shapes are the ones the node writes.
+import type { Command, DecideContext } from '../src/actors/types.js';
+import { isDecisionRefusal } from '../src/actors/types.js';
+import { receiptDecider, type ReceiptEvent } from '../src/domain/receipt/receipt.js';
+import { newReference } from '../src/protocol/ids.js';
+import { generateSeedHex, signingKeyFromSeed, type SigningKey } from '../src/protocol/signing.js';
+
+/** The body of a typical `POST /receipts` (as in test/receipts.test.ts). */
+export const PAYEE_RECEIPT_BODY = {
+  issued_by: 'payee',
+  via: { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' },
+  received: { value: '10.50', asset_type: 'fiat', asset_code: 'EUR' },
+  rail_references: [{ type: 'book_entry', value: 'BE-1' }],
+  payer: { member: 'beta' },
+} as const;
+
+/** A log record as src/actors/shard.ts writes it: the events of one command for one aggregate. */
+export interface ReceiptLogRecord {
+  a: 'receipt';
+  k: string;
+  e: ReceiptEvent[];
+  t: number;
+}
+
+export interface IssuedReceipt {
+  reference: string;
+  /** The signed envelope as the node stores and serves it. */
+  envelopeText: string;
+  events: ReceiptEvent[];
+}
+
+export const MEMBER = 'local';
+
+export function freshSigningKey(): SigningKey {
+  return signingKeyFromSeed(generateSeedHex().seedHex);
+}
+
+/** Runs the receipt decider's `issue` exactly as a shard does. */
+export function issueReceipt(key: SigningKey, now: number, reference = newReference('rcp')): IssuedReceipt {
+  const command: Command = { name: 'issue', input: { ...PAYEE_RECEIPT_BODY, reference }, caller: { member: MEMBER, local: true } };
+  const context: DecideContext = { now, member: MEMBER, signer: key, newId: newReference };
+  const decision = receiptDecider.decide(command, null, context);
+  if (isDecisionRefusal(decision)) throw new Error(`the receipt fixture was refused: ${decision.message}`);
+  return { reference, envelopeText: decision.reply.body, events: decision.events };
+}
+
+export function receiptRecord(issued: IssuedReceipt, now: number): ReceiptLogRecord {
+  return { a: 'receipt', k: issued.reference, e: issued.events, t: now };
+}

@@ -1,0 +1,146 @@
+// The load generator, run in its own process so that it never shares an event loop with a server
+// under test: `node dist/bench/load.js JOB_JSON`. Prints one JSON line (LoadResult) and exits.
+//   get:  autocannon for a fixed duration against one URL.
+//   post: signed `POST`s (P5), every one signed before the clock starts, each with its own
+//         timestamp and idempotency key so that none is a replay; sent by autocannon with a fixed
+//         request count, after a warm-up batch.
+import { createRequire } from 'node:module';
+import { requestSigner, type ClientCredential } from './signed-request.js';
+
+export interface GetJob {
+  kind: 'get';
+  url: string;
+  connections: number;
+  pipelining: number;
+  durationSeconds: number;
+}
+
+export interface PostJob {
+  kind: 'post';
+  baseUrl: string;
+  target: string;
+  credential: ClientCredential;
+  body: unknown;
+  count: number;
+  warmupCount: number;
+  connections: number;
+}
+
+export type LoadJob = GetJob | PostJob;
+
+export interface LoadResult {
+  /** Answers with a 2xx status. */
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCounts: Record<string, number>;
+  durationMs: number;
+  /** 2xx answers per second of the measured run. */
+  perSecond: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+}
+
+/** The part of autocannon's options and result this generator uses (it ships no types). */
+interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: Buffer;
+  setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
+}
+interface AutocannonOptions {
+  url: string;
+  connections: number;
+  pipelining?: number;
+  duration?: number;
+  amount?: number;
+  method?: string;
+  requests?: AutocannonRequest[];
+}
+interface AutocannonResult {
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+  statusCodeStats: Record<string, { count: number }>;
+  latency: { p50: number; p99: number };
+}
+
+const require = createRequire(import.meta.url);
+const autocannon = require('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>;
+
+/** Signed requests made beyond the count: autocannon builds one ahead on each connection. */
+const SPARE_REQUESTS_PER_CONNECTION = 4;
+
+async function measure(options: AutocannonOptions): Promise<LoadResult> {
+  const started = performance.now();
+  const result = await autocannon(options);
+  const durationMs = performance.now() - started;
+  const statusCounts: Record<string, number> = {};
+  for (const [status, { count }] of Object.entries(result.statusCodeStats)) statusCounts[status] = count;
+  return {
+    ok: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statusCounts,
+    durationMs, perSecond: result['2xx'] / (durationMs / 1000), latencyP50Ms: result.latency.p50, latencyP99Ms: result.latency.p99,
+  };
+}
+
+function runGet(job: GetJob): Promise<LoadResult> {
+  return measure({ url: job.url, connections: job.connections, pipelining: job.pipelining, duration: job.durationSeconds });
+}
+
+interface SignedRequest {
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+function signAll(job: PostJob, count: number): SignedRequest[] {
+  const sign = requestSigner(job.credential);
+  const body = Buffer.from(JSON.stringify(job.body), 'utf8');
+  const base = Date.now();
+  const requests: SignedRequest[] = [];
+  for (let i = 0; i < count; i++) {
+    // One millisecond apart: every signing string differs, and all stay inside the 300 s window.
+    const timestamp = new Date(base + i).toISOString();
+    const idempotencyKey = `bench-${base.toString(36)}-${i}`;
+    const headers = sign({ method: 'POST', target: job.target, timestamp, idempotencyKey, body });
+    requests.push({ headers: { 'content-type': 'application/json', ...headers }, body });
+  }
+  return requests;
+}
+
+async function runPost(job: PostJob): Promise<LoadResult & { warmup: LoadResult | null }> {
+  const spare = SPARE_REQUESTS_PER_CONNECTION * job.connections;
+  const signed = signAll(job, job.warmupCount + job.count + 2 * spare);
+  let next = 0;
+  const request: AutocannonRequest = {
+    method: 'POST',
+    path: job.target,
+    // Past the end it wraps around: the node then refuses replays, which shows as non-2xx.
+    setupRequest: (r) => {
+      const s = signed[next++ % signed.length]!;
+      return { ...r, headers: { ...s.headers }, body: s.body };
+    },
+  };
+  const url = job.baseUrl + job.target;
+  const warmup = job.warmupCount > 0
+    ? await measure({ url, connections: Math.min(job.connections, job.warmupCount), amount: job.warmupCount, requests: [request] })
+    : null;
+  next = job.warmupCount + spare;
+  const measured = await measure({ url, connections: job.connections, amount: job.count, requests: [request] });
+  return { ...measured, warmup };
+}
+
+async function main(): Promise<void> {
+  const raw = process.argv[2];
+  if (raw === undefined) throw new Error('usage: load.js JOB_JSON');
+  const job = JSON.parse(raw) as LoadJob;
+  const result = job.kind === 'get' ? await runGet(job) : await runPost(job);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`load generator: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

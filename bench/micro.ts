@@ -1,0 +1,74 @@
+// Figure 1: the per-object costs every signed answer pays (tinybench, one core): canonical JSON
+// of a receipt envelope (P2), signing it, verifying it. Also the floor figure 4 is measured
+// against: one request verification (P5) plus one envelope signature.
+import { Bench } from 'tinybench';
+import { signingString } from '../src/http/auth.js';
+import { canonicalJson } from '../src/protocol/canonical.js';
+import { signBytes, signObject, verifyBytes, verifyObject } from '../src/protocol/signing.js';
+import type { BenchConfig } from './config.js';
+import { freshSigningKey, issueReceipt } from './fixtures.js';
+import { rate, ratio, type Report } from './report.js';
+
+export interface TaskRate {
+  name: string;
+  /** Mean operations per second. */
+  perSecond: number;
+  /** Mean time of one operation, microseconds. */
+  meanUs: number;
+}
+
+/** Runs synchronous tasks one after the other on this thread. */
+export function measureTasks(tasks: Record<string, () => void>, timeMs: number): TaskRate[] {
+  const bench = new Bench({ time: timeMs, warmupTime: Math.min(250, timeMs), throws: true });
+  for (const [name, fn] of Object.entries(tasks)) bench.add(name, fn);
+  bench.runSync();
+  return bench.tasks.map((task) => {
+    const result = task.result;
+    if (result.state !== 'completed') throw new Error(`micro-benchmark '${task.name}' ended ${result.state}`);
+    return { name: task.name, perSecond: result.throughput.mean, meanUs: result.latency.mean * 1000 };
+  });
+}
+
+/** A receipt envelope as the node signs it: the signed object and the same object unsigned. */
+function envelopeFixture(): { signed: Record<string, unknown>; unsigned: Record<string, unknown>; publicKeyHex: string; key: ReturnType<typeof freshSigningKey> } {
+  const key = freshSigningKey();
+  const signed = JSON.parse(issueReceipt(key, Date.now()).envelopeText) as Record<string, unknown>;
+  const { signature: _signature, ...unsigned } = signed;
+  return { signed, unsigned, publicKeyHex: key.publicKeyHex, key };
+}
+
+export function runMicro(config: BenchConfig, report: Report): void {
+  report.heading('1. Micro-benchmarks (tinybench, one core)');
+  const { signed, unsigned, publicKeyHex, key } = envelopeFixture();
+  report.line(`  receipt envelope: ${canonicalJson(signed).length} bytes of canonical JSON`);
+  const rates = measureTasks({
+    canonicalise: () => { canonicalJson(signed); },
+    sign: () => { signObject(unsigned, key); },
+    verify: () => {
+      if (!verifyObject(signed, publicKeyHex).valid) throw new Error('the fixture envelope does not verify');
+    },
+  }, config.micro.task_time_ms);
+  for (const r of rates) report.add({ section: '1 micro', figure: `${r.name} (ops/s, mean ${r.meanUs.toFixed(1)} us)`, value: rate(r.perSecond) });
+}
+
+/**
+ * The floor of figure 4, in requests per second on one core: what the two signatures a signed
+ * create costs take alone, with nothing else of the request.
+ */
+export function measureRequestFloor(timeMs: number): number {
+  const { unsigned, key } = envelopeFixture();
+  const client = freshSigningKey();
+  const text = signingString({ method: 'POST', target: '/api/path/v1/receipts', timestamp: new Date().toISOString(), idempotencyKey: 'bench-floor', bodySha256Hex: '0'.repeat(64) });
+  const signature = signBytes(Buffer.from(text, 'utf8'), client);
+  const [floor] = measureTasks({
+    'verify request + sign envelope': () => {
+      if (!verifyBytes(Buffer.from(text, 'utf8'), signature, client.publicKeyHex).valid) throw new Error('the floor request does not verify');
+      signObject(unsigned, key);
+    },
+  }, timeMs);
+  return floor!.perSecond;
+}
+
+export function floorLine(before: number, after: number): string {
+  return `verify request + sign envelope on one core: ${rate(before)}/s before the load, ${rate(after)}/s after (spread ${ratio(Math.abs(before - after) / Math.max(before, after))})`;
+}

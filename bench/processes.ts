@@ -1,0 +1,148 @@
+// Child processes and temporary directories of the benchmark run: the node under test, the bare
+// uWebSockets.js server, the load generator. Every child and every directory is registered here
+// and removed when the section ends, and again (as a last resort) when the run exits.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where the compiled entry points live (this file is dist/bench/processes.js). */
+export const NODE_CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
+const LOAD_GENERATOR = fileURLToPath(new URL('./load.js', import.meta.url));
+
+/** Output kept from a child for error messages; the rest is dropped so nothing grows unbounded. */
+const OUTPUT_TAIL_CHARS = 64 * 1024;
+
+const children = new Set<ChildProcess>();
+const directories = new Set<string>();
+
+export function tempDir(label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `path-bench-${label}-`));
+  directories.add(dir);
+  return dir;
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  directories.delete(dir);
+}
+
+/** Kills what is still running and removes what is left; safe to call more than once. */
+export function cleanupAll(): void {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  children.clear();
+  for (const dir of [...directories]) removeDir(dir);
+}
+
+interface Tracked {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function spawnTracked(args: string[], onLine?: (line: string) => void): Tracked {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let tail = '';
+  let partial = '';
+  const keep = (text: string) => {
+    tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
+  };
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    keep(chunk);
+    if (onLine === undefined) return;
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) onLine(line);
+  });
+  child.stderr!.setEncoding('utf8').on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  return { child, output: () => tail, exited };
+}
+
+/** Runs the node's command line to completion (credentials, keys). */
+export function runCli(args: string[]): string {
+  return execFileSync(process.execPath, [NODE_CLI, ...args], { encoding: 'utf8' });
+}
+
+export interface LocalCredential {
+  keyId: string;
+  seedHex: string;
+}
+
+export function createLocalCredential(dataDir: string): LocalCredential {
+  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', 'local', '--local'])) as { key_id: string; private_key: string };
+  return { keyId: out.key_id, seedHex: out.private_key };
+}
+
+export interface RunningServer {
+  port: number;
+  baseUrl: string;
+  /** Milliseconds from spawn to the line announcing the port. */
+  startMs: number;
+  /** The parsed announcement (for the node: its "listening" log line with recovery stats). */
+  announcement: Record<string, unknown>;
+  /** SIGTERM, then wait for the exit; resolves with the exit code and how long the stop took. */
+  stop(): Promise<{ code: number | null; stopMs: number }>;
+}
+
+/** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
+function startServer(args: string[], timeoutMs: number, what: string): Promise<RunningServer> {
+  const spawnedAt = performance.now();
+  let announce: (line: Record<string, unknown>) => void = () => undefined;
+  const announced = new Promise<Record<string, unknown>>((resolve) => { announce = resolve; });
+  const tracked = spawnTracked(args, (line) => {
+    if (!line.includes('"listening"')) return;
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    if (parsed.msg === 'listening' && typeof parsed.port === 'number') announce(parsed);
+  });
+  const stop = async () => {
+    const stoppingAt = performance.now();
+    tracked.child.kill('SIGTERM');
+    const { code } = await tracked.exited;
+    return { code, stopMs: performance.now() - stoppingAt };
+  };
+  return new Promise<RunningServer>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      tracked.child.kill('SIGKILL');
+      reject(new Error(`${what} did not announce its port within ${timeoutMs} ms:\n${tracked.output()}`));
+    }, timeoutMs);
+    void tracked.exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (code ${code}, signal ${signal}) before listening:\n${tracked.output()}`));
+    });
+    void announced.then((announcement) => {
+      clearTimeout(timer);
+      const port = announcement.port as number;
+      resolve({ port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop });
+    });
+  });
+}
+
+export function startNodeProcess(options: { dataDir: string; timeoutMs: number }): Promise<RunningServer> {
+  return startServer([NODE_CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', 'local', '--workers', '1'],
+    options.timeoutMs, 'the node');
+}
+
+/** The bare uWebSockets.js server of bare-server.ts, serving the routes in `routesFile`. */
+export function startBareServer(options: { routesFile: string; timeoutMs: number }): Promise<RunningServer> {
+  return startServer([BARE_SERVER, options.routesFile], options.timeoutMs, 'the bare server');
+}
+
+/** Runs the load generator (load.ts) in its own process and returns its JSON answer. */
+export async function runLoad<T>(job: unknown, timeoutMs: number): Promise<T> {
+  const tracked = spawnTracked([LOAD_GENERATOR, JSON.stringify(job)]);
+  const timer = setTimeout(() => tracked.child.kill('SIGKILL'), timeoutMs);
+  const { code, signal } = await tracked.exited;
+  clearTimeout(timer);
+  const lines = tracked.output().trim().split('\n');
+  if (code !== 0) throw new Error(`the load generator failed (code ${code}, signal ${signal}):\n${tracked.output()}`);
+  return JSON.parse(lines[lines.length - 1]!) as T;
+}

@@ -1,0 +1,47 @@
+// The benchmark suite's entry (`npm run bench`): runs each section in turn and prints every
+// figure, then a summary table. Ratios are measured side by side in the same run, because the
+// machine is shared and absolute rates move from run to run. See bench/README.md.
+import { availableParallelism, cpus } from 'node:os';
+import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js';
+import { runHttpGet } from './http-get.js';
+import { runHttpPost } from './http-post.js';
+import { runLogAppend } from './log-append.js';
+import { runMicro } from './micro.js';
+import { cleanupAll } from './processes.js';
+import { Report } from './report.js';
+import { runRestart } from './restart.js';
+
+const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => void | Promise<void>> = {
+  micro: runMicro,
+  log: runLogAppend,
+  get: runHttpGet,
+  post: runHttpPost,
+  restart: runRestart,
+};
+
+async function main(): Promise<void> {
+  const config = loadBenchConfig();
+  const report = new Report();
+  report.line(`# path-node benchmarks${config.quick ? ' (BENCH_QUICK: smoke sizes, figures not meaningful)' : ''}`);
+  report.line(`node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'}), ${new Date().toISOString()}`);
+  const started = performance.now();
+  for (const [name, run] of Object.entries(SECTIONS) as [SectionName, (typeof SECTIONS)[SectionName]][]) {
+    if (config.sections.has(name)) await run(config, report);
+  }
+  report.printSummary();
+  report.line(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+// Children and temp dirs are removed by each section; these catch an interrupted run.
+process.on('exit', cleanupAll);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    cleanupAll();
+    process.exit(130);
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${(error as Error).stack ?? String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,70 @@
+// What the holder answers about an address (SPEC E): the resolver answer and the commitment
+// object, signed when the terms change and served as committed bytes. A routing question gets a
+// routing answer: nothing here names the holder, the subject, an account or an identifier.
+import type { DecideContext, Publication, Reply } from '../../actors/types.js';
+import { digestOf } from '../../protocol/digest.js';
+import { errorBody, refusal } from '../../protocol/errors.js';
+import type { CapabilityT } from '../../protocol/schemas.js';
+import { GRAMMAR, envelopeFields, signObject } from '../../protocol/signing.js';
+import { isoTime } from '../../protocol/time.js';
+import { activeIntent, liveTargets, type AddressEntry } from './state.js';
+
+export const resolverViewKey = (address: string) => `resolver/${address}`;
+export const commitmentViewKey = (address: string) => `commitment/${address}`;
+
+/** commitment = digest of {grammar, address, accepts, limits} (P3). */
+export function commitmentOf(address: string, accepts: readonly CapabilityT[], limits: Record<string, unknown>): string {
+  return digestOf({ grammar: GRAMMAR, address, accepts, limits });
+}
+
+/** Without a standing intent, accepts is inferred from the live targets (one capability per distinct rail and asset). */
+export function inferredAccepts(address: AddressEntry): CapabilityT[] {
+  const seen = new Map<string, CapabilityT>();
+  for (const t of liveTargets(address)) {
+    const capability = { rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code };
+    seen.set(JSON.stringify(capability), capability);
+  }
+  return [...seen.values()];
+}
+
+const signed = (body: string): Reply => ({ status: 200, body, signed: true });
+
+/** The public answers for one address, as they stand after a change at `context.now`. */
+export function addressPublications(address: AddressEntry, context: DecideContext): Publication[] {
+  if (address.revoked_at !== null) {
+    const gone: Reply = { status: 410, body: errorBody(refusal('path.address.revoked', 'this address was revoked')), signed: false };
+    return [{ key: resolverViewKey(address.address), reply: gone }, { key: commitmentViewKey(address.address), reply: gone }];
+  }
+  const at = isoTime(context.now);
+  const intent = activeIntent(address);
+  const accepts = intent?.accepts ?? inferredAccepts(address);
+  const limits = intent?.limits ?? {};
+  const answer = signObject({
+    kind: 'resolver_answer',
+    address: address.address,
+    requester: null,
+    standing: 'holder',
+    valid: true,
+    accepts,
+    limits,
+    commitment: intent?.commitment ?? null,
+    commitment_version: intent?.version ?? null,
+    ...envelopeFields(context.signer, at),
+  }, context.signer);
+  const publications: Publication[] = [{ key: resolverViewKey(address.address), reply: signed(JSON.stringify(answer)) }];
+  if (intent === null) {
+    publications.push({ key: commitmentViewKey(address.address), reply: null });
+  } else {
+    const commitment = signObject({
+      type: 'path.address.commitment',
+      address: address.address,
+      issuer: context.member,
+      commitment: intent.commitment,
+      version: intent.version,
+      committed_at: intent.created_at,
+      kid: context.signer.kid,
+    }, context.signer);
+    publications.push({ key: commitmentViewKey(address.address), reply: signed(JSON.stringify(commitment)) });
+  }
+  return publications;
+}

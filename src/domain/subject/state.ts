@@ -1,0 +1,156 @@
+// The subject aggregate's state: a subject with everything that hangs off it (identifiers as
+// hashes, payee record sealed, addresses with their targets and standing-intent history,
+// attestations, ownership bindings). One aggregate, so withdrawal and rotation change all of it
+// in one atomic step under a single writer.
+import type { CapabilityT } from '../../protocol/schemas.js';
+import type { Discoverability } from './schema.js';
+
+export interface IdentifierEntry {
+  id: string;
+  identifier_type: string;
+  hash: string;
+  discoverability: Discoverability;
+  verification_method: string | null;
+  verified_at: string | null;
+  created_at: string;
+}
+
+export interface TargetEntry {
+  id: string;
+  rail: string;
+  asset_type: string;
+  asset_code: string;
+  account_kind: string;
+  /** Sealed (sealing.ts); never returned. */
+  account_ref_sealed: string;
+  is_default: boolean;
+  beneficiary_format: string | null;
+  beneficiary: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/** A standing-intent version; versions are appended, never overwritten. */
+export interface IntentVersion {
+  version: number;
+  accepts: CapabilityT[];
+  policy: Record<string, unknown> | null;
+  limits: Record<string, unknown>;
+  active: boolean;
+  created_at: string;
+  commitment: string;
+}
+
+/** Address states: active -> revoked (by revoke or rotation); revoked goes nowhere. */
+export interface AddressEntry {
+  id: string;
+  address: string;
+  /** identifier_hash of the address (P8), for the directory index. */
+  hash: string;
+  profile: 'directory' | 'relationship';
+  discoverability: Discoverability;
+  is_primary: boolean;
+  created_at: string;
+  revoked_at: string | null;
+  rotated_from: string | null;
+  targets: Record<string, TargetEntry>;
+  intents: IntentVersion[];
+}
+
+/** Attestations and bindings: active -> revoked; expiry is checked at read. */
+export interface AttestationEntry {
+  reference: string;
+  claim: string;
+  value: string;
+  expires_at: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface BindingEntry {
+  reference: string;
+  binding_type: string;
+  target_kind: string;
+  target_hash: string;
+  proof_method: string;
+  expires_at: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface SubjectState {
+  id: string;
+  subject_type: 'natural_person' | 'legal_entity';
+  owner: string;
+  external_ref_sealed: string | null;
+  created_at: string;
+  withdrawn_at: string | null;
+  identifiers: Record<string, IdentifierEntry>;
+  payee_record: { name_sealed: string; payee_check: 'enabled' | 'disabled'; updated_at: string } | null;
+  addresses: Record<string, AddressEntry>;
+  attestations: Record<string, AttestationEntry>;
+  bindings: Record<string, BindingEntry>;
+}
+
+export type SubjectEvent =
+  | { type: 'created'; subject: Omit<SubjectState, 'identifiers' | 'addresses' | 'attestations' | 'bindings' | 'payee_record' | 'withdrawn_at'> }
+  | { type: 'identifier_added'; identifier: IdentifierEntry }
+  | { type: 'withdrawn'; at: string }
+  | { type: 'payee_record_set'; name_sealed: string; payee_check: 'enabled' | 'disabled'; at: string }
+  | { type: 'address_created'; address: AddressEntry }
+  | { type: 'address_revoked'; address_id: string; at: string }
+  | { type: 'primary_cleared'; address_id: string }
+  | { type: 'intent_set'; address_id: string; intent: IntentVersion }
+  | { type: 'target_added'; address_id: string; target: TargetEntry }
+  | { type: 'target_revoked'; address_id: string; target_id: string; at: string }
+  | { type: 'attestation_recorded'; attestation: AttestationEntry }
+  | { type: 'attestation_revoked'; reference: string; at: string }
+  | { type: 'binding_recorded'; binding: BindingEntry };
+
+const withAddress = (s: SubjectState, id: string, change: (a: AddressEntry) => AddressEntry): SubjectState =>
+  ({ ...s, addresses: { ...s.addresses, [id]: change(s.addresses[id]!) } });
+
+export function evolveSubject(state: SubjectState | null, event: SubjectEvent): SubjectState {
+  if (event.type === 'created') {
+    return { ...event.subject, withdrawn_at: null, identifiers: {}, payee_record: null, addresses: {}, attestations: {}, bindings: {} };
+  }
+  if (state === null) throw new Error(`subject event ${event.type} before creation`);
+  const s = state;
+  switch (event.type) {
+    case 'identifier_added':
+      return { ...s, identifiers: { ...s.identifiers, [event.identifier.id]: event.identifier } };
+    case 'withdrawn': {
+      const identifiers = Object.fromEntries(Object.entries(s.identifiers).map(([k, v]) => [k, { ...v, discoverability: 'private' as const }]));
+      const addresses = Object.fromEntries(Object.entries(s.addresses).map(([k, v]) => [k, { ...v, discoverability: 'private' as const }]));
+      return { ...s, withdrawn_at: event.at, identifiers, addresses };
+    }
+    case 'payee_record_set':
+      return { ...s, payee_record: { name_sealed: event.name_sealed, payee_check: event.payee_check, updated_at: event.at } };
+    case 'address_created':
+      return { ...s, addresses: { ...s.addresses, [event.address.id]: event.address } };
+    case 'address_revoked':
+      return withAddress(s, event.address_id, (a) => ({ ...a, revoked_at: event.at, is_primary: false }));
+    case 'primary_cleared':
+      return withAddress(s, event.address_id, (a) => ({ ...a, is_primary: false }));
+    case 'intent_set':
+      return withAddress(s, event.address_id, (a) => ({ ...a, intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent] }));
+    case 'target_added':
+      return withAddress(s, event.address_id, (a) => ({ ...a, targets: { ...a.targets, [event.target.id]: event.target } }));
+    case 'target_revoked':
+      return withAddress(s, event.address_id, (a) => ({ ...a, targets: { ...a.targets, [event.target_id]: { ...a.targets[event.target_id]!, revoked_at: event.at } } }));
+    case 'attestation_recorded':
+      return { ...s, attestations: { ...s.attestations, [event.attestation.reference]: event.attestation } };
+    case 'attestation_revoked':
+      return { ...s, attestations: { ...s.attestations, [event.reference]: { ...s.attestations[event.reference]!, revoked_at: event.at } } };
+    case 'binding_recorded':
+      return { ...s, bindings: { ...s.bindings, [event.binding.reference]: event.binding } };
+  }
+}
+
+export function activeIntent(address: AddressEntry): IntentVersion | null {
+  return address.intents.find((i) => i.active) ?? null;
+}
+
+export function liveTargets(address: AddressEntry): TargetEntry[] {
+  return Object.values(address.targets).filter((t) => t.revoked_at === null);
+}

@@ -1,0 +1,107 @@
+// Identifier normalisation and hashing (P8). A clear identifier exists only in the memory of the
+// request that carries it: these functions return the normalised form for hashing, and their
+// refusals never quote the value.
+import { createHmac } from 'node:crypto';
+import { domainToASCII } from 'node:url';
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { electronicFormatIBAN, isValidIBAN } from 'ibantools';
+import { invalid, type Refusal } from './errors.js';
+
+export const IDENTIFIER_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax'] as const;
+export type IdentifierType = (typeof IDENTIFIER_TYPES)[number];
+/** Lookup also takes opaque addresses as keys (SPEC D). */
+export type LookupKeyType = IdentifierType | 'address';
+
+export const IDENTIFIER_LENGTH_MAX = 320;
+
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
+const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO', 'AA']);
+
+export function isCountryCode(code: string): boolean {
+  return /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && regionNames.of(code) !== code;
+}
+
+/** ISO 7064 MOD 97-10 over letters-as-numbers, as used by IBAN and LEI (ISO 17442). */
+function mod97(text: string): number {
+  let remainder = 0;
+  for (const ch of text) {
+    const digits = ch >= 'A' && ch <= 'Z' ? String(ch.charCodeAt(0) - 55) : ch;
+    for (const d of digits) remainder = (remainder * 10 + (d.charCodeAt(0) - 48)) % 97;
+  }
+  return remainder;
+}
+
+type Normalised = { ok: true; value: string } | { ok: false; refusal: Refusal };
+const refuse = (field: string, message: string): Normalised => ({ ok: false, refusal: invalid(field, message) });
+
+/** The normalised form of an identifier of the given type (P8), or a 400 naming `field`. */
+export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'identifier'): Normalised {
+  if (typeof raw !== 'string' || raw.length === 0 || raw.length > IDENTIFIER_LENGTH_MAX) return refuse(field, `${field} must be a non-empty string of at most ${IDENTIFIER_LENGTH_MAX} characters`);
+  switch (type) {
+    case 'phone': {
+      const trimmed = raw.trim();
+      if (!trimmed.startsWith('+')) return refuse(field, 'a phone number must be in international form, starting with +');
+      const parsed = parsePhoneNumberFromString(trimmed);
+      if (parsed === undefined || !parsed.isValid()) return refuse(field, 'not a valid phone number');
+      return { ok: true, value: parsed.number };
+    }
+    case 'email': {
+      const lowered = raw.trim().toLowerCase();
+      const at = lowered.lastIndexOf('@');
+      if (at <= 0 || at === lowered.length - 1) return refuse(field, 'not an email address');
+      const local = lowered.slice(0, at);
+      const domain = domainToASCII(lowered.slice(at + 1));
+      if (domain === '' || !/^[a-z0-9.-]+\.[a-z0-9-]+$/.test(domain) || domain.includes('..')) return refuse(field, 'the email domain is not valid');
+      if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64) return refuse(field, 'the email local part is not valid');
+      return { ok: true, value: `${local}@${domain}` };
+    }
+    case 'bank_account': {
+      const colon = raw.indexOf(':');
+      const scheme = colon < 0 ? '' : raw.slice(0, colon).trim().toLowerCase();
+      const body = raw.slice(colon + 1).replace(/\s+/g, '');
+      if (scheme === 'iban') {
+        const iban = electronicFormatIBAN(body.toUpperCase());
+        if (iban === null || !isValidIBAN(iban)) return refuse(field, 'not a valid IBAN');
+        return { ok: true, value: `iban:${iban}` };
+      }
+      if (scheme === 'bban') {
+        if (!/^[A-Za-z0-9-]{4,64}$/.test(body)) return refuse(field, 'not a valid BBAN');
+        return { ok: true, value: `bban:${body}` };
+      }
+      return refuse(field, 'a bank account names its scheme: iban:<value> or bban:<value>');
+    }
+    case 'lei': {
+      const lei = raw.trim().toUpperCase();
+      if (!/^[A-Z0-9]{18}[0-9]{2}$/.test(lei) || mod97(lei) !== 1) return refuse(field, 'not a valid LEI');
+      return { ok: true, value: lei };
+    }
+    case 'reg': {
+      const m = /^reg:([A-Za-z]{2}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
+      if (m === null) return refuse(field, 'a registry number is reg:<country>:<registry>:<number>, the registry part mandatory');
+      const country = m[1]!.toUpperCase();
+      if (!isCountryCode(country)) return refuse(field, 'unknown country code');
+      const number = m[3]!.replace(/[\s./-]/g, '').toUpperCase();
+      if (number === '') return refuse(field, 'the registry number is empty');
+      return { ok: true, value: `reg:${country}:${m[2]!.toLowerCase()}:${number}` };
+    }
+    case 'tax': {
+      const m = /^tax:([A-Za-z]{2}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
+      if (m === null) return refuse(field, 'a tax number is tax:<country>:<number>');
+      const country = m[1]!.toUpperCase();
+      if (!isCountryCode(country)) return refuse(field, 'unknown country code');
+      const number = m[2]!.replace(/[\s./-]/g, '').toUpperCase();
+      if (!/^[A-Z0-9]{2,32}$/.test(number)) return refuse(field, 'the tax number is not valid');
+      return { ok: true, value: `tax:${country}:${number}` };
+    }
+    case 'address': {
+      const address = raw.trim();
+      if (!/^path:[A-Za-z0-9]{22,64}$/.test(address)) return refuse(field, 'an address is path:<opaque>');
+      return { ok: true, value: address };
+    }
+  }
+}
+
+/** identifier_hash = hex HMAC-SHA-256(pepper, "<type>:<normalised>") (P8). */
+export function identifierHash(pepper: Buffer, type: LookupKeyType, normalised: string): string {
+  return createHmac('sha256', pepper).update(`${type}:${normalised}`).digest('hex');
+}
