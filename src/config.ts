@@ -15,6 +15,13 @@ export interface Limits {
   credentials_poll_interval_ms: number;
   pending_commands_max: number;
   worker_heap_mb: number;
+  instruction_lifetime_ms: number;
+  checkout_session_lifetime_ms: number;
+  webhook_timeout_ms: number;
+  webhook_retry_window_ms: number;
+  webhook_first_retry_ms: number;
+  webhook_retry_max_delay_ms: number;
+  webhook_in_flight_max: number;
 }
 
 export interface Config {
@@ -28,6 +35,8 @@ export interface Config {
   dev: boolean;
   lookupBudgetBase: number;
   lookupBudgetFactor: number;
+  /** The operator's webhook endpoints, sent every event (P11). */
+  webhookUrls: string[];
   logLevel: string;
   limits: Limits;
 }
@@ -49,6 +58,13 @@ export const DEFAULT_LIMITS: Limits = {
   credentials_poll_interval_ms: 500,
   pending_commands_max: 100_000,
   worker_heap_mb: 8192,
+  instruction_lifetime_ms: 5 * 60_000,
+  checkout_session_lifetime_ms: 3600_000,
+  webhook_timeout_ms: 10_000,
+  webhook_retry_window_ms: 3 * 24 * 3600_000,
+  webhook_first_retry_ms: 10_000,
+  webhook_retry_max_delay_ms: 6 * 3600_000,
+  webhook_in_flight_max: 32,
 };
 
 export class ConfigError extends Error {
@@ -76,7 +92,7 @@ export function parseFlags(argv: readonly string[]): { positional: string[]; fla
 }
 
 const SERVE_FLAGS = ['port', 'host', 'data-dir', 'member', 'base-url', 'external-port', 'workers', 'dev',
-  'lookup-budget-base', 'lookup-budget-factor', 'log-level'] as const;
+  'lookup-budget-base', 'lookup-budget-factor', 'webhook-urls', 'log-level'] as const;
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of Object.keys(flags)) {
@@ -116,6 +132,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
     lookupBudgetFactor: factor,
+    webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
     limits: { ...DEFAULT_LIMITS },
   };

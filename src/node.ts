@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { Authenticator } from './http/auth.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
+import { paymentRoutes } from './http/routes/payments.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
@@ -13,6 +14,9 @@ import type { Services } from './http/services.js';
 import { LmdbLog, openEnvironment } from './log/lmdb-log.js';
 import { unframe } from './log/record.js';
 import { NodeStore } from './store.js';
+import { systemClock } from './clock.js';
+import { WebhookDelivery } from './events/delivery.js';
+import { signingKeyFromSeed } from './protocol/signing.js';
 
 export interface RunningNode {
   port: number;
@@ -37,11 +41,15 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
   authenticator.load(store.allCredentials());
 
-  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey };
+  let signer = signingKeyFromSeed(signingKey.seed_hex);
+  const events = new WebhookDelivery({
+    log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
+  });
+  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events };
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';
   const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services));
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services));
 
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
@@ -63,12 +71,14 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
+      signer = signingKeyFromSeed(active.seed_hex);
       pool.setSigningKey(active.seed_hex);
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   }, config.limits.credentials_poll_interval_ms);
   const sweep = setInterval(() => void sweepIdempotency(log, config.limits.idempotency_retention_ms), config.limits.idempotency_sweep_interval_ms);
 
+  events.start();
   logger.info({ port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, recovery_ms: Date.now() - started }, 'listening');
 
   return {
@@ -78,6 +88,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       clearInterval(poll);
       clearInterval(sweep);
       await server.close(config.limits.shutdown_drain_ms);
+      await events.stop();
       await pool.drain();
       await log.close();
       logger.info('stopped');
@@ -101,5 +112,5 @@ async function sweepIdempotency(log: LmdbLog, retentionMs: number): Promise<void
   const expired: string[] = [];
   const cutoff = Date.now() - retentionMs;
   for (const { key, bytes } of log.scan('idempotency')) if (unframe<IdempotencyEntry>(bytes).at < cutoff) expired.push(key);
-  if (expired.length > 0) await log.remove('idempotency', expired);
+  if (expired.length > 0) await log.write(expired.map((key) => ({ table: 'idempotency' as const, key, bytes: null })));
 }

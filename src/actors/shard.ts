@@ -202,7 +202,7 @@ export class Shard {
     const now = this.options.clock.now();
     const decision = decider.decide(routed.command, slot.state, { now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId });
     if (isDecisionRefusal(decision)) return refused(decision);
-    if (decision.events.length === 0) return { reply: decision.reply, publications: [], idempotency: null };
+    if (decision.events.length === 0) return { reply: decision.reply, publications: [], idempotency: null, outbox: [] };
 
     let next = slot.state;
     for (const event of decision.events) next = decider.evolve(next, event);
@@ -231,7 +231,7 @@ export class Shard {
     this.adopted.set(p, seq);
     this.scheduleFor(key, slot);
     this.countForSnapshot(p);
-    return { reply: decision.reply, publications, idempotency };
+    return { reply: decision.reply, publications, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id) };
   }
 
   private replay(slots: Map<string, Slot>, record: LogRecord): void {
@@ -282,7 +282,7 @@ export class Shard {
 }
 
 function refused(r: Refusal): CommandResult {
-  return { reply: errorReply(r), publications: [], idempotency: null };
+  return { reply: errorReply(r), publications: [], idempotency: null, outbox: [] };
 }
 
 export function errorReply(r: Refusal): Reply {

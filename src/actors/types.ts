@@ -1,7 +1,7 @@
 // The contract between the runtime and the aggregates, and the messages that cross threads.
 // Aggregates are deciders: `decide(command, state, context) -> events + reply | refusal` and
 // `evolve(state, event) -> state`, both pure. The runtime does the I/O.
-import type { Refusal } from '../protocol/errors.js';
+import type { ErrorCode, Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 
@@ -16,6 +16,8 @@ export interface Reply {
   status: number;
   body: string;
   signed: boolean;
+  /** Public answers only: from `at` (ms) the answer becomes 410 with `code` (exact expiry). */
+  expiry?: { at: number; code: ErrorCode };
 }
 
 export interface Command {
@@ -30,6 +32,8 @@ export interface OutboxEvent {
   event: string;
   created_at: string;
   data: unknown;
+  /** Delivery targets named by the object itself (a session's webhook_url); the operator's are added at delivery. */
+  targets?: string[];
 }
 
 export interface DecideContext {
@@ -97,6 +101,8 @@ export interface CommandResult {
   reply: Reply;
   publications: Publication[];
   idempotency: IdempotencyEntry | null;
+  /** Ids of outbox events written with this command, for prompt delivery. */
+  outbox: string[];
 }
 
 export function isDecisionRefusal<E>(d: Decision<E>): d is Refusal {

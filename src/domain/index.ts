@@ -1,6 +1,9 @@
 // Every aggregate the node runs, for the actor runtime.
 import type { Decider } from '../actors/types.js';
+import { checkoutDecider } from './checkout/checkout.js';
+import { instructionDecider } from './instruction/instruction.js';
 import { receiptDecider } from './receipt/receipt.js';
+import { requestDecider } from './request/request.js';
 import { subjectDecider } from './subject/subject.js';
 
-export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider];
+export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider];

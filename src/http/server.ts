@@ -43,6 +43,8 @@ export interface ServerOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Bodies up to this many times the limit are drained before the 413 is sent. */
+const DISCARD_FACTOR = 16;
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 export class HttpServer {
@@ -108,8 +110,10 @@ export class HttpServer {
       signature: req.getHeader('path-signature') || undefined,
       idempotencyKey: req.getHeader('path-idempotency-key') || undefined,
     };
+    // A body over the limit is read and discarded, then refused, so the client sees the 413
+    // instead of a reset; only an absurd declared length is refused at once.
     const declaredLength = req.getHeader('content-length');
-    if (declaredLength !== '' && Number(declaredLength) > this.options.limits.body_bytes_max) {
+    if (declaredLength !== '' && Number(declaredLength) > DISCARD_FACTOR * this.options.limits.body_bytes_max) {
       return this.send(res, failure(refusal('path.core.payload_too_large', 'request body is over the limit', { limit_bytes: this.options.limits.body_bytes_max })), base, true);
     }
     const state = { aborted: false };

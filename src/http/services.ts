@@ -3,7 +3,12 @@ import type { ShardPool } from '../actors/pool.js';
 import type { Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
-import { refusal, type Refusal } from '../protocol/errors.js';
+import { refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+
+const EXPIRED_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  'path.request.expired': 'this request has expired',
+  'path.instruction.expired': 'this instruction has expired',
+};
 import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
 import { failure, type HttpReply } from './reply.js';
@@ -19,6 +24,8 @@ export interface Services {
   pepperVersion: string;
   /** Seals names and account references before they leave the request (sealing.ts). */
   sealingKey: Buffer;
+  /** Delivers outbox events as webhooks (P11). */
+  events?: { notify(ids: readonly string[]): void };
 }
 
 /** A committed public answer, or null when there is none for the key. */
@@ -27,6 +34,10 @@ export function viewReply(services: Services, key: string): HttpReply | null {
   if (bytes === undefined) return null;
   const view = decodeView(bytes);
   if (view === null) throw new Error(`stored answer for a public read failed its checksum`);
+  if (view.expiry !== null && Date.now() >= view.expiry.at) {
+    const code = view.expiry.code as ErrorCode;
+    return failure(refusal(code, EXPIRED_MESSAGES[code] ?? 'this object has expired'));
+  }
   return { status: view.status, body: view.body, signed: view.signed };
 }
 
@@ -36,18 +47,37 @@ export function notFound(what: string): HttpReply {
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
 
-/** The JSON body as an object, or a 400 refusal (P7). */
+/** Deepest nesting of objects and arrays a body may have: ample for every schema, far below any stack limit. */
+export const BODY_DEPTH_MAX = 32;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The JSON body as an object, or a 400 refusal (P7): invalid UTF-8, invalid JSON, too deep, non-finite numbers. */
 export function parseBody(context: RequestContext): Parsed<Record<string, unknown>> {
-  const notObject = { ok: false, refusal: refusal('path.core.invalid_request', 'request body must be a JSON object', { field: '(body)' }) } as const;
-  if (context.body.length === 0) return notObject;
+  const bad = (message: string, field = '(body)') => ({ ok: false as const, refusal: refusal('path.core.invalid_request', message, { field }) });
+  if (context.body.length === 0) return bad('request body must be a JSON object');
   let value: unknown;
   try {
-    value = JSON.parse(context.body.toString('utf8'));
+    value = JSON.parse(utf8.decode(context.body));
   } catch {
-    return { ok: false, refusal: refusal('path.core.invalid_request', 'request body is not valid JSON', { field: '(body)' }) };
+    return bad('request body is not valid UTF-8 JSON');
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return notObject;
-  return { ok: true, value: value as Record<string, unknown> };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad('request body must be a JSON object');
+  const problem = shapeProblem(value);
+  return problem === null ? { ok: true, value: value as Record<string, unknown> } : bad(problem.message, problem.field);
+}
+
+/** Walks the parsed body without recursion: nesting beyond BODY_DEPTH_MAX or a number out of range is refused. */
+function shapeProblem(root: object): { field: string; message: string } | null {
+  const stack: [unknown, string, number][] = [[root, '', 0]];
+  while (stack.length > 0) {
+    const [value, path, depth] = stack.pop()!;
+    const field = path === '' ? '(body)' : path;
+    if (typeof value === 'number' && !Number.isFinite(value)) return { field, message: `${field}: number out of range` };
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= BODY_DEPTH_MAX) return { field, message: `${field}: nested deeper than ${BODY_DEPTH_MAX} levels` };
+    for (const [key, child] of Object.entries(value)) stack.push([child, path === '' ? key : `${path}.${key}`, depth + 1]);
+  }
+  return null;
 }
 
 /** Parses and validates the body against a route schema. */
@@ -75,6 +105,10 @@ export async function runCommand(services: Services, context: RequestContext, ag
     aggregate, key, command: { name, input, caller: context.caller },
     ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
   });
+  // The worker committed before answering; make sure this thread's reads see that commit, so
+  // a read or an idempotent retry right after this answer finds what it wrote.
+  if (result.publications.length > 0 || result.idempotency !== null || result.outbox.length > 0) services.log.refresh();
+  if (result.outbox.length > 0) services.events?.notify(result.outbox);
   const reply = result.reply;
   return { status: reply.status, body: reply.body, signed: reply.signed, ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}) };
 }

@@ -31,7 +31,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory') },
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries') },
   };
 }
 
@@ -50,16 +50,16 @@ export class LmdbLog implements Log {
     await root.flushed;
   }
 
+  refresh(): void {
+    this.env.root.resetReadTxn();
+  }
+
   get(table: Table, key: string): Buffer | undefined {
     return this.env.tables[table].get(key);
   }
 
-  async remove(table: Table, keys: readonly string[]): Promise<void> {
-    const db = this.env.tables[table];
-    await this.env.root.transaction(() => {
-      for (const key of keys) db.remove(key);
-    });
-    await this.env.root.flushed;
+  async write(writes: readonly TableWrite[]): Promise<void> {
+    await this.append([], writes);
   }
 
   *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {

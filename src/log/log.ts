@@ -18,7 +18,7 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency' | 'directory';
+export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries';
 
 /** A keyed write beside the records: `bytes: null` deletes. */
 export interface TableWrite {
@@ -37,8 +37,10 @@ export interface Log {
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void>;
   /** The committed value of a table key (views, idempotency, outbox). */
   get(table: Table, key: string): Buffer | undefined;
-  /** Removes table keys (housekeeping, such as expired idempotency answers); resolves once durable. */
-  remove(table: Table, keys: readonly string[]): Promise<void>;
+  /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
+  write(writes: readonly TableWrite[]): Promise<void>;
+  /** Makes this thread's next reads see every commit made so far (by any thread). */
+  refresh(): void;
   /** Every key and value of a table, in key order. */
   scan(table: Table): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */

@@ -9,7 +9,7 @@ interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => vo
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map() };
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map() };
   private pending: Pending[] = [];
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
@@ -68,12 +68,17 @@ export class MemoryLog implements Log {
     record.bytes = flipLastByte(record.bytes);
   }
 
+  refresh(): void {}
+
   get(table: Table, key: string): Buffer | undefined {
     return this.tables[table].get(key);
   }
 
-  async remove(table: Table, keys: readonly string[]): Promise<void> {
-    for (const key of keys) this.tables[table].delete(key);
+  async write(writes: readonly TableWrite[]): Promise<void> {
+    for (const w of writes) {
+      if (w.bytes === null) this.tables[w.table].delete(w.key);
+      else this.tables[w.table].set(w.key, w.bytes);
+    }
   }
 
   *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {

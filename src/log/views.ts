@@ -1,18 +1,26 @@
 // Published answers ("views"): the exact bytes the front end serves for a public read, written
-// in the same commit as the record that produced them. Layout: CRC-32 of the rest, status
-// (u16), flags (u8: bit 0 = carries a signed object), then the JSON body.
+// in the same commit as the record that produced them. A view may carry a deadline: from then
+// on the front end answers the stated 410 code itself, so an expiry is exact to the
+// millisecond even before the scheduler's tick has recorded it.
+// Layout: CRC-32 of the rest | status u16 | flags u8 | deadline f64 (ms, 0 = none) |
+// gone-code length u8 | gone code | JSON body.
 import { crc32 } from 'node:zlib';
 import type { Reply } from '../actors/types.js';
 
-const HEADER_BYTES = 7;
+const FIXED_BYTES = 16;
 const FLAG_SIGNED = 1;
 
 export function encodeView(reply: Reply): Buffer {
+  const gone = reply.expiry?.code ?? '';
+  const goneBytes = Buffer.byteLength(gone);
   const bodyBytes = Buffer.byteLength(reply.body);
-  const out = Buffer.allocUnsafe(HEADER_BYTES + bodyBytes);
+  const out = Buffer.allocUnsafe(FIXED_BYTES + goneBytes + bodyBytes);
   out.writeUInt16BE(reply.status, 4);
   out.writeUInt8(reply.signed ? FLAG_SIGNED : 0, 6);
-  out.write(reply.body, HEADER_BYTES, 'utf8');
+  out.writeDoubleBE(reply.expiry?.at ?? 0, 7);
+  out.writeUInt8(goneBytes, 15);
+  out.write(gone, FIXED_BYTES, 'latin1');
+  out.write(reply.body, FIXED_BYTES + goneBytes, 'utf8');
   out.writeUInt32BE(crc32(out.subarray(4)), 0);
   return out;
 }
@@ -20,12 +28,21 @@ export function encodeView(reply: Reply): Buffer {
 export interface View {
   status: number;
   signed: boolean;
+  /** When set: from `at` (ms) on, the answer is 410 with `code`. */
+  expiry: { at: number; code: string } | null;
   /** The JSON body, a view into the stored bytes. */
   body: Buffer;
 }
 
 /** The view, or null when its checksum fails (damaged at rest: never served). */
 export function decodeView(bytes: Buffer): View | null {
-  if (bytes.length < HEADER_BYTES || crc32(bytes.subarray(4)) !== bytes.readUInt32BE(0)) return null;
-  return { status: bytes.readUInt16BE(4), signed: (bytes.readUInt8(6) & FLAG_SIGNED) !== 0, body: bytes.subarray(HEADER_BYTES) };
+  if (bytes.length < FIXED_BYTES || crc32(bytes.subarray(4)) !== bytes.readUInt32BE(0)) return null;
+  const at = bytes.readDoubleBE(7);
+  const goneBytes = bytes.readUInt8(15);
+  return {
+    status: bytes.readUInt16BE(4),
+    signed: (bytes.readUInt8(6) & FLAG_SIGNED) !== 0,
+    expiry: at === 0 ? null : { at, code: bytes.toString('latin1', FIXED_BYTES, FIXED_BYTES + goneBytes) },
+    body: bytes.subarray(FIXED_BYTES + goneBytes),
+  };
 }

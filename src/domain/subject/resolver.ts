@@ -11,6 +11,18 @@ import { activeIntent, liveTargets, type AddressEntry } from './state.js';
 
 export const resolverViewKey = (address: string) => `resolver/${address}`;
 export const commitmentViewKey = (address: string) => `commitment/${address}`;
+/** Internal view (never served): what requests and instructions need to know of an address. */
+export const addressInfoKey = (idOrAddress: string) => `address/${idOrAddress}`;
+
+export interface AddressInfo {
+  id: string;
+  address: string;
+  revoked: boolean;
+  /** Version of the standing intent in force, or null when accepts are inferred from targets. */
+  intent_version: number | null;
+  accepts: CapabilityT[];
+  targets: { rail: string; asset_type: string; asset_code: string; is_default: boolean; beneficiary_format: string | null; beneficiary: string | null }[];
+}
 
 /** commitment = digest of {grammar, address, accepts, limits} (P3). */
 export function commitmentOf(address: string, accepts: readonly CapabilityT[], limits: Record<string, unknown>): string {
@@ -31,13 +43,22 @@ const signed = (body: string): Reply => ({ status: 200, body, signed: true });
 
 /** The public answers for one address, as they stand after a change at `context.now`. */
 export function addressPublications(address: AddressEntry, context: DecideContext): Publication[] {
+  const intent = activeIntent(address);
+  const info: AddressInfo = {
+    id: address.id, address: address.address, revoked: address.revoked_at !== null, intent_version: intent?.version ?? null,
+    accepts: intent?.accepts ?? inferredAccepts(address),
+    targets: liveTargets(address).map((t) => ({
+      rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code, is_default: t.is_default, beneficiary_format: t.beneficiary_format, beneficiary: t.beneficiary,
+    })),
+  };
+  const infoReply: Reply = { status: 200, body: JSON.stringify(info), signed: false };
+  const internal: Publication[] = [{ key: addressInfoKey(address.id), reply: infoReply }, { key: addressInfoKey(address.address), reply: infoReply }];
   if (address.revoked_at !== null) {
     const gone: Reply = { status: 410, body: errorBody(refusal('path.address.revoked', 'this address was revoked')), signed: false };
-    return [{ key: resolverViewKey(address.address), reply: gone }, { key: commitmentViewKey(address.address), reply: gone }];
+    return [...internal, { key: resolverViewKey(address.address), reply: gone }, { key: commitmentViewKey(address.address), reply: gone }];
   }
   const at = isoTime(context.now);
-  const intent = activeIntent(address);
-  const accepts = intent?.accepts ?? inferredAccepts(address);
+  const accepts = info.accepts;
   const limits = intent?.limits ?? {};
   const answer = signObject({
     kind: 'resolver_answer',
@@ -51,7 +72,7 @@ export function addressPublications(address: AddressEntry, context: DecideContex
     commitment_version: intent?.version ?? null,
     ...envelopeFields(context.signer, at),
   }, context.signer);
-  const publications: Publication[] = [{ key: resolverViewKey(address.address), reply: signed(JSON.stringify(answer)) }];
+  const publications: Publication[] = [...internal, { key: resolverViewKey(address.address), reply: signed(JSON.stringify(answer)) }];
   if (intent === null) {
     publications.push({ key: commitmentViewKey(address.address), reply: null });
   } else {

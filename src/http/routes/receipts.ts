@@ -14,11 +14,17 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     {
       operation: 'receipts.create', method: 'POST', path: '/receipts', auth: 'member', creates: true,
-      handler: (context) => {
+      handler: async (context) => {
         const input = validBody(context, validateIssue);
         if (!input.ok) return failure(input.refusal);
         const reference = newReference('rcp');
-        return runCommand(services, context, 'receipt', reference, 'issue', { ...input.value, reference });
+        const issued = await runCommand(services, context, 'receipt', reference, 'issue', { ...input.value, reference });
+        // An instruction of this node named by a receipt is used from then on (docs/decisions.md).
+        const instruction = input.value.instruction;
+        if (issued.status === 201 && typeof instruction === 'string' && services.log.get('views', instruction) !== undefined) {
+          await services.pool.submit({ aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } });
+        }
+        return issued;
       },
     },
     {

@@ -1,0 +1,157 @@
+// Webhook delivery (P11). Events sit in the durable outbox, written in the same commit as the
+// change that caused them; this deliverer posts each to its targets (the session's webhook_url
+// and the operator's endpoints) as a signed `path.event`, with Path-Event-Id and the Standard
+// Webhooks headers. A 2xx acknowledges; anything else, or no answer within the timeout, is
+// retried with exponential backoff and jitter for the retry window (3 days). Delivery state is
+// durable, so a restart resumes where it stopped; an event leaves the outbox only when every
+// target has acknowledged it or its window has passed.
+import type { Logger } from 'pino';
+import { Scheduler } from '../actors/scheduler.js';
+import type { OutboxEvent } from '../actors/types.js';
+import type { Clock } from '../clock.js';
+import type { Limits } from '../config.js';
+import type { Log } from '../log/log.js';
+import { frame, unframe } from '../log/record.js';
+import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
+import { parseTime } from '../protocol/time.js';
+import { resolvedAllowed } from './url-policy.js';
+
+interface TargetState {
+  url: string;
+  attempts: number;
+  next_at: number;
+  outcome: 'delivered' | 'abandoned' | null;
+  last_status: number | null;
+}
+
+export interface DeliveryOptions {
+  log: Log;
+  clock: Clock;
+  signer: () => SigningKey;
+  operatorUrls: readonly string[];
+  dev: boolean;
+  limits: Limits;
+  logger: Logger;
+  /** Sends one delivery; the node uses fetch, tests may observe. */
+  post?: (url: string, headers: Record<string, string>, body: string, timeoutMs: number) => Promise<number>;
+}
+
+export class WebhookDelivery {
+  private readonly scheduler: Scheduler;
+  private readonly running = new Set<string>();
+  private readonly waiting: string[] = [];
+  private inFlight = 0;
+  private stopped = false;
+
+  constructor(private readonly options: DeliveryOptions) {
+    this.scheduler = new Scheduler(options.clock, (id) => this.enqueue(id));
+  }
+
+  /** Schedules every event still in the outbox (after a restart). */
+  start(): void {
+    for (const { key } of this.options.log.scan('outbox')) this.scheduler.schedule(key, this.dueOf(key));
+  }
+
+  /** New events from a command: deliver now. */
+  notify(ids: readonly string[]): void {
+    for (const id of ids) this.enqueue(id);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.scheduler.stop();
+    while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  private dueOf(id: string): number {
+    const state = this.stateOf(id);
+    const pending = state?.filter((t) => t.outcome === null).map((t) => t.next_at) ?? [];
+    return pending.length === 0 ? this.options.clock.now() : Math.min(...pending);
+  }
+
+  private stateOf(id: string): TargetState[] | undefined {
+    const bytes = this.options.log.get('deliveries', id);
+    return bytes === undefined ? undefined : unframe<TargetState[]>(bytes);
+  }
+
+  private enqueue(id: string): void {
+    if (this.stopped || this.running.has(id)) return;
+    this.running.add(id);
+    this.waiting.push(id);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.limits.webhook_in_flight_max && this.waiting.length > 0) {
+      const id = this.waiting.shift()!;
+      this.inFlight++;
+      this.deliver(id)
+        .catch((error: unknown) => this.options.logger.error({ event_id: id, err: { message: (error as Error).message } }, 'webhook delivery failed'))
+        .finally(() => {
+          this.inFlight--;
+          this.running.delete(id);
+          this.pump();
+        });
+    }
+  }
+
+  private async deliver(id: string): Promise<void> {
+    const bytes = this.options.log.get('outbox', id);
+    if (bytes === undefined) return;
+    const event = unframe<OutboxEvent>(bytes);
+    const now = this.options.clock.now();
+    const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
+    const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));
+    const body = JSON.stringify(signObject({
+      type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data,
+      ...envelopeFields(this.options.signer(), event.created_at),
+    }, this.options.signer()));
+    await Promise.all(state.filter((t) => t.outcome === null && t.next_at <= now).map((t) => this.attempt(event, t, body)));
+
+    const createdAt = parseTime(event.created_at) ?? now;
+    for (const t of state) {
+      if (t.outcome === null && t.next_at > createdAt + this.options.limits.webhook_retry_window_ms) {
+        t.outcome = 'abandoned';
+        this.options.logger.warn({ event_id: id, attempts: t.attempts }, 'webhook abandoned after its retry window');
+      }
+    }
+    if (state.every((t) => t.outcome !== null)) {
+      await this.options.log.write([{ table: 'outbox', key: id, bytes: null }, { table: 'deliveries', key: id, bytes: null }]);
+      return;
+    }
+    await this.options.log.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
+    this.scheduler.schedule(id, Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)));
+  }
+
+  private async attempt(event: OutboxEvent, target: TargetState, body: string): Promise<void> {
+    target.attempts++;
+    let status = 0;
+    try {
+      if (await resolvedAllowed(target.url, { dev: this.options.dev })) {
+        const timestamp = String(Math.floor(this.options.clock.now() / 1000));
+        const signature = Buffer.from(signBytes(Buffer.from(`${event.id}.${timestamp}.${body}`, 'utf8'), this.options.signer()), 'hex').toString('base64');
+        const headers = {
+          'content-type': 'application/json', 'path-event-id': event.id,
+          'webhook-id': event.id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1a,${signature}`,
+        };
+        status = await (this.options.post ?? post)(target.url, headers, body, this.options.limits.webhook_timeout_ms);
+      }
+    } catch {
+      status = 0;
+    }
+    target.last_status = status;
+    if (status >= 200 && status < 300) {
+      target.outcome = 'delivered';
+      return;
+    }
+    const { webhook_first_retry_ms: first, webhook_retry_max_delay_ms: max } = this.options.limits;
+    const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
+    target.next_at = this.options.clock.now() + delay;
+  }
+}
+
+async function post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
+  const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+  await res.arrayBuffer().catch(() => undefined);
+  return res.status;
+}
