@@ -134,6 +134,19 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     lookupBudgetFactor: factor,
     webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
-    limits: { ...DEFAULT_LIMITS },
+    limits: loadLimits(env),
   };
+}
+
+/** Every limit can be overridden by PATH_LIMIT_<NAME> (for example PATH_LIMIT_BODY_BYTES_MAX). */
+export function loadLimits(env: NodeJS.ProcessEnv): Limits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const name of Object.keys(limits) as (keyof Limits)[]) {
+    const raw = env[`PATH_LIMIT_${name.toUpperCase()}`];
+    if (raw === undefined) continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`PATH_LIMIT_${name.toUpperCase()} must be a positive integer`);
+    limits[name] = n;
+  }
+  return limits;
 }

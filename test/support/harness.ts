@@ -50,10 +50,10 @@ export interface NodeProcess {
   kill9(): Promise<void>;
 }
 
-export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[] }): Promise<NodeProcess> {
+export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
   const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--host', '127.0.0.1',
     '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
