@@ -35,6 +35,10 @@ export interface Config {
   dev: boolean;
   lookupBudgetBase: number;
   lookupBudgetFactor: number;
+  /** The network pepper given in the configuration (P8); absent: generated in the data directory. */
+  pepper?: { version: string; hex: string };
+  /** The key that seals names and account references, kept apart from the data; absent: generated in the data directory. */
+  sealingKeyHex?: string;
   /** The operator's webhook endpoints, sent every event (P11). */
   webhookUrls: string[];
   logLevel: string;
@@ -132,10 +136,26 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
     lookupBudgetFactor: factor,
+    ...secrets(env),
     webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
+}
+
+/** Secrets come from the environment only (PATH_PEPPER, PATH_PEPPER_VERSION, PATH_SEALING_KEY), never from flags. */
+function secrets(env: NodeJS.ProcessEnv): Pick<Config, 'pepper' | 'sealingKeyHex'> {
+  const hex32 = /^[0-9a-f]{64}$/;
+  const out: Pick<Config, 'pepper' | 'sealingKeyHex'> = {};
+  if (env.PATH_PEPPER !== undefined) {
+    if (!hex32.test(env.PATH_PEPPER) || !env.PATH_PEPPER_VERSION) throw new ConfigError('PATH_PEPPER must be 32 bytes of lowercase hex, with PATH_PEPPER_VERSION naming it');
+    out.pepper = { version: env.PATH_PEPPER_VERSION, hex: env.PATH_PEPPER };
+  }
+  if (env.PATH_SEALING_KEY !== undefined) {
+    if (!hex32.test(env.PATH_SEALING_KEY)) throw new ConfigError('PATH_SEALING_KEY must be 32 bytes of lowercase hex');
+    out.sealingKeyHex = env.PATH_SEALING_KEY;
+  }
+  return out;
 }
 
 /** Every limit can be overridden by PATH_LIMIT_<NAME> (for example PATH_LIMIT_BODY_BYTES_MAX). */

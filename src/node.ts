@@ -29,8 +29,8 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const env = openEnvironment(config.dataDir);
   const store = new NodeStore(env);
   const signingKey = await store.ensureSigningKey(Date.now());
-  const pepper = await store.ensurePepper();
-  const sealingKey = await store.ensureSealingKey();
+  const pepper = await store.ensurePepper(config.pepper);
+  const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
   const log = new LmdbLog(env);
 
   const { pool, stats } = await ShardPool.start({

@@ -104,7 +104,8 @@ export class NodeStore {
   }
 
   /** The key that seals names and account references at rest, made on first start. */
-  async ensureSealingKey(): Promise<Buffer> {
+  async ensureSealingKey(configuredHex?: string): Promise<Buffer> {
+    if (configuredHex !== undefined) return Buffer.from(configuredHex, 'hex');
     const existing = this.meta.get(SEALING_KEY) as string | undefined;
     if (existing !== undefined) return Buffer.from(existing, 'hex');
     const hex = randomBytes(32).toString('hex');

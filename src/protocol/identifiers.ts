@@ -14,11 +14,18 @@ export type LookupKeyType = IdentifierType | 'address';
 
 export const IDENTIFIER_LENGTH_MAX = 320;
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
-const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO', 'AA']);
+/** The officially assigned ISO 3166-1 alpha-2 codes (user-assigned and reserved codes such as UK or XK are not). */
+const ISO_3166_ALPHA_2 = new Set((
+  'AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ '
+  + 'CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR '
+  + 'GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP '
+  + 'KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT '
+  + 'MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW '
+  + 'SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG '
+  + 'UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW').split(' '));
 
 export function isCountryCode(code: string): boolean {
-  return /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && regionNames.of(code) !== code;
+  return ISO_3166_ALPHA_2.has(code);
 }
 
 /** ISO 7064 MOD 97-10 over letters-as-numbers, as used by IBAN and LEI (ISO 17442). */
@@ -41,6 +48,8 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
     case 'phone': {
       const trimmed = raw.trim();
       if (!trimmed.startsWith('+')) return refuse(field, 'a phone number must be in international form, starting with +');
+      // Only digits and the usual separators: no extensions, no surrounding text.
+      if (!/^\+[0-9 ().-]+$/.test(trimmed)) return refuse(field, 'a phone number holds only digits, spaces, dots, dashes and parentheses');
       const parsed = parsePhoneNumberFromString(trimmed);
       if (parsed === undefined || !parsed.isValid()) return refuse(field, 'not a valid phone number');
       return { ok: true, value: parsed.number };
@@ -51,7 +60,8 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
       if (at <= 0 || at === lowered.length - 1) return refuse(field, 'not an email address');
       const local = lowered.slice(0, at);
       const domain = domainToASCII(lowered.slice(at + 1));
-      if (domain === '' || !/^[a-z0-9.-]+\.[a-z0-9-]+$/.test(domain) || domain.includes('..')) return refuse(field, 'the email domain is not valid');
+      const labels = domain.split('.');
+      if (labels.length < 2 || labels.some((l) => !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l))) return refuse(field, 'the email domain is not valid');
       if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64) return refuse(field, 'the email local part is not valid');
       return { ok: true, value: `${local}@${domain}` };
     }

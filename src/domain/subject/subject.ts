@@ -28,8 +28,10 @@ export const subjectDecider: Decider<SubjectState, SubjectEvent> = {
   decide(command: Command, state: SubjectState | null, context: DecideContext): Result {
     const input = (command.input ?? {}) as Inputs;
     if (command.name === 'create') return create(state, input, context, command.caller?.member ?? '');
-    // Another member's subject is answered as absent, never as forbidden: existence is not disclosed.
-    if (state === null || command.caller === null || (!command.caller.local && command.caller.member !== state.owner)) {
+    // Another member's subject is answered as absent, never as forbidden: existence is not
+    // disclosed. Attestation and binding reads are open to any member (SPEC B).
+    const openToMembers = command.name === 'read-attestation' || command.name === 'read-binding';
+    if (state === null || command.caller === null || (!openToMembers && !command.caller.local && command.caller.member !== state.owner)) {
       return notFound(input.what ?? 'subject');
     }
     const handler = HANDLERS[command.name];
