@@ -22,6 +22,12 @@ export interface Limits {
   webhook_first_retry_ms: number;
   webhook_retry_max_delay_ms: number;
   webhook_in_flight_max: number;
+  lookup_batch_max: number;
+  lookup_confirm_freshness_ms: number;
+  lookup_journal_retention_days: number;
+  payee_check_daily_max: number;
+  payee_check_context_max: number;
+  payee_check_names_per_day_max: number;
 }
 
 export interface Config {
@@ -69,6 +75,12 @@ export const DEFAULT_LIMITS: Limits = {
   webhook_first_retry_ms: 10_000,
   webhook_retry_max_delay_ms: 6 * 3600_000,
   webhook_in_flight_max: 32,
+  lookup_batch_max: 500,
+  lookup_confirm_freshness_ms: 5 * 60_000,
+  lookup_journal_retention_days: 90,
+  payee_check_daily_max: 10_000,
+  payee_check_context_max: 10,
+  payee_check_names_per_day_max: 3,
 };
 
 export class ConfigError extends Error {

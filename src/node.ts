@@ -2,12 +2,16 @@
 import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
 import type { IdempotencyEntry } from './actors/types.js';
-import type { Config } from './config.js';
+import type { Config, Limits } from './config.js';
+import type { TableWrite } from './log/log.js';
 import { Authenticator } from './http/auth.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { paymentRoutes } from './http/routes/payments.js';
 import { receiptRoutes } from './http/routes/receipts.js';
+import { sonarRoutes } from './http/routes/sonar.js';
+import { payeeCheckRoutes } from './http/routes/payee-check.js';
+import { LocalDirectory } from './directory/directory.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
@@ -34,7 +38,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const log = new LmdbLog(env);
 
   const { pool, stats } = await ShardPool.start({
-    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex,
+    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'),
     limits: config.limits, onFatal,
   });
 
@@ -45,17 +49,22 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const events = new WebhookDelivery({
     log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
   });
-  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events };
+  // The local holder's endpoint is the base URL, known once the listener has its port.
+  const localHolder = { member: config.member, endpoint: config.baseUrl };
+  const directory = new LocalDirectory(log, localHolder);
+  const directoryRows = directory.load();
+  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events, directory, signer: () => signer };
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';
   const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services));
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services));
 
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
   services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
+  localHolder.endpoint = services.config.baseUrl;
   configurationBody = configurationDocument(services, routes);
 
   // The command line changes credentials and keys in the same environment; follow it.
@@ -76,10 +85,11 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   }, config.limits.credentials_poll_interval_ms);
-  const sweep = setInterval(() => void sweepIdempotency(log, config.limits.idempotency_retention_ms), config.limits.idempotency_sweep_interval_ms);
+  const sweep = setInterval(() => void housekeeping(log, config.limits), config.limits.idempotency_sweep_interval_ms);
+  await housekeeping(log, config.limits);
 
   events.start();
-  logger.info({ port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, recovery_ms: Date.now() - started }, 'listening');
+  logger.info({ port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
 
   return {
     port,
@@ -107,10 +117,18 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
   };
 }
 
-/** Forgets idempotent answers past their retention (P7 keeps them at least 24 hours). */
-async function sweepIdempotency(log: LmdbLog, retentionMs: number): Promise<void> {
-  const expired: string[] = [];
-  const cutoff = Date.now() - retentionMs;
-  for (const { key, bytes } of log.scan('idempotency')) if (unframe<IdempotencyEntry>(bytes).at < cutoff) expired.push(key);
-  if (expired.length > 0) await log.write(expired.map((key) => ({ table: 'idempotency' as const, key, bytes: null })));
+/**
+ * Forgets what is past its retention: idempotent answers (P7 keeps them at least 24 hours) and
+ * lookup journal rows (the retention published in discovery). Journal keys start with their
+ * time, so the expired ones are one range.
+ */
+export async function housekeeping(log: LmdbLog, limits: Limits): Promise<void> {
+  const now = Date.now();
+  const writes: TableWrite[] = [];
+  for (const { key, bytes } of log.scan('idempotency')) {
+    if (unframe<IdempotencyEntry>(bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
+  }
+  const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
+  for (const { key } of log.scan('journal', { end: cutoff })) writes.push({ table: 'journal', key, bytes: null });
+  if (writes.length > 0) await log.write(writes);
 }

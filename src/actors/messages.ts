@@ -9,6 +9,7 @@ export interface WorkerData {
   partitions: number[];
   member: string;
   seedHex: string;
+  sealingKeyHex: string;
   limits: Limits;
 }
 

@@ -14,6 +14,7 @@ export interface PoolOptions {
   dataDir: string;
   member: string;
   seedHex: string;
+  sealingKeyHex: string;
   limits: Limits;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
@@ -74,7 +75,7 @@ export class ShardPool {
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
     const data: WorkerData = {
       index, dataDir: this.options.dataDir, partitions, member: this.options.member,
-      seedHex: this.options.seedHex, limits: this.options.limits,
+      seedHex: this.options.seedHex, sealingKeyHex: this.options.sealingKeyHex, limits: this.options.limits,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,

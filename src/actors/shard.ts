@@ -25,6 +25,7 @@ export interface ShardOptions {
   member: string;
   signer: () => SigningKey;
   newId: (prefix: ReferencePrefix) => string;
+  unseal?: (sealed: string) => string;
   /** Records appended to one partition between snapshots. */
   snapshotEveryRecords: number;
   /** Commands waiting in one aggregate's mailbox before new ones are refused (503). */
@@ -200,9 +201,9 @@ export class Shard {
       return refused(refusal('path.core.not_found', 'no such object'));
     }
     const now = this.options.clock.now();
-    const decision = decider.decide(routed.command, slot.state, { now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId });
+    const decision = decider.decide(routed.command, slot.state, { now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId, ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }) });
     if (isDecisionRefusal(decision)) return refused(decision);
-    if (decision.events.length === 0) return { reply: decision.reply, publications: [], idempotency: null, outbox: [] };
+    if (decision.events.length === 0) return { reply: decision.reply, publications: [], idempotency: null, outbox: [], directory: [] };
 
     let next = slot.state;
     for (const event of decision.events) next = decider.evolve(next, event);
@@ -231,7 +232,7 @@ export class Shard {
     this.adopted.set(p, seq);
     this.scheduleFor(key, slot);
     this.countForSnapshot(p);
-    return { reply: decision.reply, publications, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id) };
+    return { reply: decision.reply, publications, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
   }
 
   private replay(slots: Map<string, Slot>, record: LogRecord): void {
@@ -282,19 +283,25 @@ export class Shard {
 }
 
 function refused(r: Refusal): CommandResult {
-  return { reply: errorReply(r), publications: [], idempotency: null, outbox: [] };
+  return { reply: errorReply(r), publications: [], idempotency: null, outbox: [], directory: [] };
+}
+
+/** Directory rows are keyed hash first, so every registration of one key reads as one range. */
+export function directoryRowKey(row: DirectoryRow): string {
+  return `${row.identifierHash}/${row.key}`;
 }
 
 export function errorReply(r: Refusal): Reply {
   return { status: statusOf(r.code), body: errorBody(r), signed: false };
 }
 
-function tableWrites(publications: Publication[], decision: { outbox?: OutboxEvent[]; directory?: DirectoryRow[] }, idempotency: IdempotencyEntry | null): TableWrite[] {
+function tableWrites(publications: Publication[], decision: { outbox?: OutboxEvent[]; directory?: DirectoryRow[]; tables?: TableWrite[] }, idempotency: IdempotencyEntry | null): TableWrite[] {
   const writes: TableWrite[] = publications.map((pub) => ({ table: 'views', key: pub.key, bytes: pub.reply === null ? null : encodeView(pub.reply) }));
   for (const event of decision.outbox ?? []) writes.push({ table: 'outbox', key: event.id, bytes: frame(event) });
   for (const row of decision.directory ?? []) {
-    writes.push({ table: 'directory', key: row.key, bytes: row.visibility === null ? null : frame({ t: row.identifierType, h: row.identifierHash, v: row.visibility }) });
+    writes.push({ table: 'directory', key: directoryRowKey(row), bytes: row.visibility === null ? null : frame({ t: row.identifierType, v: row.visibility }) });
   }
+  if (decision.tables !== undefined) writes.push(...decision.tables);
   if (idempotency !== null) writes.push({ table: 'idempotency', key: idempotency.scope, bytes: frame(idempotency) });
   return writes;
 }

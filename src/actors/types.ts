@@ -4,6 +4,7 @@
 import type { ErrorCode, Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
+import type { TableWrite } from '../log/log.js';
 
 export interface Caller {
   member: string;
@@ -43,6 +44,8 @@ export interface DecideContext {
   signer: SigningKey;
   /** A fresh reference with the given prefix (randomness as an input, P9). */
   newId: (prefix: ReferencePrefix) => string;
+  /** Opens a sealed value (a registered name) where a rule must compare it. */
+  unseal?: (sealed: string) => string;
 }
 
 /** A decision: events to append, the answer, and what else lands in the same commit. */
@@ -54,6 +57,8 @@ export type Decision<E> = {
   publications?: Publication[];
   /** Directory index rows this command changes (SPEC D): hashes only. */
   directory?: DirectoryRow[];
+  /** Other rows written in the same commit (the lookup journal). */
+  tables?: TableWrite[];
 } | Refusal;
 
 /** One entry of the directory index: `visibility: null` removes it. */
@@ -103,6 +108,8 @@ export interface CommandResult {
   idempotency: IdempotencyEntry | null;
   /** Ids of outbox events written with this command, for prompt delivery. */
   outbox: string[];
+  /** Directory index rows this command changed, for the front end's index. */
+  directory: DirectoryRow[];
 }
 
 export function isDecisionRefusal<E>(d: Decision<E>): d is Refusal {

@@ -5,6 +5,7 @@ import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
+import { unseal } from '../protocol/sealing.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import { Shard } from './shard.js';
 
@@ -13,6 +14,7 @@ const port = parentPort!;
 const send = (message: FromWorker) => port.postMessage(message);
 
 let signer = signingKeyFromSeed(data.seedHex);
+const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
 const log = new LmdbLog(openEnvironment(data.dataDir));
 const fatal = (error: unknown) => {
   send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
@@ -25,6 +27,7 @@ const shard = new Shard({
   member: data.member,
   signer: () => signer,
   newId: newReference,
+  unseal: (sealed) => unseal(sealingKey, sealed),
   snapshotEveryRecords: data.limits.snapshot_every_records,
   mailboxDepthMax: data.limits.mailbox_depth_max,
   onFatal: fatal,

@@ -1,9 +1,10 @@
 // Every aggregate the node runs, for the actor runtime.
 import type { Decider } from '../actors/types.js';
+import { budgetDecider } from './budget/budget.js';
 import { checkoutDecider } from './checkout/checkout.js';
 import { instructionDecider } from './instruction/instruction.js';
 import { receiptDecider } from './receipt/receipt.js';
 import { requestDecider } from './request/request.js';
 import { subjectDecider } from './subject/subject.js';
 
-export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider];
+export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider, budgetDecider];

@@ -1,5 +1,6 @@
 // What route handlers may use: the shards, the committed views, the node's identity.
 import type { ShardPool } from '../actors/pool.js';
+import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import type { Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
@@ -11,6 +12,8 @@ const EXPIRED_MESSAGES: Partial<Record<ErrorCode, string>> = {
 };
 import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
+import type { LocalDirectory } from '../directory/directory.js';
+import type { SigningKey } from '../protocol/signing.js';
 import { failure, type HttpReply } from './reply.js';
 import type { RequestContext } from './server.js';
 
@@ -24,6 +27,10 @@ export interface Services {
   pepperVersion: string;
   /** Seals names and account references before they leave the request (sealing.ts). */
   sealingKey: Buffer;
+  /** The in-memory directory index (SPEC D). */
+  directory?: LocalDirectory;
+  /** The node's signing key, for answers signed on the front end. */
+  signer?: () => SigningKey;
   /** Delivers outbox events as webhooks (P11). */
   events?: { notify(ids: readonly string[]): void };
 }
@@ -99,16 +106,25 @@ export function queryParams(context: RequestContext): URLSearchParams {
   return new URLSearchParams(context.query);
 }
 
+/** Sends a command to its aggregate and takes in what its commit changed before anyone is answered. */
+export async function submit(services: Services, routed: RoutedCommand): Promise<CommandResult> {
+  const result = await services.pool.submit(routed);
+  // The worker committed before answering; make sure this thread's reads see that commit, so
+  // a read or an idempotent retry right after this answer finds what it wrote.
+  if (result.publications.length > 0 || result.idempotency !== null || result.outbox.length > 0 || result.directory.length > 0) {
+    services.log.refresh();
+  }
+  if (result.outbox.length > 0) services.events?.notify(result.outbox);
+  if (result.directory.length > 0) services.directory?.apply(result.directory);
+  return result;
+}
+
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */
 export async function runCommand(services: Services, context: RequestContext, aggregate: string, key: string, name: string, input: unknown): Promise<HttpReply> {
-  const result = await services.pool.submit({
+  const result = await submit(services, {
     aggregate, key, command: { name, input, caller: context.caller },
     ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
   });
-  // The worker committed before answering; make sure this thread's reads see that commit, so
-  // a read or an idempotent retry right after this answer finds what it wrote.
-  if (result.publications.length > 0 || result.idempotency !== null || result.outbox.length > 0) services.log.refresh();
-  if (result.outbox.length > 0) services.events?.notify(result.outbox);
   const reply = result.reply;
   return { status: reply.status, body: reply.body, signed: reply.signed, ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}) };
 }

@@ -31,7 +31,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries') },
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal') },
   };
 }
 
@@ -62,8 +62,8 @@ export class LmdbLog implements Log {
     await this.append([], writes);
   }
 
-  *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {
-    for (const { key, value } of this.env.tables[table].getRange({ snapshot: false })) yield { key, bytes: value };
+  *scan(table: Table, range: { start?: string; end?: string } = {}): Iterable<{ key: string; bytes: Buffer }> {
+    for (const { key, value } of this.env.tables[table].getRange({ ...range, snapshot: false })) yield { key, bytes: value };
   }
 
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {

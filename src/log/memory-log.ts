@@ -9,7 +9,7 @@ interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => vo
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map() };
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map() };
   private pending: Pending[] = [];
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
@@ -81,8 +81,10 @@ export class MemoryLog implements Log {
     }
   }
 
-  *scan(table: Table): Iterable<{ key: string; bytes: Buffer }> {
-    for (const [key, bytes] of [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) yield { key, bytes };
+  *scan(table: Table, range: { start?: string; end?: string } = {}): Iterable<{ key: string; bytes: Buffer }> {
+    for (const [key, bytes] of [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if ((range.start === undefined || key >= range.start) && (range.end === undefined || key < range.end)) yield { key, bytes };
+    }
   }
 
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {

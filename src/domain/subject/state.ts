@@ -90,6 +90,8 @@ export interface SubjectState {
   addresses: Record<string, AddressEntry>;
   attestations: Record<string, AttestationEntry>;
   bindings: Record<string, BindingEntry>;
+  /** Payee-check allowances (P12): checks per payment context, distinct names per requester, address and day. */
+  payee_checks?: { contexts: Record<string, number>; names: Record<string, string[]> };
 }
 
 export type SubjectEvent =
@@ -105,7 +107,8 @@ export type SubjectEvent =
   | { type: 'target_revoked'; address_id: string; target_id: string; at: string }
   | { type: 'attestation_recorded'; attestation: AttestationEntry }
   | { type: 'attestation_revoked'; reference: string; at: string }
-  | { type: 'binding_recorded'; binding: BindingEntry };
+  | { type: 'binding_recorded'; binding: BindingEntry }
+  | { type: 'payee_checked'; day: string; context: string | null; names_key: string | null; name_key: string | null };
 
 const withAddress = (s: SubjectState, id: string, change: (a: AddressEntry) => AddressEntry): SubjectState =>
   ({ ...s, addresses: { ...s.addresses, [id]: change(s.addresses[id]!) } });
@@ -144,6 +147,17 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       return { ...s, attestations: { ...s.attestations, [event.reference]: { ...s.attestations[event.reference]!, revoked_at: event.at } } };
     case 'binding_recorded':
       return { ...s, bindings: { ...s.bindings, [event.binding.reference]: event.binding } };
+    case 'payee_checked': {
+      const checks = s.payee_checks ?? { contexts: {}, names: {} };
+      const contexts = event.context === null ? checks.contexts : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
+      // Name lists of earlier days are no longer needed: keep today's only.
+      const names = Object.fromEntries(Object.entries(checks.names).filter(([k]) => k.endsWith(`|${event.day}`)));
+      if (event.names_key !== null && event.name_key !== null) {
+        const list = names[event.names_key] ?? [];
+        if (!list.includes(event.name_key)) names[event.names_key] = [...list, event.name_key];
+      }
+      return { ...s, payee_checks: { contexts, names } };
+    }
   }
 }
 

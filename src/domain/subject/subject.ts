@@ -6,6 +6,7 @@ import type { CapabilityT } from '../../protocol/schemas.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
 import { addressPublications, commitmentOf } from './resolver.js';
+import { maskedName, matchName } from '../payee/names.js';
 import { LIVE_RAILS, VERIFICATION_METHODS, type Discoverability } from './schema.js';
 import {
   evolveSubject, liveTargets, type AddressEntry, type AttestationEntry, type BindingEntry, type IdentifierEntry,
@@ -13,6 +14,8 @@ import {
 } from './state.js';
 
 export const routeViewKey = (id: string) => `route/${id}`;
+const OPEN_TO_MEMBERS = new Set(['read-attestation', 'read-binding']);
+const AUTHORISED_BY_ROUTE = new Set(['payee-check']);
 
 const ok = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value), signed: false });
 const notFound = (what: string): Refusal => refusal('path.core.not_found', `no such ${what}`);
@@ -28,11 +31,15 @@ export const subjectDecider: Decider<SubjectState, SubjectEvent> = {
   decide(command: Command, state: SubjectState | null, context: DecideContext): Result {
     const input = (command.input ?? {}) as Inputs;
     if (command.name === 'create') return create(state, input, context, command.caller?.member ?? '');
+    if (state === null) return notFound(input.what ?? 'subject');
     // Another member's subject is answered as absent, never as forbidden: existence is not
-    // disclosed. Attestation and binding reads are open to any member (SPEC B).
-    const openToMembers = command.name === 'read-attestation' || command.name === 'read-binding';
-    if (state === null || command.caller === null || (!openToMembers && !command.caller.local && command.caller.member !== state.owner)) {
-      return notFound(input.what ?? 'subject');
+    // disclosed. Attestation and binding reads are open to any member (SPEC B); the payee check
+    // is authorised by its route (a member credential or a payment context, SPEC F).
+    if (!AUTHORISED_BY_ROUTE.has(command.name)) {
+      const caller = command.caller;
+      if (caller === null || (!OPEN_TO_MEMBERS.has(command.name) && !caller.local && caller.member !== state.owner)) {
+        return notFound(input.what ?? 'subject');
+      }
     }
     const handler = HANDLERS[command.name];
     return handler === undefined ? notFound('operation') : handler(state, input, context);
@@ -98,6 +105,7 @@ const HANDLERS: Record<string, (s: SubjectState, input: Inputs, context: DecideC
     };
   }, () => ({ events: [], reply: ok(200, { id: input.address_id, revoked: true }) })),
   'set-intent': setIntent,
+  'payee-check': payeeCheck,
   'add-target': addTarget,
   'list-targets': (s, input) => withLiveAddress(s, input, (a) => ({
     events: [], reply: ok(200, { address_id: a.id, targets: liveTargets(a).map(publicTarget) }),
@@ -284,6 +292,55 @@ function addTarget(s: SubjectState, input: Inputs, context: DecideContext): Resu
       events: [event],
       reply: ok(201, publicTarget(target)),
       publications: addressPublications(evolveSubject(s, event).addresses[a.id]!, context),
+    };
+  });
+}
+
+/**
+ * The payee check (SPEC F): the holder compares the proposed name with the registered one and
+ * answers a signed result; the answer never carries any other identifier, account detail, KYC
+ * level or balance. Allowances (P12): checks per payment context over its life, and distinct
+ * names per requester, address and day (a resubmitted name is free).
+ */
+function payeeCheck(s: SubjectState, input: Inputs, context: DecideContext): Result {
+  return withLiveAddress(s, input, (a) => {
+    const day = isoTime(context.now).slice(0, 10);
+    const checks = s.payee_checks ?? { contexts: {}, names: {} };
+    const contextRef: string | null = input.context_ref ?? null;
+    if (contextRef !== null && (checks.contexts[contextRef] ?? 0) >= input.limits.context_max) {
+      return refusal('path.finder.budget_exhausted', 'the payee checks of this payment context are spent', { allowance: input.limits.context_max, window: 'context' });
+    }
+    const record = s.payee_record;
+    const available = record !== null && record.payee_check === 'enabled';
+    const namesKey = `${a.id}|${input.requester}|${day}`;
+    const counted = available && input.mode === 'verify';
+    if (counted) {
+      const seen = checks.names[namesKey] ?? [];
+      if (!seen.includes(input.name_key) && seen.length >= input.limits.names_per_day_max) {
+        return refusal('path.finder.budget_exhausted', 'too many different names checked for this address today', { allowance: input.limits.names_per_day_max, window: 'calendar_day' });
+      }
+    }
+    let result: string = 'unavailable';
+    let displayName: string | null = null;
+    if (available) {
+      if (context.unseal === undefined) throw new Error('payee check needs the sealing key');
+      const registered = context.unseal(record.name_sealed);
+      if (input.mode === 'display') {
+        result = 'shown';
+        displayName = maskedName(registered, s.subject_type);
+      } else {
+        result = matchName(registered, input.name, s.subject_type);
+        if (result === 'close_match') displayName = maskedName(registered, s.subject_type);
+      }
+    }
+    const answer = signObject({
+      kind: 'payee_check', key: a.address, requester: input.requester, mode: input.mode, result,
+      ...(displayName === null ? {} : { display_name: displayName }),
+      subject_type: s.subject_type, nonce: input.nonce, signed_at: isoTime(context.now), kid: context.signer.kid,
+    }, context.signer);
+    return {
+      events: [{ type: 'payee_checked', day, context: contextRef, names_key: counted ? namesKey : null, name_key: counted ? input.name_key : null }],
+      reply: { status: 200, body: JSON.stringify(answer), signed: true },
     };
   });
 }

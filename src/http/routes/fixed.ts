@@ -7,8 +7,6 @@ import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import { notFound, viewReply, type Services } from '../services.js';
 
-/** Days a lookup journal entry is kept (published in discovery, P4). */
-export const LOOKUP_JOURNAL_RETENTION_DAYS = 90;
 /** Profiles this node declares; reserved ones (gateway, reconciliation) never appear. */
 export const DECLARED_PROFILES = ['receipts'] as const;
 
@@ -35,7 +33,7 @@ export function configurationDocument(services: Services, routes: readonly Route
     keys_url: `${baseUrl}/.well-known/path-keys`,
     endpoints,
     profiles: [...DECLARED_PROFILES],
-    lookup_journal_retention_days: LOOKUP_JOURNAL_RETENTION_DAYS,
+    lookup_journal_retention_days: services.config.limits.lookup_journal_retention_days,
     external_url: null,
     pepper_version: services.pepperVersion,
   });

@@ -6,7 +6,7 @@ import { verifyObject } from '../../protocol/signing.js';
 import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
-import { notFound, runCommand, validBody, viewReply, type Services } from '../services.js';
+import { notFound, runCommand, submit, validBody, viewReply, type Services } from '../services.js';
 
 export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
   const read = (key: string, reference: string) =>
@@ -22,7 +22,7 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
         // An instruction of this node named by a receipt is used from then on (docs/decisions.md).
         const instruction = input.value.instruction;
         if (issued.status === 201 && typeof instruction === 'string' && services.log.get('views', instruction) !== undefined) {
-          await services.pool.submit({ aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } });
+          await submit(services, { aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } });
         }
         return issued;
       },

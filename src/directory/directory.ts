@@ -1,0 +1,56 @@
+// The front end's directory: the in-memory index, loaded from the committed `directory` rows at
+// start and kept current from the rows each command reports. Several registrations of one key
+// (two subjects with one phone number) are separate rows; the key is as visible as its most
+// visible row, and leaves the index only when its last row goes.
+import type { DirectoryRow } from '../actors/types.js';
+import type { Log } from '../log/log.js';
+import { unframe } from '../log/record.js';
+import { DirectoryIndex, type IndexVisibility } from './index.js';
+
+interface StoredRow { t: string; v: 'public' | 'network' }
+
+const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
+
+export class LocalDirectory {
+  readonly index: DirectoryIndex;
+  private readonly localHolder: number;
+
+  constructor(private readonly log: Log, holder: { member: string; endpoint: string }, expectedKeys = 0) {
+    this.index = new DirectoryIndex(expectedKeys);
+    this.localHolder = this.index.holderId(holder);
+  }
+
+  /** Builds the index from every committed row. */
+  load(): number {
+    let hash = '';
+    let type = '';
+    let best: IndexVisibility = 'none';
+    let rows = 0;
+    for (const { key, bytes } of this.log.scan('directory')) {
+      const rowHash = key.slice(0, key.indexOf('/'));
+      if (rowHash !== hash) {
+        if (hash !== '') this.index.set(hash, type, this.localHolder, best);
+        hash = rowHash;
+        best = 'none';
+      }
+      const row = unframe<StoredRow>(bytes);
+      type = row.t;
+      if (RANK[row.v] > RANK[best]) best = row.v;
+      rows++;
+    }
+    if (hash !== '') this.index.set(hash, type, this.localHolder, best);
+    return rows;
+  }
+
+  /** Re-reads the rows of every key a command changed. */
+  apply(changed: readonly DirectoryRow[]): void {
+    for (const hash of new Set(changed.map((r) => r.identifierHash))) {
+      let best: IndexVisibility = 'none';
+      for (const { bytes } of this.log.scan('directory', { start: `${hash}/`, end: `${hash}0` })) {
+        const v = unframe<StoredRow>(bytes).v;
+        if (RANK[v] > RANK[best]) best = v;
+      }
+      this.index.set(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, this.localHolder, best);
+    }
+  }
+}

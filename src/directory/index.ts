@@ -1,0 +1,136 @@
+// The directory index (SPEC D): hashed keys -> holder and visibility, in memory, sized for tens of
+// millions of keys. Open addressing with linear probing over typed arrays: each slot holds the
+// first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is ~10^-22) and
+// one 32-bit value, `holder << 2 | visibility`. About 20 bytes a slot and no object per key, so
+// the garbage collector never sees the index. A removed key keeps its slot with value 0.
+//
+// Lookups of present-but-invisible keys and of absent keys do the same work: one probe
+// sequence, one read of the value, and the caller treats "not visible" and "absent" alike.
+
+export const VISIBILITY = { none: 0, network: 1, public: 2 } as const;
+export type IndexVisibility = keyof typeof VISIBILITY;
+
+const WORDS_PER_KEY = 4;
+const LOAD_MAX = 0.6;
+const INITIAL_SLOTS = 1 << 16;
+
+export interface Holder {
+  member: string;
+  endpoint: string;
+}
+
+export class DirectoryIndex {
+  private keys: Uint32Array;
+  private values: Uint32Array;
+  private used = 0;
+  private mask: number;
+  private readonly holders: Holder[] = [{ member: '', endpoint: '' }];
+  private readonly holderIds = new Map<string, number>();
+  /** Visible entries per holder and identifier type: the reciprocity budget's "contribution" (P12). */
+  private readonly contributions = new Map<string, number>();
+  private readonly probe = new Uint32Array(WORDS_PER_KEY);
+  /** Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty). */
+  private occupiedBits: Uint32Array;
+
+  constructor(expectedKeys = 0) {
+    let slots = INITIAL_SLOTS;
+    while (slots * LOAD_MAX < expectedKeys) slots *= 2;
+    this.keys = new Uint32Array(slots * WORDS_PER_KEY);
+    this.values = new Uint32Array(slots);
+    this.occupiedBits = new Uint32Array((slots + 31) >>> 5);
+    this.mask = slots - 1;
+  }
+
+  get size(): number {
+    return this.used;
+  }
+
+  /** Bytes held by the table itself (for the memory-per-key figure). */
+  get tableBytes(): number {
+    return this.keys.byteLength + this.values.byteLength + this.occupiedBits.byteLength;
+  }
+
+  holderId(holder: Holder): number {
+    const key = `${holder.member}\n${holder.endpoint}`;
+    let id = this.holderIds.get(key);
+    if (id === undefined) {
+      id = this.holders.length;
+      this.holders.push(holder);
+      this.holderIds.set(key, id);
+    }
+    return id;
+  }
+
+  /** Sets a key's holder and visibility; visibility 'none' removes it from every answer. */
+  set(hashHex: string, identifierType: string, holder: number, visibility: IndexVisibility): void {
+    if (this.used + 1 > (this.mask + 1) * LOAD_MAX) this.grow();
+    const slot = this.slotOf(hashHex, true);
+    const previous = this.values[slot]!;
+    const next = visibility === 'none' ? 0 : (holder << 2) | VISIBILITY[visibility];
+    if ((previous & 3) !== 0) this.count(previous >>> 2, identifierType, -1);
+    if ((next & 3) !== 0) this.count(holder, identifierType, +1);
+    this.values[slot] = next;
+  }
+
+  /** The holder of a visible key, or null: one probe sequence whatever the answer. */
+  find(hashHex: string): Holder | null {
+    const value = this.values[this.slotOf(hashHex, false)]!;
+    return (value & 3) === 0 ? null : this.holders[value >>> 2]!;
+  }
+
+  contribution(member: string, identifierType: string): number {
+    return this.contributions.get(`${member}\n${identifierType}`) ?? 0;
+  }
+
+  private count(holder: number, identifierType: string, delta: number): void {
+    const key = `${this.holders[holder]!.member}\n${identifierType}`;
+    this.contributions.set(key, (this.contributions.get(key) ?? 0) + delta);
+  }
+
+  /** The slot holding the key, or the empty slot where it would go (claimed when `claim`). */
+  private slotOf(hashHex: string, claim: boolean): number {
+    const p = this.probe;
+    for (let w = 0; w < WORDS_PER_KEY; w++) p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
+    let slot = (p[0]! ^ p[3]!) & this.mask;
+    for (;;) {
+      const base = slot * WORDS_PER_KEY;
+      const k = this.keys;
+      if (!this.occupied(slot)) {
+        if (claim) {
+          k.set(p, base);
+          this.markOccupied(slot);
+          this.used++;
+        }
+        return slot;
+      }
+      if (k[base] === p[0] && k[base + 1] === p[1] && k[base + 2] === p[2] && k[base + 3] === p[3]) return slot;
+      slot = (slot + 1) & this.mask;
+    }
+  }
+
+  private occupied(slot: number): boolean {
+    return (this.occupiedBits[slot >>> 5]! & (1 << (slot & 31))) !== 0;
+  }
+  private markOccupied(slot: number): void {
+    this.occupiedBits[slot >>> 5]! |= 1 << (slot & 31);
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys;
+    const oldValues = this.values;
+    const oldBits = this.occupiedBits;
+    const slots = (this.mask + 1) * 2;
+    this.keys = new Uint32Array(slots * WORDS_PER_KEY);
+    this.values = new Uint32Array(slots);
+    this.occupiedBits = new Uint32Array((slots + 31) >>> 5);
+    this.mask = slots - 1;
+    for (let s = 0; s < oldValues.length; s++) {
+      if ((oldBits[s >>> 5]! & (1 << (s & 31))) === 0) continue;
+      let slot = (oldKeys[s * 4]! ^ oldKeys[s * 4 + 3]!) & this.mask;
+      while (this.occupied(slot)) slot = (slot + 1) & this.mask;
+      this.keys.set(oldKeys.subarray(s * 4, s * 4 + 4), slot * 4);
+      this.values[slot] = oldValues[s]!;
+      this.markOccupied(slot);
+    }
+  }
+}

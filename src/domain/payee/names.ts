@@ -1,0 +1,117 @@
+// Name matching for the payee check (SPEC F). Pure and language-neutral: names are compared
+// as words after Unicode compatibility decomposition, with accents, case and punctuation
+// dropped, so "José Álvarez-Núñez" and "jose alvarez nunez" agree; scripts without case or
+// accents (Greek, Cyrillic, Arabic, CJK) compare the same way, word by word.
+//   match:       the same words in any order (courtesy titles ignored; legal forms too, for entities)
+//   close_match: every proposed word stands for a different registered word (the word itself,
+//                its initial, or one typo on a word of four letters or more), registered
+//                words left over are middle names only, and at least two words agree in full
+//   no_match:    anything else
+
+export type NameResult = 'match' | 'close_match' | 'no_match';
+export type SubjectType = 'natural_person' | 'legal_entity';
+
+const COURTESY_TITLES = new Set([
+  'mr', 'mrs', 'ms', 'miss', 'mx', 'dr', 'prof', 'sir', 'dame', 'lord', 'lady', 'madam', 'rev', 'hon',
+  'herr', 'frau', 'fraulein', 'sr', 'sra', 'srta', 'don', 'dona', 'senor', 'senora', 'senorita',
+  'm', 'mme', 'mlle', 'monsieur', 'madame', 'mademoiselle', 'sig', 'sigra', 'signor', 'signora', 'dott', 'dottssa', 'ing', 'avv',
+  'dhr', 'mevr', 'pan', 'pani', 'gospodin', 'gospodja', 'bay', 'bayan', 'shri', 'smt', 'kumari',
+  'г', 'г-н', 'г-жа', 'господин', 'госпожа', 'κ', 'κος', 'κα', 'κυριος', 'κυρια',
+]);
+
+const LEGAL_FORMS = new Set([
+  'ltd', 'limited', 'llc', 'llp', 'lp', 'plc', 'inc', 'incorporated', 'corp', 'corporation', 'co', 'company', 'pty', 'pvt', 'pte',
+  'gmbh', 'ag', 'kg', 'ohg', 'ug', 'eg', 'ev', 'se', 'sa', 'sas', 'sarl', 'sasu', 'eurl', 'sci', 'snc', 'bv', 'nv', 'vof', 'cv',
+  'spa', 'srl', 'sapa', 'snc', 'sl', 'slu', 'sau', 'lda', 'ltda', 'me', 'eireli', 'oy', 'oyj', 'ab', 'publ', 'as', 'asa', 'aps', 'a/s',
+  'kk', 'yk', 'gk', 'sp', 'zoo', 'spzoo', 'sro', 'as', 'kft', 'zrt', 'nyrt', 'doo', 'ad', 'ood', 'ooo', 'oao', 'zao', 'pao', 'ao',
+  'ооо', 'оао', 'зао', 'пао', 'ао', 'ип', 'ае', 'επε', 'ικε', 'oe', 'ee', 'bhd', 'sdn', 'tbk', 'pt', 'cia', 'cie', 'et', 'and', '&',
+  '株式会社', '有限会社', '合同会社',
+]);
+
+/** Words of a name: NFKD, marks dropped, lower-cased, punctuation as separators. */
+export function nameWords(name: string): string[] {
+  return name
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/ß/g, 'ss')
+    .replace(/[''`´]/g, '')
+    .split(/[^\p{L}\p{N}&]+/u)
+    .filter((w) => w.length > 0);
+}
+
+function significantWords(name: string, subjectType: SubjectType): string[] {
+  const words = nameWords(name).filter((w) => !COURTESY_TITLES.has(w));
+  if (subjectType !== 'legal_entity') return words;
+  const kept = words.filter((w) => !LEGAL_FORMS.has(w));
+  // Joined legal forms written with dots ("S.p.A.", "B.V.") arrive as single letters: drop a tail of them.
+  while (kept.length > 1 && kept[kept.length - 1]!.length === 1 && words.length !== kept.length) kept.pop();
+  return kept;
+}
+
+/** At most one substitution, insertion, deletion or adjacent transposition apart. */
+export function oneTypo(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = [...a];
+  const y = [...b];
+  if (Math.abs(x.length - y.length) > 1) return false;
+  let i = 0;
+  while (i < x.length && i < y.length && x[i] === y[i]) i++;
+  if (x.length === y.length) {
+    const rest = (k: number) => x.slice(k).join('') === y.slice(k).join('');
+    return rest(i + 1) || (i + 1 < x.length && x[i] === y[i + 1] && x[i + 1] === y[i] && rest(i + 2));
+  }
+  const [longer, shorter] = x.length > y.length ? [x, y] : [y, x];
+  return longer.slice(i + 1).join('') === shorter.slice(i).join('');
+}
+
+type Fit = 'exact' | 'typo' | 'initial' | null;
+
+function fit(proposed: string, registered: string): Fit {
+  if (proposed === registered) return 'exact';
+  if ([...proposed].length === 1 && [...registered][0] === proposed) return 'initial';
+  if ([...proposed].length >= 4 && [...registered].length >= 4 && oneTypo(proposed, registered)) return 'typo';
+  return null;
+}
+
+export function matchName(registered: string, proposed: string, subjectType: SubjectType): NameResult {
+  const reg = significantWords(registered, subjectType);
+  const pro = significantWords(proposed, subjectType);
+  if (reg.length === 0 || pro.length === 0) return 'no_match';
+  const sorted = (w: string[]) => [...w].sort().join(' ');
+  if (sorted(reg) === sorted(pro)) return 'match';
+  return bestAssignment(reg, pro, subjectType) ? 'close_match' : 'no_match';
+}
+
+/** Tries every assignment of proposed words to distinct registered words (names are short). */
+function bestAssignment(reg: string[], pro: string[], subjectType: SubjectType): boolean {
+  if (pro.length > reg.length || reg.length > 12) return false;
+  const used = new Array<boolean>(reg.length).fill(false);
+  const search = (k: number, agreeing: number): boolean => {
+    if (k === pro.length) {
+      if (agreeing < 2) return false;
+      // Only middle names may be missing from a person's name: the first and last must be named.
+      if (subjectType === 'natural_person' && (!used[0] || !used[reg.length - 1])) return false;
+      return true;
+    }
+    for (let r = 0; r < reg.length; r++) {
+      if (used[r]) continue;
+      const f = fit(pro[k]!, reg[r]!);
+      if (f === null) continue;
+      used[r] = true;
+      if (search(k + 1, agreeing + (f === 'exact' || f === 'typo' ? 1 : 0))) return true;
+      used[r] = false;
+    }
+    return false;
+  };
+  return search(0, 0);
+}
+
+/** The masked name a payer may see: first given name and family-name initial, or an entity's registered name. */
+export function maskedName(registered: string, subjectType: SubjectType): string {
+  if (subjectType === 'legal_entity') return registered.trim();
+  const words = registered.trim().split(/\s+/).filter((w) => !COURTESY_TITLES.has(nameWords(w)[0] ?? ''));
+  if (words.length === 0) return '';
+  if (words.length === 1) return words[0]!;
+  return `${words[0]} ${[...words[words.length - 1]!][0]!.toUpperCase()}.`;
+}

@@ -1,0 +1,170 @@
+// Routes of SPEC D (lookup, batch lookup, confirm). A clear identifier is normalised and hashed
+// here and goes no further; the key is answered from the in-memory index; the member's budget
+// aggregate charges, journals (hash only) and signs in one durable step. A negative answer, for
+// a key that does not exist or one that exists but is not visible, takes the same path: one
+// index probe, the same charge, the same journal row, the same signature, the same shape.
+import { Type } from '@sinclair/typebox';
+import { budgetKey, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
+import { identifierHash, normaliseIdentifier, type LookupKeyType } from '../../protocol/identifiers.js';
+import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
+import { validator } from '../../protocol/schemas.js';
+import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
+import { isoTime, parseTime } from '../../protocol/time.js';
+import { failure, json, type HttpReply } from '../reply.js';
+import type { RouteSpec } from '../router.js';
+import type { Handler, RequestContext } from '../server.js';
+import { submit, validBody, type Services } from '../services.js';
+
+const KEY_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax', 'address'] as const;
+const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
+const Item = Type.Object({
+  identifier_type: KeyType,
+  identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+  identifier_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+});
+const validateLookup = validator(Item);
+const validateBatch = validator(Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }));
+const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) }));
+
+type Resolved = { ok: true; answer: AnswerBody } | { ok: false; refusal: Refusal };
+
+export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
+  const { limits } = services.config;
+  const directory = services.directory!;
+
+  /** Normalise, hash and look up one key: the same work whether it is found, hidden or absent. */
+  const resolve = (item: { identifier_type: LookupKeyType; identifier?: string; identifier_hash?: string; nonce?: string }, field: string): Resolved => {
+    if ((item.identifier === undefined) === (item.identifier_hash === undefined)) {
+      return { ok: false, refusal: invalid(field, 'give exactly one of identifier or identifier_hash') };
+    }
+    let hash = item.identifier_hash;
+    if (hash === undefined) {
+      const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, `${field}identifier`);
+      if (!normalised.ok) return normalised;
+      hash = identifierHash(services.pepper, item.identifier_type, normalised.value);
+    }
+    const holder = directory.index.find(hash);
+    return {
+      ok: true,
+      answer: {
+        identifier_type: item.identifier_type, identifier_hash: hash, found: holder !== null,
+        member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
+      },
+    };
+  };
+
+  /** Charges the member's budget for the answers (all or nothing), journals and signs them. */
+  const charge = async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
+    const member = context.caller!.member;
+    const counts: Record<string, number> = {};
+    const allowances: Record<string, number> = {};
+    for (const a of answers) {
+      counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
+      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
+    }
+    const input: ChargeLookups = { counts, allowances, answers, signed };
+    const result = await submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } });
+    const headers = rateLimitHeaders(allowances, result.reply.status === 200 ? JSON.parse(result.reply.body).remaining : null, context.now);
+    return { result, headers };
+  };
+
+  return [
+    {
+      operation: 'sonar.lookup', method: 'POST', path: '/sonar/lookup', auth: 'member',
+      handler: async (context) => {
+        const body = validBody(context, validateLookup);
+        if (!body.ok) return failure(body.refusal);
+        const resolved = resolve(body.value, '');
+        if (!resolved.ok) return failure(resolved.refusal);
+        const { result, headers } = await charge(context, [resolved.answer], true);
+        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
+        const answers = JSON.parse(result.reply.body).answers as unknown[];
+        return { status: 200, body: JSON.stringify(answers[0]), signed: true, headers };
+      },
+    },
+    {
+      operation: 'sonar.lookup_batch', method: 'POST', path: '/sonar/lookup/batch', auth: 'member',
+      handler: async (context) => {
+        const body = validBody(context, validateBatch);
+        if (!body.ok) return failure(body.refusal);
+        const { items, signed = false } = body.value;
+        if (items.length === 0 || items.length > limits.lookup_batch_max) {
+          return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
+        }
+        const answers: AnswerBody[] = [];
+        for (let i = 0; i < items.length; i++) {
+          const resolved = resolve(items[i]!, `items.${i}.`);
+          if (!resolved.ok) return failure(resolved.refusal);
+          answers.push(resolved.answer);
+        }
+        const { result, headers } = await charge(context, answers, signed);
+        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
+        if (signed) {
+          const signedAnswers = result.reply.body.slice(result.reply.body.indexOf('"answers":') + 10, -1);
+          return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedAnswers}}`, signed: true, headers };
+        }
+        const results = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, member: a.member, endpoint: a.endpoint }));
+        return { ...json(200, { count: results.length, signed: false, results }), headers };
+      },
+    },
+    {
+      operation: 'sonar.confirm', method: 'POST', path: '/sonar/confirm', auth: 'public',
+      handler: (context) => {
+        const body = validBody(context, validateConfirm);
+        if (!body.ok) return failure(body.refusal);
+        return confirm(services, body.value.sonar_answer as Record<string, unknown>, context.now);
+      },
+    },
+  ];
+}
+
+function fromReply(reply: { status: number; body: string; signed: boolean }): HttpReply {
+  return { status: reply.status, body: reply.body, signed: reply.signed };
+}
+
+/** P12: base + factor x entries the member contributes of that type, per calendar month. */
+export function allowanceOf(services: Services, member: string, identifierType: string): number {
+  const contributed = services.directory!.index.contribution(member, identifierType);
+  return Math.floor(services.config.lookupBudgetBase + services.config.lookupBudgetFactor * contributed);
+}
+
+/** RateLimit headers (IETF httpapi draft) for the most constrained type of the call. */
+function rateLimitHeaders(allowances: Record<string, number>, remaining: Record<string, number> | null, now: number): Record<string, string> {
+  const types = Object.keys(allowances);
+  const tightest = types.reduce((a, b) => ((remaining?.[a] ?? 0) <= (remaining?.[b] ?? 0) ? a : b));
+  const date = new Date(now);
+  const reset = Math.ceil((Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) - now) / 1000);
+  const left = remaining?.[tightest] ?? 0;
+  return {
+    'ratelimit-policy': `"lookup-${tightest}";q=${allowances[tightest]};w=${reset}`,
+    ratelimit: `"lookup-${tightest}";r=${left};t=${reset}`,
+    'ratelimit-limit': String(allowances[tightest]),
+    'ratelimit-remaining': String(left),
+    'ratelimit-reset': String(reset),
+  };
+}
+
+type ConfirmFailure = 'malformed' | 'unknown_key' | 'invalid_signature' | 'stale' | 'wrong_holder';
+
+function confirm(services: Services, answer: Record<string, unknown>, now: number): HttpReply {
+  const refuse = (reason: ConfirmFailure) => failure(refusal('path.sonar.confirmation_refused', 'the lookup answer cannot be confirmed', { reason }));
+  if (answer.kind !== 'sonar_answer' || typeof answer.identifier_hash !== 'string' || typeof answer.identifier_type !== 'string'
+    || typeof answer.kid !== 'string' || typeof answer.signed_at !== 'string') return refuse('malformed');
+  const key = services.store.signingKeys().find((k) => k.kid === answer.kid);
+  if (key === undefined) return refuse('unknown_key');
+  if (!verifyObject(answer, key.public_key).valid) return refuse('invalid_signature');
+  const signedAt = parseTime(answer.signed_at);
+  const freshness = services.config.limits.lookup_confirm_freshness_ms;
+  if (signedAt === null || now - signedAt >= freshness || signedAt - now > services.config.limits.timestamp_skew_ms) return refuse('stale');
+  if (answer.member !== services.config.member || answer.found !== true) return refuse('wrong_holder');
+  const holder = services.directory!.index.find(answer.identifier_hash);
+  const signer = services.signer!();
+  const confirmation = signObject({
+    kind: 'holder_confirmation', identifier_type: answer.identifier_type, identifier_hash: answer.identifier_hash,
+    member: services.config.member, requester: answer.requester ?? null, nonce: answer.nonce ?? null,
+    held: holder !== null && holder.member === services.config.member,
+    protocol_version: envelopeFields(signer, '').protocol_version, signed_at: isoTime(now), kid: signer.kid,
+  }, signer);
+  return json(200, confirmation, true);
+}
