@@ -37,14 +37,6 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
   const log = new LmdbLog(env);
 
-  const { pool, stats } = await ShardPool.start({
-    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'),
-    limits: config.limits, onFatal,
-  });
-
-  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
-  authenticator.load(store.allCredentials());
-
   let signer = signingKeyFromSeed(signingKey.seed_hex);
   const events = new WebhookDelivery({
     log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
@@ -53,6 +45,20 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
   const directoryRows = directory.load();
+  const { pool, stats } = await ShardPool.start({
+    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'),
+    limits: config.limits, onFatal,
+    // A tick's commit (an expiry) may carry events to deliver and index rows to apply.
+    onEffects: (result) => {
+      log.refresh();
+      if (result.outbox.length > 0) events.notify(result.outbox);
+      if (result.directory.length > 0) directory.apply(result.directory);
+    },
+  });
+
+  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
+  authenticator.load(store.allCredentials());
+
   const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events, directory, signer: () => signer };
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';

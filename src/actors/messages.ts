@@ -22,5 +22,6 @@ export type FromWorker =
   | { t: 'ready'; stats: RecoveryStats }
   | { t: 'result'; id: number; result: CommandResult }
   | { t: 'failed'; id: number; message: string }
+  | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }
   | { t: 'fatal'; message: string };

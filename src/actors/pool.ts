@@ -18,6 +18,8 @@ export interface PoolOptions {
   limits: Limits;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
+  /** What a worker's time-driven command committed (outbox events, index rows). */
+  onEffects: (result: CommandResult) => void;
 }
 
 export class ShardPool {
@@ -89,6 +91,7 @@ export class ShardPool {
           case 'result': this.settle(m.id)?.resolve(m.result); break;
           case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
           case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
+          case 'effects': this.options.onEffects(m.result); break;
           case 'drained': break;
         }
       });

@@ -32,6 +32,8 @@ export interface ShardOptions {
   mailboxDepthMax: number;
   /** Called when a durable append fails: the node cannot go on safely. */
   onFatal: (error: unknown) => void;
+  /** Told what a time-driven command (a tick) committed: outbox events to deliver, index rows to apply. */
+  onEffects?: (result: CommandResult) => void;
 }
 
 /** A log record: the events one command produced for one aggregate. */
@@ -255,7 +257,9 @@ export class Shard {
   private tick(key: string): void {
     const slot = this.slots.get(partitionOf(key))?.get(key);
     if (slot === undefined) return;
-    this.submit({ aggregate: slot.type, key, command: { name: 'tick', input: null, caller: null } }).catch(this.options.onFatal);
+    this.submit({ aggregate: slot.type, key, command: { name: 'tick', input: null, caller: null } }).then((result) => {
+      if (result.outbox.length > 0 || result.directory.length > 0 || result.publications.length > 0) this.options.onEffects?.(result);
+    }, this.options.onFatal);
   }
 
   private countForSnapshot(p: number): void {

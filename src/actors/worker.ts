@@ -31,6 +31,7 @@ const shard = new Shard({
   snapshotEveryRecords: data.limits.snapshot_every_records,
   mailboxDepthMax: data.limits.mailbox_depth_max,
   onFatal: fatal,
+  onEffects: (result) => send({ t: 'effects', result }),
 });
 
 port.on('message', (message: ToWorker) => {
