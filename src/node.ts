@@ -10,6 +10,7 @@ import { directoryRoutes } from './http/routes/directory.js';
 import { paymentRoutes } from './http/routes/payments.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import { sonarRoutes } from './http/routes/sonar.js';
+import { connectRoutes } from './http/routes/connect.js';
 import { payeeCheckRoutes } from './http/routes/payee-check.js';
 import { LocalDirectory } from './directory/directory.js';
 import type { RouteSpec } from './http/router.js';
@@ -63,7 +64,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';
   const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services));
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services), ...connectRoutes(services));
 
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,

@@ -2,9 +2,10 @@
 import type { Decider } from '../actors/types.js';
 import { budgetDecider } from './budget/budget.js';
 import { checkoutDecider } from './checkout/checkout.js';
+import { connectionDecider } from './connection/connection.js';
 import { instructionDecider } from './instruction/instruction.js';
 import { receiptDecider } from './receipt/receipt.js';
 import { requestDecider } from './request/request.js';
 import { subjectDecider } from './subject/subject.js';
 
-export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider, budgetDecider];
+export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider, budgetDecider, connectionDecider];

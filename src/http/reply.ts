@@ -9,6 +9,11 @@ export interface HttpReply {
   headers?: Record<string, string>;
 }
 
+/** Tells a ready answer from a command input where a builder may return either. */
+export function isReply(value: unknown): value is HttpReply {
+  return typeof value === 'object' && value !== null && typeof (value as HttpReply).status === 'number' && 'body' in value && 'signed' in value;
+}
+
 export function json(status: number, value: unknown, signed = false): HttpReply {
   return { status, body: JSON.stringify(value), signed };
 }

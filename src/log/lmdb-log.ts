@@ -11,7 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import type { Log, LogEntry, StoredRecord, Table, TableWrite } from './log.js';
+import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
 export interface LmdbEnvironment {
   root: RootDatabase;
@@ -31,7 +31,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal') },
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage') },
   };
 }
 
@@ -62,8 +62,15 @@ export class LmdbLog implements Log {
     await this.append([], writes);
   }
 
-  *scan(table: Table, range: { start?: string; end?: string } = {}): Iterable<{ key: string; bytes: Buffer }> {
-    for (const { key, value } of this.env.tables[table].getRange({ ...range, snapshot: false })) yield { key, bytes: value };
+  *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
+    // lmdb-js walks a reversed range from its high end: the bounds swap.
+    const bounds = range.reverse ? { start: range.end, end: range.start, reverse: true } : { start: range.start, end: range.end };
+    const options = { ...bounds, ...(range.limit === undefined ? {} : { limit: range.limit }), snapshot: false };
+    for (const { key, value } of this.env.tables[table].getRange(options)) {
+      // The high bound is exclusive either way.
+      if (range.reverse && range.end !== undefined && key >= range.end) continue;
+      yield { key, bytes: value };
+    }
   }
 
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {

@@ -18,7 +18,14 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal';
+export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage';
+
+export interface ScanRange {
+  start?: string;
+  end?: string;
+  reverse?: boolean;
+  limit?: number;
+}
 
 /** A keyed write beside the records: `bytes: null` deletes. */
 export interface TableWrite {
@@ -41,8 +48,8 @@ export interface Log {
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */
   refresh(): void;
-  /** Every key and value of a table in key order, or those from `start` (inclusive) to `end` (exclusive). */
-  scan(table: Table, range?: { start?: string; end?: string }): Iterable<{ key: string; bytes: Buffer }>;
+  /** Keys and values of a table from `start` (inclusive) to `end` (exclusive), in key order or reversed, at most `limit`. */
+  scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;
   readSnapshot(partition: number): Buffer | undefined;

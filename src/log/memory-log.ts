@@ -2,14 +2,14 @@
 // a disk does: `append` resolves only when a flush covers the records, and `crash()` drops
 // everything committed but not yet flushed (simulated power loss). `tearTail` and `corrupt`
 // damage records at rest.
-import type { Log, LogEntry, StoredRecord, Table, TableWrite } from './log.js';
+import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
 interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => void }
 
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map() };
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map() };
   private pending: Pending[] = [];
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
@@ -81,10 +81,11 @@ export class MemoryLog implements Log {
     }
   }
 
-  *scan(table: Table, range: { start?: string; end?: string } = {}): Iterable<{ key: string; bytes: Buffer }> {
-    for (const [key, bytes] of [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      if ((range.start === undefined || key >= range.start) && (range.end === undefined || key < range.end)) yield { key, bytes };
-    }
+  *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
+    const rows = [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .filter(([key]) => (range.start === undefined || key >= range.start) && (range.end === undefined || key < range.end));
+    if (range.reverse) rows.reverse();
+    for (const [key, bytes] of rows.slice(0, range.limit ?? rows.length)) yield { key, bytes };
   }
 
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {

@@ -105,6 +105,7 @@ const HANDLERS: Record<string, (s: SubjectState, input: Inputs, context: DecideC
     };
   }, () => ({ events: [], reply: ok(200, { id: input.address_id, revoked: true }) })),
   'set-intent': setIntent,
+  exists: (s) => ({ events: [], reply: ok(200, { id: s.id }) }),
   'payee-check': payeeCheck,
   'add-target': addTarget,
   'list-targets': (s, input) => withLiveAddress(s, input, (a) => ({

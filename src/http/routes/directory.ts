@@ -10,7 +10,7 @@ import { IDENTIFIER_TYPES, identifierHash, normaliseIdentifier, type IdentifierT
 import { isReferenceShaped, newAddress, newReference, type ReferencePrefix } from '../../protocol/ids.js';
 import { invalid } from '../../protocol/errors.js';
 import { seal } from '../../protocol/sealing.js';
-import { failure, type HttpReply } from '../reply.js';
+import { failure, isReply, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
 import { notFound, queryParams, runCommand, subjectOf, validBody, viewReply, type Services } from '../services.js';
@@ -192,8 +192,4 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
     { operation: 'commitments.get', method: 'GET', path: '/commitments/:key', auth: 'public', handler: publicView(commitmentViewKey) },
     { operation: 'resolver.get', method: 'GET', path: '/resolver/:key', auth: 'public', handler: publicView(resolverViewKey) },
   ];
-}
-
-function isReply(value: unknown): value is HttpReply {
-  return typeof value === 'object' && value !== null && typeof (value as HttpReply).status === 'number' && 'body' in value && 'signed' in value;
 }
