@@ -11,8 +11,8 @@ export interface RouteSpec<H> {
   path: string;
   root?: boolean;
   auth: Auth;
-  /** Creates a resource: takes `Path-Idempotency-Key` (P7). */
-  creates?: boolean;
+  /** Takes `Path-Idempotency-Key` (P7): every creating call, and consumes. */
+  idempotent?: boolean;
   handler: H;
 }
 

@@ -143,7 +143,7 @@ export class HttpServer {
       if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
       context.caller = verdict;
     }
-    if (context.route.creates && signed.idempotencyKey !== undefined) {
+    if (context.route.idempotent && signed.idempotencyKey !== undefined) {
       const outcome = this.idempotency(context, signed.idempotencyKey);
       if (outcome !== null) return done(outcome);
       const scope = context.idempotency!.scope;

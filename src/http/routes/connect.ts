@@ -52,7 +52,7 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
 
   return [
     {
-      operation: 'connections.create', method: 'POST', path: '/connect/connections', auth: 'local', creates: true,
+      operation: 'connections.create', method: 'POST', path: '/connect/connections', auth: 'local', idempotent: true,
       handler: async (context) => {
         const parsed = validBody(context, validateCreateConnection);
         if (!parsed.ok) return failure(parsed.refusal);
@@ -63,18 +63,18 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     { operation: 'connections.get', method: 'GET', path: '/connect/connections/:reference', auth: 'member', handler: onConnection('read', () => ({})) },
-    { operation: 'connections.consume', method: 'POST', path: '/connect/connections/:reference/consume', auth: 'member', handler: onConnection('consume', body(validateConsume)) },
+    { operation: 'connections.consume', method: 'POST', path: '/connect/connections/:reference/consume', auth: 'member', idempotent: true, handler: onConnection('consume', body(validateConsume)) },
     { operation: 'connections.revoke', method: 'POST', path: '/connect/connections/:reference/revoke', auth: 'member', handler: onConnection('revoke', body(validateRevoke, true)) },
     { operation: 'connections.usage', method: 'GET', path: '/connect/connections/:reference/usage', auth: 'member', handler: usage('usage') },
     {
-      operation: 'delegations.create', method: 'POST', path: '/connect/connections/:reference/delegations', auth: 'local', creates: true,
+      operation: 'delegations.create', method: 'POST', path: '/connect/connections/:reference/delegations', auth: 'local', idempotent: true,
       handler: onConnection('create-delegation', (context) => {
         const parsed = body(validateCreateDelegation)(context);
         return isReply(parsed) ? parsed : { ...parsed, reference: newReference('dlg') };
       }),
     },
     { operation: 'delegations.get', method: 'GET', path: '/connect/delegations/:reference', auth: 'member', handler: onConnection('read-delegation', () => ({})) },
-    { operation: 'delegations.consume', method: 'POST', path: '/connect/delegations/:reference/consume', auth: 'member', handler: onConnection('consume-delegation', body(validateDelegationConsume)) },
+    { operation: 'delegations.consume', method: 'POST', path: '/connect/delegations/:reference/consume', auth: 'member', idempotent: true, handler: onConnection('consume-delegation', body(validateDelegationConsume)) },
     { operation: 'delegations.revoke', method: 'POST', path: '/connect/delegations/:reference/revoke', auth: 'member', handler: onConnection('revoke-delegation', body(validateRevoke, true)) },
     { operation: 'delegations.usage', method: 'GET', path: '/connect/delegations/:reference/usage', auth: 'member', handler: usage('usage-delegation') },
   ];

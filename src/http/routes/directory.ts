@@ -47,7 +47,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
 
   return [
     {
-      operation: 'subjects.create', method: 'POST', path: '/subjects', auth: 'member', creates: true,
+      operation: 'subjects.create', method: 'POST', path: '/subjects', auth: 'member', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateSubject);
         if (!body.ok) return failure(body.refusal);
@@ -59,7 +59,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'identifiers.create', method: 'POST', path: '/identifiers', auth: 'member', creates: true,
+      operation: 'identifiers.create', method: 'POST', path: '/identifiers', auth: 'member', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateIdentifier);
         if (!body.ok) return failure(body.refusal);
@@ -88,7 +88,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'attestations.create', method: 'POST', path: '/attestations', auth: 'local', creates: true,
+      operation: 'attestations.create', method: 'POST', path: '/attestations', auth: 'local', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateAttestation);
         if (!body.ok) return failure(body.refusal);
@@ -109,7 +109,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       handler: (context) => subject(context, context.params.id!, 'list-attestations', {}),
     },
     {
-      operation: 'ownership_bindings.create', method: 'POST', path: '/ownership-bindings', auth: 'local', creates: true,
+      operation: 'ownership_bindings.create', method: 'POST', path: '/ownership-bindings', auth: 'local', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateBinding);
         if (!body.ok) return failure(body.refusal);
@@ -131,7 +131,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       handler: owned('obd', 'ownership binding', 'read-binding', (context) => ({ reference: context.params.reference })),
     },
     {
-      operation: 'addresses.create', method: 'POST', path: '/addresses', auth: 'member', creates: true,
+      operation: 'addresses.create', method: 'POST', path: '/addresses', auth: 'member', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateAddress);
         if (!body.ok) return failure(body.refusal);
@@ -151,7 +151,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'addresses.rotate', method: 'POST', path: '/addresses/:id/rotate', auth: 'member', creates: true,
+      operation: 'addresses.rotate', method: 'POST', path: '/addresses/:id/rotate', auth: 'member', idempotent: true,
       handler: owned('adr', 'address', 'rotate-address', (context) => ({ address_id: context.params.id, replacement: addressInput() })),
     },
     {
@@ -166,7 +166,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       }),
     },
     {
-      operation: 'targets.create', method: 'POST', path: '/addresses/:id/targets', auth: 'local', creates: true,
+      operation: 'targets.create', method: 'POST', path: '/addresses/:id/targets', auth: 'local', idempotent: true,
       handler: owned('adr', 'address', 'add-target', (context) => {
         const body = validBody(context, validateCreateTarget);
         if (!body.ok) return failure(body.refusal);

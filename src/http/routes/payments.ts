@@ -46,7 +46,7 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
 
   return [
     {
-      operation: 'requests.create', method: 'POST', path: '/requests', auth: 'member', creates: true,
+      operation: 'requests.create', method: 'POST', path: '/requests', auth: 'member', idempotent: true,
       handler: (context) => {
         const body = validBody(context, validateCreateRequest);
         if (!body.ok) return failure(body.refusal);
@@ -72,13 +72,13 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
     { operation: 'requests.paid', method: 'POST', path: '/requests/:reference/paid', auth: 'member', handler: by('req', 'request', 'paid', 'request') },
     { operation: 'requests.revoke', method: 'POST', path: '/requests/:reference/revoke', auth: 'member', handler: by('req', 'request', 'revoke', 'request') },
     {
-      operation: 'instructions.create', method: 'POST', path: '/instructions', auth: 'optional', creates: true,
+      operation: 'instructions.create', method: 'POST', path: '/instructions', auth: 'optional', idempotent: true,
       handler: (context) => issueInstruction(services, context, addressInfo, openRequest, limits.instruction_lifetime_ms),
     },
     { operation: 'instructions.get', method: 'GET', path: '/instructions/:reference', auth: 'public', handler: publicRead('ins', 'instruction') },
     { operation: 'instructions.revoke', method: 'POST', path: '/instructions/:reference/revoke', auth: 'member', handler: by('ins', 'instruction', 'revoke', 'instruction') },
     {
-      operation: 'checkout.create', method: 'POST', path: '/checkout/sessions', auth: 'member', creates: true,
+      operation: 'checkout.create', method: 'POST', path: '/checkout/sessions', auth: 'member', idempotent: true,
       handler: (context) => {
         if (!context.caller!.local) return failure(refusal('path.auth.forbidden', 'only the issuer of the request may open a session'));
         const body = validBody(context, validateCreateSession);

@@ -13,7 +13,7 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
     (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
   return [
     {
-      operation: 'receipts.create', method: 'POST', path: '/receipts', auth: 'member', creates: true,
+      operation: 'receipts.create', method: 'POST', path: '/receipts', auth: 'member', idempotent: true,
       handler: async (context) => {
         const input = validBody(context, validateIssue);
         if (!input.ok) return failure(input.refusal);
@@ -28,7 +28,7 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'receipts.transition', method: 'POST', path: '/receipts/:reference/transitions', auth: 'member', creates: true,
+      operation: 'receipts.transition', method: 'POST', path: '/receipts/:reference/transitions', auth: 'member', idempotent: true,
       handler: (context) => {
         const reference = context.params.reference!;
         if (!isReferenceShaped(reference, 'rcp')) return notFound('receipt');

@@ -1,0 +1,134 @@
+// SPEC F name matching and masking, over the table in name-pairs.json (many languages and scripts,
+// accents, courtesy titles, legal forms, initials, typos, missing middle names, word order,
+// punctuation). Each row's `expected` is what SPEC F's rules give for the pair:
+//   match:       the same words in any order, ignoring case, accents, punctuation, courtesy titles
+//   close_match: every proposed word stands for a registered one (an initial, one typo on a word of
+//                four or more letters, a missing middle name) with at least two words agreeing
+//   no_match:    otherwise; for a legal entity, legal-form words are ignored.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { maskedName, matchName, oneTypo, type NameResult, type SubjectType } from './names.js';
+
+interface Pair {
+  registered: string;
+  proposed: string;
+  subject_type: SubjectType;
+  expected: NameResult;
+  note: string;
+}
+
+const pairs = JSON.parse(readFileSync(new URL('./name-pairs.json', import.meta.url), 'utf8')) as Pair[];
+
+describe('SPEC F name pairs table (name-pairs.json)', () => {
+  it('holds at least 60 well-formed pairs covering all three results, both subject types and several scripts', () => {
+    expect(pairs.length).toBeGreaterThanOrEqual(60);
+    for (const p of pairs) {
+      expect(typeof p.registered).toBe('string');
+      expect(typeof p.proposed).toBe('string');
+      expect(['natural_person', 'legal_entity']).toContain(p.subject_type);
+      expect(['match', 'close_match', 'no_match']).toContain(p.expected);
+      expect(p.note.length).toBeGreaterThan(0);
+    }
+    const count = (r: NameResult) => pairs.filter((p) => p.expected === r).length;
+    expect(count('match')).toBeGreaterThanOrEqual(10);
+    expect(count('close_match')).toBeGreaterThanOrEqual(10);
+    expect(count('no_match')).toBeGreaterThanOrEqual(10);
+    expect(pairs.filter((p) => p.subject_type === 'legal_entity').length).toBeGreaterThanOrEqual(10);
+    const text = pairs.map((p) => p.registered + p.proposed).join(' ');
+    for (const script of [/\p{Script=Greek}/u, /\p{Script=Cyrillic}/u, /\p{Script=Arabic}/u, /\p{Script=Han}/u, /\p{Script=Katakana}/u]) {
+      expect(script.test(text), String(script)).toBe(true);
+    }
+  });
+
+  it.each(pairs.map((p) => [`${p.note}: ${JSON.stringify(p.registered)} vs ${JSON.stringify(p.proposed)} -> ${p.expected}`, p] as const))(
+    'SPEC F %s',
+    (_title, p) => {
+      expect(matchName(p.registered, p.proposed, p.subject_type)).toBe(p.expected);
+    },
+  );
+
+  it('SPEC F: match is symmetric (every match pair also matches the other way round)', () => {
+    for (const p of pairs.filter((q) => q.expected === 'match')) {
+      expect(matchName(p.proposed, p.registered, p.subject_type), `${p.registered} / ${p.proposed}`).toBe('match');
+    }
+  });
+});
+
+describe('SPEC F matching rules, one at a time', () => {
+  it('legal-form words are ignored for a legal entity only, not for a person', () => {
+    expect(matchName('Acme Widgets Ltd', 'Acme Widgets', 'legal_entity')).toBe('match');
+    expect(matchName('Acme Widgets Ltd', 'Acme Widgets', 'natural_person')).not.toBe('match');
+  });
+
+  it('a typo counts on a word of four letters or more, not on a three-letter word', () => {
+    expect(matchName('Omar Khalid Farouk', 'Omer Khalid Farouk', 'natural_person')).toBe('close_match');
+    expect(matchName('Tom Khalid Farouk', 'Tim Khalid Farouk', 'natural_person')).toBe('no_match');
+  });
+
+  it('one typo per word only: two edits on one word is no_match', () => {
+    expect(matchName('Jonathan Edward Davies', 'Jonathon Edward Davies', 'natural_person')).toBe('close_match');
+    expect(matchName('Jonathan Edward Davies', 'Jonothon Edward Davies', 'natural_person')).toBe('no_match');
+  });
+
+  it('an empty or title-only proposal is no_match, never match', () => {
+    expect(matchName('John Smith', '', 'natural_person')).toBe('no_match');
+    expect(matchName('John Smith', 'Mr.', 'natural_person')).toBe('no_match');
+    expect(matchName('John Smith', '...', 'natural_person')).toBe('no_match');
+  });
+});
+
+describe('SPEC F maskedName', () => {
+  it('a person: first given name plus family-name initial, the family name never shown whole', () => {
+    expect(maskedName('John Smith', 'natural_person')).toBe('John S.');
+    expect(maskedName('John Michael Smith', 'natural_person')).toBe('John S.');
+    const masked = maskedName('Katarzyna Anna Nowak', 'natural_person');
+    expect(masked).toBe('Katarzyna N.');
+    expect(masked).not.toContain('Nowak');
+    expect(masked).not.toContain('Anna');
+  });
+
+  it('a person: a courtesy title is not the first given name', () => {
+    expect(maskedName('Mr John Smith', 'natural_person')).toBe('John S.');
+    expect(maskedName('Dr. Anna Maria Müller', 'natural_person')).toBe('Anna M.');
+  });
+
+  it('a person in other scripts and with accents keeps the letters as registered', () => {
+    expect(maskedName('José Álvarez-Núñez', 'natural_person')).toBe('José Á.');
+    expect(maskedName('Иван Петрович Сидоров', 'natural_person')).toBe('Иван С.');
+    expect(maskedName('Γιώργος Παπαδόπουλος', 'natural_person')).toBe('Γιώργος Π.');
+  });
+
+  it('a legal entity: the registered name, legal form included', () => {
+    expect(maskedName('Acme Widgets Ltd', 'legal_entity')).toBe('Acme Widgets Ltd');
+    expect(maskedName('ООО «Северный Ветер»', 'legal_entity')).toBe('ООО «Северный Ветер»');
+    expect(maskedName('Fiat Chrysler Automobiles S.p.A.', 'legal_entity')).toBe('Fiat Chrysler Automobiles S.p.A.');
+  });
+});
+
+describe('SPEC F oneTypo (the "one typo" of close_match)', () => {
+  it('accepts one substitution, insertion, deletion or adjacent transposition', () => {
+    expect(oneTypo('oliveira', 'oliveira')).toBe(true);
+    expect(oneTypo('jonathan', 'jonathon')).toBe(true); // substitution
+    expect(oneTypo('hollande', 'holande')).toBe(true); // deletion
+    expect(oneTypo('muller', 'mueller')).toBe(true); // insertion
+    expect(oneTypo('dubois', 'dubios')).toBe(true); // adjacent transposition
+    expect(oneTypo('oliveira', 'oliviera')).toBe(true); // adjacent transposition inside
+    expect(oneTypo('smith', 'smiht')).toBe(true); // transposition at the end
+    expect(oneTypo('smith', 'msith')).toBe(true); // transposition at the start
+  });
+
+  it('refuses two edits, a length change of two, and non-adjacent swaps', () => {
+    expect(oneTypo('jonathan', 'jonothon')).toBe(false);
+    expect(oneTypo('katarzyna', 'katazina')).toBe(false);
+    expect(oneTypo('smith', 'smithson')).toBe(false);
+    expect(oneTypo('abcd', 'dbca')).toBe(false);
+    expect(oneTypo('anna', 'nana')).toBe(false);
+  });
+
+  it('counts characters, not UTF-16 units (astral and non-Latin letters)', () => {
+    expect(oneTypo('сидоров', 'сидорав')).toBe(true);
+    expect(oneTypo('𠮷田太郎', '𠮷野太郎')).toBe(true);
+    expect(oneTypo('𠮷田', '田')).toBe(true);
+    expect(oneTypo('𠮷田太郎', '吉野太郎')).toBe(false);
+  });
+});
