@@ -47,6 +47,8 @@ export interface Config {
   sealingKeyHex?: string;
   /** The operator's webhook endpoints, sent every event (P11). */
   webhookUrls: string[];
+  /** The operator's connector definitions, laid over the shipped ones (SPEC L). */
+  connectorsFile?: string;
   logLevel: string;
   limits: Limits;
 }
@@ -108,7 +110,7 @@ export function parseFlags(argv: readonly string[]): { positional: string[]; fla
 }
 
 const SERVE_FLAGS = ['port', 'host', 'data-dir', 'member', 'base-url', 'external-port', 'workers', 'dev',
-  'lookup-budget-base', 'lookup-budget-factor', 'webhook-urls', 'log-level'] as const;
+  'lookup-budget-base', 'lookup-budget-factor', 'webhook-urls', 'connectors-file', 'log-level'] as const;
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of Object.keys(flags)) {
@@ -149,6 +151,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
     lookupBudgetFactor: factor,
     ...secrets(env),
+    ...(read('connectors-file') === undefined ? {} : { connectorsFile: text('connectors-file', '') }),
     webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),

@@ -13,6 +13,8 @@ import { sonarRoutes } from './http/routes/sonar.js';
 import { connectRoutes } from './http/routes/connect.js';
 import { payeeCheckRoutes } from './http/routes/payee-check.js';
 import { LocalDirectory } from './directory/directory.js';
+import { loadConnectors } from './external/connectors.js';
+import { externalRoutes } from './external/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
@@ -70,9 +72,26 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
+
+  // The external discovery interface: its own listener, its own clients (SPEC L, P6).
+  const connectors = loadConnectors(config.connectorsFile);
+  const externalAuthenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max, code: 'external.auth.unauthenticated' });
+  let grants = new Map<string, Set<string>>();
+  const loadExternalClients = () => {
+    const clients = store.allExternalClients();
+    externalAuthenticator.load(clients.map((c) => ({ key_id: c.key_id, member: c.client, public_key: c.public_key, local: false, created_at: c.created_at, revoked_at: c.revoked_at })));
+    grants = new Map();
+    for (const c of clients.filter((x) => x.revoked_at === null)) grants.set(c.client, new Set([...(grants.get(c.client) ?? []), ...c.registries]));
+  };
+  loadExternalClients();
+  const external = new HttpServer({
+    routes: externalRoutes(connectors, (client) => grants.get(client) ?? new Set()), prefixes: [''],
+    authenticator: externalAuthenticator, idempotency: { stored: () => undefined }, limits: config.limits, logger, now: Date.now,
+  });
+  const externalPort = await external.listen(config.host, config.externalPort);
   services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   localHolder.endpoint = services.config.baseUrl;
-  configurationBody = configurationDocument(services, routes);
+  configurationBody = configurationDocument(services, routes, `http://${config.host}:${externalPort}`);
 
   // The command line changes credentials and keys in the same environment; follow it.
   let seenChanges = store.changes();
@@ -82,6 +101,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     if (changes === seenChanges) return;
     seenChanges = changes;
     authenticator.load(store.allCredentials());
+    loadExternalClients();
     const keys = store.signingKeys();
     keysBody = keysDocument(config.member, keys);
     const active = keys.find((k) => k.status === 'active');
@@ -96,7 +116,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   await housekeeping(log, config.limits);
 
   events.start();
-  logger.info({ port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
+  logger.info({ port, external_port: externalPort, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
 
   return {
     port,
@@ -104,7 +124,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     async stop() {
       clearInterval(poll);
       clearInterval(sweep);
-      await server.close(config.limits.shutdown_drain_ms);
+      await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
       await events.stop();
       await pool.drain();
       await log.close();

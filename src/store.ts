@@ -17,6 +17,16 @@ export interface Credential {
   revoked_at: string | null;
 }
 
+/** A client of the external discovery interface (SPEC L), with the registries it is granted. */
+export interface ExternalClient {
+  key_id: string;
+  client: string;
+  public_key: string;
+  registries: string[];
+  created_at: string;
+  revoked_at: string | null;
+}
+
 export interface StoredSigningKey {
   kid: string;
   seed_hex: string;
@@ -41,11 +51,34 @@ export class NodeStore {
   private readonly credentials: Database<Credential, string>;
   private readonly keys: Database<StoredSigningKey, string>;
   private readonly meta: Database<unknown, string>;
+  private readonly externalClients: Database<ExternalClient, string>;
 
   constructor(private readonly env: LmdbEnvironment) {
     this.credentials = env.root.openDB<Credential, string>({ name: 'credentials' });
     this.keys = env.root.openDB<StoredSigningKey, string>({ name: 'keys' });
     this.meta = env.root.openDB<unknown, string>({ name: 'meta' });
+    this.externalClients = env.root.openDB<ExternalClient, string>({ name: 'external_clients' });
+  }
+
+  allExternalClients(): ExternalClient[] {
+    return [...this.externalClients.getRange({ snapshot: false })].map(({ value }) => value);
+  }
+
+  async addExternalClient(options: { client: string; publicKeyHex: string; registries: string[]; now: number }): Promise<ExternalClient> {
+    if (!HEX_32.test(options.publicKeyHex)) throw new RangeError('public key must be 32 bytes of lowercase hex');
+    const client: ExternalClient = {
+      key_id: `ext_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`, client: options.client,
+      public_key: options.publicKeyHex, registries: options.registries, created_at: new Date(options.now).toISOString(), revoked_at: null,
+    };
+    await this.write(() => this.externalClients.put(client.key_id, client));
+    return client;
+  }
+
+  async revokeExternalClient(keyId: string, now: number): Promise<boolean> {
+    const existing = this.externalClients.get(keyId);
+    if (existing === undefined) return false;
+    await this.write(() => this.externalClients.put(keyId, { ...existing, revoked_at: existing.revoked_at ?? new Date(now).toISOString() }));
+    return true;
   }
 
   /** Bumped on every change to credentials or keys. */

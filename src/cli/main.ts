@@ -9,11 +9,14 @@ import { NodeStore } from '../store.js';
 const USAGE = `usage:
   path-node serve [--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
                   [--base-url URL] [--external-port 8081] [--workers N] [--dev]
-                  [--lookup-budget-base N] [--lookup-budget-factor F] [--log-level info]
+                  [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
+                  [--connectors-file F] [--log-level info]
   path-node credentials add --data-dir D --member NAME --public-key HEX [--local]
   path-node credentials create --data-dir D --member NAME [--local]
   path-node credentials revoke --data-dir D --key-id ID
-  path-node keys rotate --data-dir D`;
+  path-node keys rotate --data-dir D
+  path-node external-clients add --data-dir D --client NAME --public-key HEX --registries R1,R2
+  path-node external-clients revoke --data-dir D --key-id ID`;
 
 class UsageError extends Error {}
 
@@ -67,6 +70,19 @@ async function main(argv: string[]): Promise<void> {
     const keyId = need(flags, 'key-id');
     const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
     if (!revoked) throw new UsageError('no credential with that key id');
+    return print({ key_id: keyId, revoked: true });
+  }
+  if (command === 'external-clients' && sub === 'add') {
+    const client = need(flags, 'client');
+    const publicKeyHex = need(flags, 'public-key').toLowerCase();
+    const registries = need(flags, 'registries').split(',').map((r) => r.trim()).filter((r) => r !== '');
+    const added = await withStore(flags, (store) => store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }));
+    return print({ key_id: added.key_id });
+  }
+  if (command === 'external-clients' && sub === 'revoke') {
+    const keyId = need(flags, 'key-id');
+    const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
+    if (!revoked) throw new UsageError('no external client with that key id');
     return print({ key_id: keyId, revoked: true });
   }
   if (command === 'keys' && sub === 'rotate') {

@@ -24,8 +24,8 @@ export function signingString(r: { method: string; target: string; timestamp: st
   return `path-request-v1\n${r.method.toUpperCase()}\n${r.target}\n${r.timestamp}\n${r.idempotencyKey ?? ''}\n${r.bodySha256Hex}`;
 }
 
-export function unauthenticated(reason: AuthFailure): Refusal {
-  return refusal('path.auth.unauthenticated', 'request authentication failed', { reason });
+export function unauthenticated(reason: AuthFailure, code: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' = 'path.auth.unauthenticated'): Refusal {
+  return refusal(code, 'request authentication failed', { reason });
 }
 
 export class Authenticator {
@@ -33,25 +33,27 @@ export class Authenticator {
   /** Digest of signing string -> time after which it may be forgotten; insertion-ordered. */
   private readonly seen = new Map<string, number>();
 
-  constructor(private readonly options: { skewMs: number; replayEntriesMax: number }) {}
+  /** The external discovery interface refuses with its own code (SPEC L). */
+  constructor(private readonly options: { skewMs: number; replayEntriesMax: number; code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' }) {}
 
   load(credentials: readonly Credential[]): void {
     this.credentials = new Map(credentials.filter((c) => c.revoked_at === null).map((c) => [c.key_id, c]));
   }
 
   authenticate(request: SignedRequest, now: number): Caller | Refusal {
+    const fail = (reason: AuthFailure) => unauthenticated(reason, this.options.code);
     const { keyId, timestamp, signature } = request;
-    if (!keyId || !timestamp || !signature) return unauthenticated('missing');
+    if (!keyId || !timestamp || !signature) return fail('missing');
     const at = parseTime(timestamp);
-    if (at === null || Math.abs(now - at) > this.options.skewMs) return unauthenticated('stale');
+    if (at === null || Math.abs(now - at) > this.options.skewMs) return fail('stale');
     const credential = this.credentials.get(keyId);
-    if (credential === undefined) return unauthenticated('unknown_key');
+    if (credential === undefined) return fail('unknown_key');
     const text = signingString({ ...request, timestamp });
     const verdict = verifyBytes(Buffer.from(text, 'utf8'), signature, credential.public_key);
-    if (!verdict.valid) return unauthenticated('bad_signature');
+    if (!verdict.valid) return fail('bad_signature');
     const digest = createHash('sha256').update(keyId).update('\n').update(text).digest('base64');
     this.forgetExpired(now);
-    if (this.seen.has(digest)) return unauthenticated('replayed');
+    if (this.seen.has(digest)) return fail('replayed');
     if (this.seen.size >= this.options.replayEntriesMax) {
       return refusal('path.core.unavailable', 'too many recent requests to check for replay', { retry_after_seconds: 1 });
     }

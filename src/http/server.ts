@@ -35,6 +35,8 @@ export interface IdempotencyStore {
 
 export interface ServerOptions {
   routes: readonly RouteSpec<Handler>[];
+  /** Where operation routes are mounted (P6); the external interface mounts them at the root. */
+  prefixes?: readonly string[];
   authenticator: Authenticator;
   idempotency: IdempotencyStore;
   limits: Limits;
@@ -58,7 +60,7 @@ export class HttpServer {
   private closing = false;
 
   constructor(private readonly options: ServerOptions) {
-    this.router = new Router(options.routes, API_PREFIXES);
+    this.router = new Router(options.routes, options.prefixes ?? API_PREFIXES);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 

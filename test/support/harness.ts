@@ -40,6 +40,8 @@ export function createCredential(dataDir: string, member: string, options: { loc
 
 export interface NodeProcess {
   port: number;
+  /** The external discovery listener's port (SPEC L). */
+  externalPort: number;
   baseUrl: string;
   dataDir: string;
   process: ChildProcess;
@@ -51,7 +53,7 @@ export interface NodeProcess {
 }
 
 export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
-  const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--host', '127.0.0.1',
+  const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--external-port', '0', '--host', '127.0.0.1',
     '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
   let out = '';
@@ -67,8 +69,10 @@ export async function startNode(options: { dataDir: string; member?: string; wor
     child.stdout!.on('data', check);
     child.on('exit', () => { clearTimeout(timer); reject(new Error(`node exited before listening:\n${out}`)); });
   });
+  const externalPort = Number(/"external_port":(\d+)/.exec(out)?.[1]);
   return {
     port,
+    externalPort,
     baseUrl: `http://127.0.0.1:${port}`,
     dataDir: options.dataDir,
     process: child,

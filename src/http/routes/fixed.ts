@@ -20,7 +20,7 @@ export function keysDocument(member: string, keys: readonly StoredSigningKey[]):
   });
 }
 
-export function configurationDocument(services: Services, routes: readonly RouteSpec<Handler>[]): string {
+export function configurationDocument(services: Services, routes: readonly RouteSpec<Handler>[], externalUrl: string | null): string {
   const { baseUrl, member } = services.config;
   const endpoints: Record<string, { method: string; url: string }> = {};
   for (const r of routes) endpoints[r.operation] = { method: r.method, url: `${baseUrl}${r.root ? '' : API_PREFIXES[0]}${r.path.replace(/:([a-z_]+)/g, '{$1}')}` };
@@ -34,7 +34,7 @@ export function configurationDocument(services: Services, routes: readonly Route
     endpoints,
     profiles: [...DECLARED_PROFILES],
     lookup_journal_retention_days: services.config.limits.lookup_journal_retention_days,
-    external_url: null,
+    external_url: externalUrl,
     pepper_version: services.pepperVersion,
   });
 }

@@ -1,0 +1,50 @@
+// The external registry discovery interface (SPEC L), on its own listener (P6) with closed
+// access: POST /discovery for issued clients, GET /registries for anyone. Neither answer is
+// signed or budgeted; the raw key is parsed in memory and never echoed, stored or logged.
+import { Type } from '@sinclair/typebox';
+import { refusal } from '../protocol/errors.js';
+import { validator } from '../protocol/schemas.js';
+import { failure, json } from '../http/reply.js';
+import type { RouteSpec } from '../http/router.js';
+import type { Handler } from '../http/server.js';
+import { validBody } from '../http/services.js';
+import { candidatesFor, type Connector } from './connectors.js';
+import { EXTERNAL_KEY_TYPES, parseExternalKey } from './keys.js';
+
+const validateDiscovery = validator(Type.Object({
+  key_type: Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))),
+  key: Type.String({ minLength: 1, maxLength: 320 }),
+}));
+
+export function externalRoutes(connectors: readonly Connector[], grantsOf: (client: string) => ReadonlySet<string>): RouteSpec<Handler>[] {
+  const registries = JSON.stringify({
+    registries: connectors.map((c) => ({ registry: c.registry, name: c.name ?? null, rail: c.rail, zone: c.zone, operations: c.operations, key_types: c.key_types, status: c.status })),
+  });
+  return [
+    {
+      operation: 'external.discovery', method: 'POST', path: '/discovery', auth: 'member',
+      handler: (context) => {
+        const body = validBody(context, validateDiscovery);
+        if (!body.ok) return failure(body.refusal);
+        const { key_type, key } = body.value;
+        const invalidKey = () => failure(refusal('external.key.invalid', `the key does not parse as ${key_type}`));
+        // An address is the network's own key, never an external one.
+        if (key.trim().toLowerCase().startsWith('path:')) return invalidKey();
+        const parsed = parseExternalKey(key_type, key);
+        if (parsed === null) return invalidKey();
+        const granted = grantsOf(context.caller!.member);
+        return json(200, {
+          kind: 'external.discovery',
+          key_type,
+          candidates: candidatesFor(connectors, key_type, parsed).map((c) => ({
+            registry: c.registry, rail: c.rail, zone: c.zone, operations: c.operations, granted: granted.has(c.registry),
+          })),
+        });
+      },
+    },
+    {
+      operation: 'external.registries', method: 'GET', path: '/registries', auth: 'public',
+      handler: () => ({ status: 200, body: registries, signed: false }),
+    },
+  ];
+}
