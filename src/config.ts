@@ -28,6 +28,10 @@ export interface Limits {
   payee_check_daily_max: number;
   payee_check_context_max: number;
   payee_check_names_per_day_max: number;
+  replication_poll_interval_ms: number;
+  replication_page_size: number;
+  member_keys_refresh_interval_ms: number;
+  peer_request_timeout_ms: number;
 }
 
 export interface Config {
@@ -83,6 +87,10 @@ export const DEFAULT_LIMITS: Limits = {
   payee_check_daily_max: 10_000,
   payee_check_context_max: 10,
   payee_check_names_per_day_max: 3,
+  replication_poll_interval_ms: 250,
+  replication_page_size: 1000,
+  member_keys_refresh_interval_ms: 60_000,
+  peer_request_timeout_ms: 10_000,
 };
 
 export class ConfigError extends Error {

@@ -13,8 +13,9 @@ import { sonarRoutes } from './http/routes/sonar.js';
 import { connectRoutes } from './http/routes/connect.js';
 import { payeeCheckRoutes } from './http/routes/payee-check.js';
 import { LocalDirectory } from './directory/directory.js';
-import { loadConnectors } from './external/connectors.js';
-import { externalRoutes } from './external/routes.js';
+import { startExternal } from './external/listener.js';
+import { Network } from './network/network.js';
+import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
@@ -47,7 +48,6 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
-  const directoryRows = directory.load();
   const { pool, stats } = await ShardPool.start({
     workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'),
     limits: config.limits, onFatal,
@@ -60,35 +60,28 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   });
 
   const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
-  authenticator.load(store.allCredentials());
+  // Credentials: those added with the command line, and the active signing keys of member nodes.
+  const network = new Network({
+    store, log, directory, member: config.member, signer: () => signer, limits: config.limits, logger, onKeys: () => loadCredentials(),
+  });
+  const loadCredentials = () => authenticator.load([...store.allCredentials(), ...network.credentials()]);
+  loadCredentials();
+  const directoryRows = directory.load();
+  const { replicaRows } = network.start();
 
-  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events, directory, signer: () => signer };
+  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events, directory, signer: () => signer, members: network.registry };
   let keysBody = keysDocument(config.member, store.signingKeys());
   let configurationBody = '';
   const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services), ...connectRoutes(services));
+  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed));
 
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
 
-  // The external discovery interface: its own listener, its own clients (SPEC L, P6).
-  const connectors = loadConnectors(config.connectorsFile);
-  const externalAuthenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max, code: 'external.auth.unauthenticated' });
-  let grants = new Map<string, Set<string>>();
-  const loadExternalClients = () => {
-    const clients = store.allExternalClients();
-    externalAuthenticator.load(clients.map((c) => ({ key_id: c.key_id, member: c.client, public_key: c.public_key, local: false, created_at: c.created_at, revoked_at: c.revoked_at })));
-    grants = new Map();
-    for (const c of clients.filter((x) => x.revoked_at === null)) grants.set(c.client, new Set([...(grants.get(c.client) ?? []), ...c.registries]));
-  };
-  loadExternalClients();
-  const external = new HttpServer({
-    routes: externalRoutes(connectors, (client) => grants.get(client) ?? new Set()), prefixes: [''],
-    authenticator: externalAuthenticator, idempotency: { stored: () => undefined }, limits: config.limits, logger, now: Date.now,
-  });
-  const externalPort = await external.listen(config.host, config.externalPort);
+  const external = await startExternal(config, store, logger);
+  const externalPort = external.port;
   services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   localHolder.endpoint = services.config.baseUrl;
   configurationBody = configurationDocument(services, routes, `http://${config.host}:${externalPort}`);
@@ -100,8 +93,9 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     const changes = store.changes();
     if (changes === seenChanges) return;
     seenChanges = changes;
-    authenticator.load(store.allCredentials());
-    loadExternalClients();
+    network.membersChanged();
+    loadCredentials();
+    external.reload();
     const keys = store.signingKeys();
     keysBody = keysDocument(config.member, keys);
     const active = keys.find((k) => k.status === 'active');
@@ -116,7 +110,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   await housekeeping(log, config.limits);
 
   events.start();
-  logger.info({ port, external_port: externalPort, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
+  logger.info({ port, external_port: externalPort, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, replica_rows: replicaRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
 
   return {
     port,
@@ -126,6 +120,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       clearInterval(sweep);
       await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
       await events.stop();
+      await network.stop();
       await pool.drain();
       await log.close();
       logger.info('stopped');

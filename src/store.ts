@@ -27,6 +27,16 @@ export interface ExternalClient {
   revoked_at: string | null;
 }
 
+/** Another member node of the network (issue: a network of nodes). */
+export interface NetworkMember {
+  member: string;
+  base_url: string;
+  added_at: string;
+  /** The member's published signing keys, as last fetched (P4). */
+  keys: { kid: string; public_key: string; status: string }[];
+  keys_fetched_at: string | null;
+}
+
 export interface StoredSigningKey {
   kid: string;
   seed_hex: string;
@@ -52,12 +62,41 @@ export class NodeStore {
   private readonly keys: Database<StoredSigningKey, string>;
   private readonly meta: Database<unknown, string>;
   private readonly externalClients: Database<ExternalClient, string>;
+  private readonly members: Database<NetworkMember, string>;
 
   constructor(private readonly env: LmdbEnvironment) {
     this.credentials = env.root.openDB<Credential, string>({ name: 'credentials' });
     this.keys = env.root.openDB<StoredSigningKey, string>({ name: 'keys' });
     this.meta = env.root.openDB<unknown, string>({ name: 'meta' });
     this.externalClients = env.root.openDB<ExternalClient, string>({ name: 'external_clients' });
+    this.members = env.root.openDB<NetworkMember, string>({ name: 'members' });
+  }
+
+  allMembers(): NetworkMember[] {
+    return [...this.members.getRange({ snapshot: false })].map(({ value }) => value);
+  }
+
+  async addMember(options: { member: string; baseUrl: string; now: number }): Promise<NetworkMember> {
+    const existing = this.members.get(options.member);
+    const member: NetworkMember = {
+      member: options.member, base_url: options.baseUrl.replace(/\/+$/, ''), added_at: new Date(options.now).toISOString(),
+      keys: existing?.base_url === options.baseUrl ? existing.keys : [], keys_fetched_at: existing?.base_url === options.baseUrl ? existing.keys_fetched_at : null,
+    };
+    await this.write(() => this.members.put(member.member, member));
+    return member;
+  }
+
+  async removeMember(name: string): Promise<boolean> {
+    if (this.members.get(name) === undefined) return false;
+    await this.write(() => this.members.remove(name));
+    return true;
+  }
+
+  /** Caches a member's fetched keys (not a change the running node needs to be told about). */
+  async cacheMemberKeys(name: string, keys: NetworkMember['keys'], now: number): Promise<void> {
+    const existing = this.members.get(name);
+    if (existing === undefined) return;
+    await this.members.put(name, { ...existing, keys, keys_fetched_at: new Date(now).toISOString() });
   }
 
   allExternalClients(): ExternalClient[] {

@@ -16,7 +16,9 @@ const USAGE = `usage:
   path-node credentials revoke --data-dir D --key-id ID
   path-node keys rotate --data-dir D
   path-node external-clients add --data-dir D --client NAME --public-key HEX --registries R1,R2
-  path-node external-clients revoke --data-dir D --key-id ID`;
+  path-node external-clients revoke --data-dir D --key-id ID
+  path-node members add --data-dir D --member NAME --base-url URL
+  path-node members remove --data-dir D --member NAME`;
 
 class UsageError extends Error {}
 
@@ -84,6 +86,18 @@ async function main(argv: string[]): Promise<void> {
     const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
     if (!revoked) throw new UsageError('no external client with that key id');
     return print({ key_id: keyId, revoked: true });
+  }
+  if (command === 'members' && sub === 'add') {
+    const member = need(flags, 'member');
+    const baseUrl = need(flags, 'base-url');
+    if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl)) throw new UsageError('--base-url must be an absolute http(s) origin');
+    const added = await withStore(flags, (store) => store.addMember({ member, baseUrl, now: Date.now() }));
+    return print({ member: added.member, base_url: added.base_url });
+  }
+  if (command === 'members' && sub === 'remove') {
+    const member = need(flags, 'member');
+    if (!(await withStore(flags, (store) => store.removeMember(member)))) throw new UsageError('no such member');
+    return print({ member, removed: true });
   }
   if (command === 'keys' && sub === 'rotate') {
     const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));

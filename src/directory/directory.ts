@@ -13,11 +13,18 @@ const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 }
 
 export class LocalDirectory {
   readonly index: DirectoryIndex;
-  private readonly localHolder: number;
+  readonly localHolder: number;
+  /** Told the local visibility of every key at load and of every key a command changes (the change feed). */
+  observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null = null;
 
   constructor(private readonly log: Log, holder: { member: string; endpoint: string }, expectedKeys = 0) {
     this.index = new DirectoryIndex(expectedKeys);
     this.localHolder = this.index.holderId(holder);
+  }
+
+  private settle(hash: string, identifierType: string, visibility: IndexVisibility): void {
+    this.index.set(hash, identifierType, this.localHolder, visibility);
+    this.observer?.(hash, identifierType, visibility);
   }
 
   /** Builds the index from every committed row. */
@@ -29,7 +36,7 @@ export class LocalDirectory {
     for (const { key, bytes } of this.log.scan('directory')) {
       const rowHash = key.slice(0, key.indexOf('/'));
       if (rowHash !== hash) {
-        if (hash !== '') this.index.set(hash, type, this.localHolder, best);
+        if (hash !== '') this.settle(hash, type, best);
         hash = rowHash;
         best = 'none';
       }
@@ -38,7 +45,7 @@ export class LocalDirectory {
       if (RANK[row.v] > RANK[best]) best = row.v;
       rows++;
     }
-    if (hash !== '') this.index.set(hash, type, this.localHolder, best);
+    if (hash !== '') this.settle(hash, type, best);
     return rows;
   }
 
@@ -50,7 +57,7 @@ export class LocalDirectory {
         const v = unframe<StoredRow>(bytes).v;
         if (RANK[v] > RANK[best]) best = v;
       }
-      this.index.set(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, this.localHolder, best);
+      this.settle(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, best);
     }
   }
 }

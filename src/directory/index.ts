@@ -61,15 +61,26 @@ export class DirectoryIndex {
     return id;
   }
 
-  /** Sets a key's holder and visibility; visibility 'none' removes it from every answer. */
+  /**
+   * Sets a key's holder and visibility. Visibility 'none' removes the key from every answer, but
+   * only the holder's own removal does: one member withdrawing a key another holds changes nothing.
+   */
   set(hashHex: string, identifierType: string, holder: number, visibility: IndexVisibility): void {
     if (this.used + 1 > (this.mask + 1) * LOAD_MAX) this.grow();
     const slot = this.slotOf(hashHex, true);
     const previous = this.values[slot]!;
+    if (visibility === 'none' && previous !== 0 && previous >>> 2 !== holder) return;
     const next = visibility === 'none' ? 0 : (holder << 2) | VISIBILITY[visibility];
     if ((previous & 3) !== 0) this.count(previous >>> 2, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
+  }
+
+  /** The visibility of a key as the given holder holds it ('none' when absent or held by another). */
+  visibilityHeldBy(hashHex: string, holder: number): IndexVisibility {
+    const value = this.values[this.slotOf(hashHex, false)]!;
+    if (value === 0 || value >>> 2 !== holder) return 'none';
+    return (value & 3) === VISIBILITY.public ? 'public' : 'network';
   }
 
   /** The holder of a visible key, or null: one probe sequence whatever the answer. */

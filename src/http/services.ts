@@ -14,6 +14,7 @@ import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
 import type { LocalDirectory } from '../directory/directory.js';
 import type { SigningKey } from '../protocol/signing.js';
+import type { MemberRegistry } from '../network/members.js';
 import { failure, type HttpReply } from './reply.js';
 import type { RequestContext } from './server.js';
 
@@ -31,6 +32,8 @@ export interface Services {
   directory?: LocalDirectory;
   /** The node's signing key, for answers signed on the front end. */
   signer?: () => SigningKey;
+  /** The network's other members and their keys (confirm verifies their answers). */
+  members?: MemberRegistry;
   /** Delivers outbox events as webhooks (P11). */
   events?: { notify(ids: readonly string[]): void };
 }

@@ -21,7 +21,7 @@ export interface LmdbEnvironment {
 }
 
 export const ENV_FILE = 'node.mdb';
-const MAX_DATABASES = 16;
+const MAX_DATABASES = 32;
 
 export function openEnvironment(dataDir: string): LmdbEnvironment {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -31,7 +31,9 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage') },
+    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage'),
+      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'),
+    },
   };
 }
 

@@ -9,7 +9,9 @@ interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => vo
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map() };
+  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map(),
+    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(),
+  };
   private pending: Pending[] = [];
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */

@@ -151,7 +151,8 @@ function confirm(services: Services, answer: Record<string, unknown>, now: numbe
   const refuse = (reason: ConfirmFailure) => failure(refusal('path.sonar.confirmation_refused', 'the lookup answer cannot be confirmed', { reason }));
   if (answer.kind !== 'sonar_answer' || typeof answer.identifier_hash !== 'string' || typeof answer.identifier_type !== 'string'
     || typeof answer.kid !== 'string' || typeof answer.signed_at !== 'string') return refuse('malformed');
-  const key = services.store.signingKeys().find((k) => k.kid === answer.kid);
+  // An answer signed by this node or by any member of the network, under its published keys.
+  const key = services.store.signingKeys().find((k) => k.kid === answer.kid) ?? services.members?.keyFor(answer.kid);
   if (key === undefined) return refuse('unknown_key');
   if (!verifyObject(answer, key.public_key).valid) return refuse('invalid_signature');
   const signedAt = parseTime(answer.signed_at);

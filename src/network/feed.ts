@@ -1,0 +1,117 @@
+// The change feed of this node's own directory entries (hashes only): an ordered, resumable,
+// authenticated list that member nodes follow to answer lookups from their replicas. Each change
+// of a key's local visibility appends one entry with the next sequence number; only `network` and
+// `public` entries leave the node (a key that turns private or goes away appears as a removal).
+// `feed_state` remembers what the feed last said of each key, so a start after a crash appends
+// whatever the feed missed: the feed converges on the directory whatever happened in between.
+import type { Log, TableWrite } from '../log/log.js';
+import { frame, unframe } from '../log/record.js';
+import type { IndexVisibility } from '../directory/index.js';
+import { envelopeFields, signObject, type SigningKey } from '../protocol/signing.js';
+import { isoTime } from '../protocol/time.js';
+
+export interface FeedEntry {
+  seq: number;
+  identifier_type: string;
+  identifier_hash: string;
+  /** null: the key left the directory (withdrawn, revoked, made private). */
+  visibility: 'network' | 'public' | null;
+  at: string;
+}
+
+interface FeedState { v: 'network' | 'public' | null; seq: number; t: string }
+
+const SEQ_DIGITS = 16;
+const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
+
+export class FeedPublisher {
+  private lastSeq = 0;
+  /** Entries appended but not yet written, by key (the latest state of each key wins). */
+  private pending: { hash: string; state: FeedState; writes: TableWrite[] }[] = [];
+  private readonly pendingState = new Map<string, FeedState>();
+  private flushing: Promise<void> = Promise.resolve();
+  private scheduled = false;
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly log: Log, private readonly now: () => number) {
+    for (const { key } of log.scan('feed', { reverse: true, limit: 1 })) this.lastSeq = Number(key);
+  }
+
+  get sequence(): number {
+    return this.lastSeq;
+  }
+
+  /** A key's local visibility, at load or after a change: appended when the feed says otherwise. */
+  observe(hash: string, identifierType: string, visibility: IndexVisibility): void {
+    this.seen.add(hash);
+    const stated = this.stated(hash);
+    const v = visibility === 'none' ? null : visibility;
+    if ((stated?.v ?? null) === v) return;
+    this.append(hash, identifierType, v);
+  }
+
+  /** After the load: keys the feed still states but the directory no longer has locally. */
+  reconcile(): void {
+    for (const { key, bytes } of this.log.scan('feed_state')) {
+      if (this.seen.has(key)) continue;
+      const state = unframe<FeedState>(bytes);
+      if (state.v !== null) this.append(key, state.t, null);
+    }
+    this.seen.clear();
+  }
+
+  /** Resolves once every entry appended so far is durable. */
+  flush(): Promise<void> {
+    this.schedule();
+    return this.flushing;
+  }
+
+  /** One write at a time; whatever was appended meanwhile goes in the next (group commit). */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.flushing = this.flushing.then(async () => {
+      this.scheduled = false;
+      const round = this.pending;
+      this.pending = [];
+      if (round.length === 0) return;
+      await this.log.write(round.flatMap((p) => p.writes));
+      for (const { hash, state } of round) if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
+    });
+  }
+
+  /** A signed page of entries after `after` (P2): followers verify it with this node's keys. */
+  page(after: number, limit: number, member: string, endpoint: string, signer: SigningKey): string {
+    const entries: FeedEntry[] = [];
+    for (const { key, bytes } of this.log.scan('feed', { start: seqKey(after + 1), limit })) {
+      const e = unframe<{ t: string; h: string; v: FeedEntry['visibility']; at: string }>(bytes);
+      entries.push({ seq: Number(key), identifier_type: e.t, identifier_hash: e.h, visibility: e.v, at: e.at });
+    }
+    const next = entries.length === 0 ? after : entries[entries.length - 1]!.seq;
+    const signedAt = isoTime(this.now());
+    return JSON.stringify(signObject({
+      type: 'path.directory.feed', member, endpoint, after, next, last: this.lastSeq, entries, ...envelopeFields(signer, signedAt),
+    }, signer));
+  }
+
+  private stated(hash: string): FeedState | undefined {
+    const pending = this.pendingState.get(hash);
+    if (pending !== undefined) return pending;
+    const bytes = this.log.get('feed_state', hash);
+    return bytes === undefined ? undefined : unframe<FeedState>(bytes);
+  }
+
+  private append(hash: string, identifierType: string, v: FeedState['v']): void {
+    const seq = ++this.lastSeq;
+    const state: FeedState = { v, seq, t: identifierType };
+    this.pendingState.set(hash, state);
+    this.pending.push({
+      hash, state,
+      writes: [
+        { table: 'feed', key: seqKey(seq), bytes: frame({ t: identifierType, h: hash, v, at: isoTime(this.now()) }) },
+        { table: 'feed_state', key: hash, bytes: frame(state) },
+      ],
+    });
+    this.schedule();
+  }
+}

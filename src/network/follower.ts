@@ -1,0 +1,131 @@
+// Follows one member's change feed into this node's index. Each page is verified against the
+// member's published keys, written to the replica (rows and cursor in one durable write) and
+// then applied to the index; a restart loads the replica and resumes from the cursor.
+import type { Logger } from 'pino';
+import type { Limits } from '../config.js';
+import type { DirectoryIndex } from '../directory/index.js';
+import type { Log, TableWrite } from '../log/log.js';
+import { frame, unframe } from '../log/record.js';
+import { verifyObject, type SigningKey } from '../protocol/signing.js';
+import type { FeedEntry } from './feed.js';
+import type { MemberRegistry } from './members.js';
+import { peerRequest } from './peer.js';
+
+interface FeedPage {
+  type: string;
+  member: string;
+  endpoint: string;
+  after: number;
+  next: number;
+  last: number;
+  entries: FeedEntry[];
+  kid: string;
+}
+
+interface ReplicaRow { t: string; v: 'network' | 'public'; e: string }
+
+export const FEED_OPERATION = 'directory.feed';
+
+export class Follower {
+  private cursor = 0;
+  private stopped = false;
+  private feedUrl: string | null = null;
+  private baseUrl: string | null = null;
+  /** When this follower last caught up with the member's feed (ms), for the replication lag figure. */
+  caughtUpAt = 0;
+
+  constructor(private readonly options: {
+    member: string; registry: MemberRegistry; log: Log; index: DirectoryIndex; signer: () => SigningKey; limits: Limits; logger: Logger;
+  }) {}
+
+  /** Loads the replica into the index and the cursor; returns how many rows it loaded. */
+  load(): number {
+    const { log, index, member } = this.options;
+    let rows = 0;
+    for (const { key, bytes } of log.scan('replica', { start: `${member}/`, end: `${member}0` })) {
+      const row = unframe<ReplicaRow>(bytes);
+      index.set(key.slice(member.length + 1), row.t, index.holderId({ member, endpoint: row.e }), row.v);
+      rows++;
+    }
+    const cursor = log.get('cursors', member);
+    this.cursor = cursor === undefined ? 0 : unframe<{ after: number }>(cursor).after;
+    return rows;
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  get position(): number {
+    return this.cursor;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = this.options.limits.replication_poll_interval_ms;
+    while (!this.stopped) {
+      try {
+        const full = await this.pull();
+        backoff = this.options.limits.replication_poll_interval_ms;
+        if (!full) await sleep(this.options.limits.replication_poll_interval_ms);
+      } catch (error) {
+        this.options.logger.warn({ member: this.options.member, err: { message: (error as Error).message } }, 'cannot follow member feed');
+        this.feedUrl = null;
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 30_000);
+      }
+    }
+  }
+
+  /** One page; true when the page was full (more may follow at once). */
+  private async pull(): Promise<boolean> {
+    const { member, registry, limits } = this.options;
+    const known = registry.list().find((m) => m.member === member);
+    if (known === undefined) throw new Error('member no longer listed');
+    if (this.feedUrl === null || this.baseUrl !== known.base_url) {
+      this.baseUrl = known.base_url;
+      this.feedUrl = await this.discover(known.base_url);
+    }
+    const res = await peerRequest(`${this.feedUrl}?after=${this.cursor}&limit=${limits.replication_page_size}`, {
+      method: 'GET', signer: this.options.signer(), timeoutMs: limits.peer_request_timeout_ms,
+    });
+    if (res.status !== 200) throw new Error(`feed answered ${res.status}: ${res.text.slice(0, 200)}`);
+    const page = JSON.parse(res.text) as FeedPage;
+    const key = registry.keyFor(page.kid);
+    if (page.type !== 'path.directory.feed' || page.member !== member || key === undefined || key.member !== member || !verifyObject(page, key.public_key).valid) {
+      if (key === undefined) void registry.refresh(member);
+      throw new Error('feed page does not verify against the member\'s keys');
+    }
+    if (page.after !== this.cursor) throw new Error('feed page does not continue from the cursor');
+    await this.apply(page);
+    if (page.next >= page.last) this.caughtUpAt = Date.now();
+    return page.entries.length >= limits.replication_page_size;
+  }
+
+  private async apply(page: FeedPage): Promise<void> {
+    const { log, index, member } = this.options;
+    const writes: TableWrite[] = page.entries.map((e) => ({
+      table: 'replica', key: `${member}/${e.identifier_hash}`,
+      bytes: e.visibility === null ? null : frame({ t: e.identifier_type, v: e.visibility, e: page.endpoint } satisfies ReplicaRow),
+    }));
+    writes.push({ table: 'cursors', key: member, bytes: frame({ after: page.next }) });
+    await log.write(writes);
+    const holder = index.holderId({ member, endpoint: page.endpoint });
+    for (const e of page.entries) index.set(e.identifier_hash, e.identifier_type, holder, e.visibility ?? 'none');
+    this.cursor = page.next;
+  }
+
+  /** The member's feed URL from its discovery document (paths are each operator's own). */
+  private async discover(baseUrl: string): Promise<string> {
+    const res = await peerRequest(`${baseUrl}/.well-known/path-configuration`, { method: 'GET', timeoutMs: this.options.limits.peer_request_timeout_ms });
+    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
+    const url = (JSON.parse(res.text) as { endpoints?: Record<string, { url?: string }> }).endpoints?.[FEED_OPERATION]?.url;
+    if (typeof url !== 'string') throw new Error('the member publishes no directory feed');
+    return url;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

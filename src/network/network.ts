@@ -1,0 +1,79 @@
+// This node's place in the network: the member registry, the change feed it publishes, and one
+// follower per member whose feed it replicates into the index.
+import type { Logger } from 'pino';
+import type { Limits } from '../config.js';
+import type { LocalDirectory } from '../directory/directory.js';
+import type { Log } from '../log/log.js';
+import type { SigningKey } from '../protocol/signing.js';
+import type { Credential, NodeStore } from '../store.js';
+import { FeedPublisher } from './feed.js';
+import { Follower } from './follower.js';
+import { MemberRegistry } from './members.js';
+
+export class Network {
+  readonly registry: MemberRegistry;
+  readonly feed: FeedPublisher;
+  private readonly followers = new Map<string, Follower>();
+
+  constructor(private readonly options: {
+    store: NodeStore; log: Log; directory: LocalDirectory; member: string; signer: () => SigningKey; limits: Limits; logger: Logger;
+    /** Member keys changed: credentials must be reloaded. */
+    onKeys: () => void;
+  }) {
+    this.registry = new MemberRegistry({
+      store: options.store, self: options.member, logger: options.logger, refreshMs: options.limits.member_keys_refresh_interval_ms,
+      timeoutMs: options.limits.peer_request_timeout_ms, onKeys: options.onKeys,
+    });
+    this.feed = new FeedPublisher(options.log, Date.now);
+    options.directory.observer = (hash, type, visibility) => this.feed.observe(hash, type, visibility);
+  }
+
+  /** After the local directory has loaded: settle the feed, load the replicas, start following. */
+  start(): { replicaRows: number } {
+    this.feed.reconcile();
+    this.registry.load();
+    this.registry.start();
+    const replicaRows = this.syncFollowers();
+    return { replicaRows };
+  }
+
+  /** The operator changed the member list: follow new members, stop following removed ones. */
+  membersChanged(): void {
+    this.registry.load();
+    this.syncFollowers();
+  }
+
+  credentials(): Credential[] {
+    return this.registry.credentials();
+  }
+
+  followerOf(member: string): Follower | undefined {
+    return this.followers.get(member);
+  }
+
+  async stop(): Promise<void> {
+    this.registry.stop();
+    for (const f of this.followers.values()) f.stop();
+    await this.feed.flush();
+  }
+
+  private syncFollowers(): number {
+    let rows = 0;
+    const listed = new Set(this.registry.list().map((m) => m.member));
+    for (const [name, follower] of this.followers) {
+      if (!listed.has(name)) {
+        follower.stop();
+        this.followers.delete(name);
+      }
+    }
+    for (const name of listed) {
+      if (this.followers.has(name)) continue;
+      const { log, directory, signer, limits, logger } = this.options;
+      const follower = new Follower({ member: name, registry: this.registry, log, index: directory.index, signer, limits, logger });
+      rows += follower.load();
+      follower.start();
+      this.followers.set(name, follower);
+    }
+    return rows;
+  }
+}
