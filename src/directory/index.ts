@@ -1,13 +1,17 @@
 // The directory index (SPEC D): hashed keys -> holder and visibility, in memory, sized for tens of
 // millions of keys. Open addressing with linear probing over typed arrays: each slot holds the
 // first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is ~10^-22) and
-// one 32-bit value, `holder << 2 | visibility`. About 20 bytes a slot and no object per key, so
+// one 32-bit value, `holder << 5 | identifier type << 2 | visibility`. About 20 bytes a slot and no object per key, so
 // the garbage collector never sees the index. A removed key keeps its slot with value 0.
 //
 // Lookups of present-but-invisible keys and of absent keys do the same work: one probe
 // sequence, one read of the value, and the caller treats "not visible" and "absent" alike.
 
 export const VISIBILITY = { none: 0, network: 1, public: 2 } as const;
+/** Identifier types as index codes; a key answers only a lookup of its own type. */
+const TYPE_CODES: Record<string, number> = { phone: 0, email: 1, bank_account: 2, lei: 3, reg: 4, tax: 5, address: 6 };
+const HOLDER_SHIFT = 5;
+const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] ?? 7;
 export type IndexVisibility = keyof typeof VISIBILITY;
 
 const WORDS_PER_KEY = 4;
@@ -69,9 +73,9 @@ export class DirectoryIndex {
     if (this.used + 1 > (this.mask + 1) * LOAD_MAX) this.grow();
     const slot = this.slotOf(hashHex, true);
     const previous = this.values[slot]!;
-    if (visibility === 'none' && previous !== 0 && previous >>> 2 !== holder) return;
-    const next = visibility === 'none' ? 0 : (holder << 2) | VISIBILITY[visibility];
-    if ((previous & 3) !== 0) this.count(previous >>> 2, identifierType, -1);
+    if (visibility === 'none' && previous !== 0 && previous >>> HOLDER_SHIFT !== holder) return;
+    const next = visibility === 'none' ? 0 : ((holder << HOLDER_SHIFT) | (typeCode(identifierType) << 2) | VISIBILITY[visibility]) >>> 0;
+    if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
   }
@@ -79,14 +83,15 @@ export class DirectoryIndex {
   /** The visibility of a key as the given holder holds it ('none' when absent or held by another). */
   visibilityHeldBy(hashHex: string, holder: number): IndexVisibility {
     const value = this.values[this.slotOf(hashHex, false)]!;
-    if (value === 0 || value >>> 2 !== holder) return 'none';
+    if (value === 0 || value >>> HOLDER_SHIFT !== holder) return 'none';
     return (value & 3) === VISIBILITY.public ? 'public' : 'network';
   }
 
-  /** The holder of a visible key, or null: one probe sequence whatever the answer. */
-  find(hashHex: string): Holder | null {
+  /** The holder of a visible key of this type, or null: one probe sequence whatever the answer. */
+  find(hashHex: string, identifierType: string): Holder | null {
     const value = this.values[this.slotOf(hashHex, false)]!;
-    return (value & 3) === 0 ? null : this.holders[value >>> 2]!;
+    const visible = (value & 3) !== 0 && ((value >>> 2) & 7) === typeCode(identifierType);
+    return visible ? this.holders[value >>> HOLDER_SHIFT]! : null;
   }
 
   contribution(member: string, identifierType: string): number {

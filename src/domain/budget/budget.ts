@@ -7,7 +7,7 @@
 import type { Command, DecideContext, Decider, Decision } from '../../actors/types.js';
 import { frame } from '../../log/record.js';
 import { refusal } from '../../protocol/errors.js';
-import { signObject } from '../../protocol/signing.js';
+import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime } from '../../protocol/time.js';
 
 export interface BudgetState {
@@ -103,6 +103,6 @@ function chargeLookups(input: ChargeLookups, member: string, spent: Record<strin
 export function answerObject(a: AnswerBody, requester: string, signedAt: string, context: DecideContext) {
   return {
     kind: 'sonar_answer', identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, requester, nonce: a.nonce,
-    found: a.found, member: a.member, endpoint: a.endpoint, protocol_version: '0.2.0', signed_at: signedAt, kid: context.signer.kid,
+    found: a.found, member: a.member, endpoint: a.endpoint, ...envelopeFields(context.signer, signedAt),
   };
 }

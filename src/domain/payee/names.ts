@@ -28,25 +28,57 @@ const LEGAL_FORMS = new Set([
   '株式会社', '有限会社', '合同会社',
 ]);
 
-/** Words of a name: NFKD, marks dropped, lower-cased, punctuation as separators. */
+/** Letters that carry their accent in the letter itself, with no Unicode decomposition. */
+const FOLDS: Record<string, string> = {
+  ł: 'l', đ: 'd', ð: 'd', ı: 'i', ø: 'o', æ: 'ae', œ: 'oe', ß: 'ss', þ: 'th', ħ: 'h', ŧ: 't', ŀ: 'l', ĸ: 'k',
+};
+const FOLDABLE = new RegExp(`[${Object.keys(FOLDS).join('')}]`, 'g');
+/** Apostrophes join the parts of a word (O'Brien, O’Brien, D‘Angelo). */
+const APOSTROPHES = /['’‘ʼ`´]/g;
+
+/** Words of a name: NFKD, marks dropped, lower-cased, special letters folded, punctuation as separators. */
 export function nameWords(name: string): string[] {
   return name
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
     .toLowerCase()
-    .replace(/ß/g, 'ss')
-    .replace(/[''`´]/g, '')
+    .replace(FOLDABLE, (c) => FOLDS[c]!)
+    .replace(APOSTROPHES, '')
+    .replace(/\bdott\.\s*ssa\b/g, 'dottssa')
     .split(/[^\p{L}\p{N}&]+/u)
     .filter((w) => w.length > 0);
 }
 
+/** Words of a name without the courtesy titles that lead it ("Dr", "Mme", "Herr"…). */
+export function untitledWords(name: string): string[] {
+  const words = nameWords(name);
+  let first = 0;
+  while (first < words.length - 1 && COURTESY_TITLES.has(words[first]!)) first++;
+  return words.slice(first);
+}
+
+/** Legal forms written with dots ("S.p.A.", "B.V.") arrive as runs of single letters: join each run. */
+function joinLetterRuns(words: string[]): string[] {
+  const out: string[] = [];
+  let run = '';
+  for (const w of words) {
+    if ([...w].length === 1 && /\p{L}/u.test(w)) {
+      run += w;
+      continue;
+    }
+    if (run !== '') out.push(run);
+    run = '';
+    out.push(w);
+  }
+  if (run !== '') out.push(run);
+  return out;
+}
+
 function significantWords(name: string, subjectType: SubjectType): string[] {
-  const words = nameWords(name).filter((w) => !COURTESY_TITLES.has(w));
+  const words = untitledWords(name);
   if (subjectType !== 'legal_entity') return words;
-  const kept = words.filter((w) => !LEGAL_FORMS.has(w));
-  // Joined legal forms written with dots ("S.p.A.", "B.V.") arrive as single letters: drop a tail of them.
-  while (kept.length > 1 && kept[kept.length - 1]!.length === 1 && words.length !== kept.length) kept.pop();
-  return kept;
+  const kept = joinLetterRuns(words).filter((w) => !LEGAL_FORMS.has(w));
+  return kept.length > 0 ? kept : words;
 }
 
 /** At most one substitution, insertion, deletion or adjacent transposition apart. */
@@ -110,7 +142,10 @@ function bestAssignment(reg: string[], pro: string[], subjectType: SubjectType):
 /** The masked name a payer may see: first given name and family-name initial, or an entity's registered name. */
 export function maskedName(registered: string, subjectType: SubjectType): string {
   if (subjectType === 'legal_entity') return registered.trim();
-  const words = registered.trim().split(/\s+/).filter((w) => !COURTESY_TITLES.has(nameWords(w)[0] ?? ''));
+  const all = registered.trim().split(/\s+/);
+  let first = 0;
+  while (first < all.length - 1 && COURTESY_TITLES.has(nameWords(all[first]!)[0] ?? '')) first++;
+  const words = all.slice(first);
   if (words.length === 0) return '';
   if (words.length === 1) return words[0]!;
   return `${words[0]} ${[...words[words.length - 1]!][0]!.toUpperCase()}.`;

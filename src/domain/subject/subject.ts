@@ -337,7 +337,7 @@ function payeeCheck(s: SubjectState, input: Inputs, context: DecideContext): Res
     const answer = signObject({
       kind: 'payee_check', key: a.address, requester: input.requester, mode: input.mode, result,
       ...(displayName === null ? {} : { display_name: displayName }),
-      subject_type: s.subject_type, nonce: input.nonce, signed_at: isoTime(context.now), kid: context.signer.kid,
+      subject_type: s.subject_type, nonce: input.nonce, ...envelopeFields(context.signer, isoTime(context.now)),
     }, context.signer);
     return {
       events: [{ type: 'payee_checked', day, context: contextRef, names_key: counted ? namesKey : null, name_key: counted ? input.name_key : null }],

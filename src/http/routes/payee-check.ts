@@ -5,7 +5,7 @@
 import { createHmac } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { budgetKey } from '../../domain/budget/budget.js';
-import { nameWords } from '../../domain/payee/names.js';
+import { untitledWords } from '../../domain/payee/names.js';
 import { addressInfoKey, type AddressInfo } from '../../domain/subject/resolver.js';
 import { invalid, refusal } from '../../protocol/errors.js';
 import { isReferenceShaped } from '../../protocol/ids.js';
@@ -69,7 +69,7 @@ export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
       }
       const requester = context.caller?.member ?? (given!.request !== undefined ? `request:${contextRef}` : `instruction:${contextRef}`);
       // Distinct names are counted by a keyed digest of their words: a resubmitted name is the same name.
-      const nameKey = name === undefined ? null : createHmac('sha256', services.sealingKey).update([...nameWords(name)].sort().join(' ')).digest('hex');
+      const nameKey = name === undefined ? null : createHmac('sha256', services.sealingKey).update([...untitledWords(name)].sort().join(' ')).digest('hex');
       return runCommand(services, context, 'subject', subject, 'payee-check', {
         address_id: info.id, mode, name: name ?? null, name_key: nameKey, nonce, requester, context_ref: contextRef,
         limits: { context_max: limits.payee_check_context_max, names_per_day_max: limits.payee_check_names_per_day_max },

@@ -36,7 +36,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   /** Normalise, hash and look up one key: the same work whether it is found, hidden or absent. */
   const resolve = (item: { identifier_type: LookupKeyType; identifier?: string; identifier_hash?: string; nonce?: string }, field: string): Resolved => {
     if ((item.identifier === undefined) === (item.identifier_hash === undefined)) {
-      return { ok: false, refusal: invalid(field, 'give exactly one of identifier or identifier_hash') };
+      return { ok: false, refusal: invalid(`${field}identifier`, 'give exactly one of identifier or identifier_hash') };
     }
     let hash = item.identifier_hash;
     if (hash === undefined) {
@@ -44,7 +44,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       if (!normalised.ok) return normalised;
       hash = identifierHash(services.pepper, item.identifier_type, normalised.value);
     }
-    const holder = directory.index.find(hash);
+    const holder = directory.index.find(hash, item.identifier_type);
     return {
       ok: true,
       answer: {
@@ -159,13 +159,13 @@ function confirm(services: Services, answer: Record<string, unknown>, now: numbe
   const freshness = services.config.limits.lookup_confirm_freshness_ms;
   if (signedAt === null || now - signedAt >= freshness || signedAt - now > services.config.limits.timestamp_skew_ms) return refuse('stale');
   if (answer.member !== services.config.member || answer.found !== true) return refuse('wrong_holder');
-  const holder = services.directory!.index.find(answer.identifier_hash);
+  const holder = services.directory!.index.find(answer.identifier_hash, answer.identifier_type);
   const signer = services.signer!();
   const confirmation = signObject({
     kind: 'holder_confirmation', identifier_type: answer.identifier_type, identifier_hash: answer.identifier_hash,
     member: services.config.member, requester: answer.requester ?? null, nonce: answer.nonce ?? null,
     held: holder !== null && holder.member === services.config.member,
-    protocol_version: envelopeFields(signer, '').protocol_version, signed_at: isoTime(now), kid: signer.kid,
+    ...envelopeFields(signer, isoTime(now)),
   }, signer);
   return json(200, confirmation, true);
 }
