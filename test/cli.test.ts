@@ -7,6 +7,7 @@ import * as ed from '@noble/ed25519';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, Client, removeDir, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { waitFor } from './support/wait.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const payee = { issued_by: 'payee', via: EUR, received: { value: '1.00', asset_type: 'fiat', asset_code: 'EUR' }, rail_references: [{ type: 'book_entry', value: 'B' }] };
@@ -24,16 +25,6 @@ function cli(args: string[], env: Record<string, string> = {}): Run {
 function lastJsonLine(text: string): any {
   const lines = text.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]!);
-}
-
-async function until<T>(what: string, deadlineMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 let dataDir: string;
@@ -68,10 +59,10 @@ describe('P15 credentials', () => {
     expect(run.stdout).not.toContain(Buffer.from(seed).toString('hex'));
     const cred: Credential = { keyId: out.key_id, member: 'local', seedHex: Buffer.from(seed).toString('hex'), publicKeyHex };
     const client = new Client(node.baseUrl, cred);
-    const created = await until('the added credential to be accepted', 3000, async () => {
+    const created = await waitFor('the added credential to be accepted', async () => {
       const res = await client.post('/receipts', { issued_by: 'payer', via: EUR });
       return res.status === 201 ? res : undefined;
-    });
+    }, 3000, 100);
     // --local: this credential is the operator's own member, so it may move the node's receipt.
     const moved = await client.post(`/receipts/${created.json.reference}/transitions`, { to: 'failed', reason_code: 'expired' });
     expect(moved.status).toBe(201);
@@ -84,10 +75,10 @@ describe('P15 credentials', () => {
     expect(run.status, run.stderr).toBe(0);
     const cred: Credential = { keyId: lastJsonLine(run.stdout).key_id, member: 'beta', seedHex: Buffer.from(seed).toString('hex'), publicKeyHex };
     const client = new Client(node.baseUrl, cred);
-    const created = await until('the added credential to be accepted', 3000, async () => {
+    const created = await waitFor('the added credential to be accepted', async () => {
       const res = await client.post('/receipts', { issued_by: 'payer', via: EUR });
       return res.status === 201 ? res : undefined;
-    });
+    }, 3000, 100);
     const moved = await client.post(`/receipts/${created.json.reference}/transitions`, { to: 'failed', reason_code: 'expired' });
     expect(moved.status).toBe(403);
     expect(moved.json.error.code).toBe('path.auth.forbidden');
@@ -111,10 +102,10 @@ describe('P15 credentials', () => {
     expect(out.private_key).toMatch(/^[0-9a-f]{64}$/);
     expect(Buffer.from(ed.getPublicKey(Buffer.from(out.private_key, 'hex'))).toString('hex')).toBe(out.public_key);
     const client = new Client(node.baseUrl, { keyId: out.key_id, member: 'local', seedHex: out.private_key, publicKeyHex: out.public_key });
-    const res = await until('the created credential to be accepted', 3000, async () => {
+    const res = await waitFor('the created credential to be accepted', async () => {
       const r = await client.post('/receipts', payee);
       return r.status === 201 ? r : undefined;
-    });
+    }, 3000, 100);
     expect(res.status).toBe(201);
     // Two creates give two distinct credentials.
     const again = lastJsonLine(cli(['credentials', 'create', '--data-dir', dataDir, '--member', 'local']).stdout);
@@ -187,11 +178,11 @@ describe('P15 keys rotate', () => {
     const run = cli(['keys', 'rotate', '--data-dir', dataDir]);
     expect(run.status, run.stderr).toBe(0);
     const kid = lastJsonLine(run.stdout).kid;
-    const active = await until('the rotated key to be published', 3000, async () => {
+    const active = await waitFor('the rotated key to be published', async () => {
       const doc = await (await fetch(`${node.baseUrl}/.well-known/path-keys`)).json() as any;
       const k = doc.keys.find((x: any) => x.status === 'active');
       return k?.kid === kid ? k : undefined;
-    });
+    }, 3000, 100);
     expect(active.kid).toBe(kid);
   });
 });
@@ -259,11 +250,11 @@ describe('P15 usage errors', () => {
     child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
-      const port = await until('the node to listen', 30_000, async () => {
+      const port = await waitFor('the node to listen', async () => {
         const m = /"port":(\d+)[^\n]*"msg":"listening"/.exec(out);
         if (child.exitCode !== null) throw new Error(`node exited:\n${out}`);
         return m ? Number(m[1]) : undefined;
-      });
+      }, 30_000, 100);
       const config = await (await fetch(`http://127.0.0.1:${port}/.well-known/path-configuration`)).json() as any;
       expect(config.member).toBe('envmember');
       expect(existsSync(join(dir, 'node.mdb'))).toBe(true);

@@ -11,6 +11,7 @@ import {
   type Answer, type Credential, type NodeProcess,
 } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { waitFor } from './support/wait.js';
 
 const GENESIS = '/api/path/genesis/v1';
 const API_VERSION = '2026-11-21.genesis';
@@ -89,16 +90,6 @@ function expectNoStack(text: string): void {
 function unregistered(): Credential {
   const seed = randomBytes(32);
   return { keyId: 'cred_' + randomBytes(16).toString('hex'), member: 'nobody', seedHex: seed.toString('hex'), publicKeyHex: Buffer.from(ed.getPublicKey(seed)).toString('hex') };
-}
-
-async function until<T>(what: string, deadlineMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('P6 both API prefixes serve the same operations; fixed routes at the root', () => {
@@ -411,18 +402,18 @@ describe('P5 request authentication', () => {
   it('P5: a credential revoked with the command line while the node runs stops working within ~2 s', async () => {
     const gamma = createCredential(dataDir, 'gamma', { local: false });
     // The running node picks up the new credential too.
-    const works = await until('the new credential to be accepted', 3000, async () => {
+    const works = await waitFor('the new credential to be accepted', async () => {
       const res = await local.as(gamma).post('/receipts', payee());
       return res.status === 201 ? res : undefined;
-    });
+    }, 3000, 100);
     expect(works.status).toBe(201);
     const out = runCli(['credentials', 'revoke', '--data-dir', dataDir, '--key-id', gamma.keyId]);
     expect(out).toContain(gamma.keyId);
     const revokedAt = Date.now();
-    const refused = await until('the revoked credential to be refused', 2500, async () => {
+    const refused = await waitFor('the revoked credential to be refused', async () => {
       const res = await local.as(gamma).post(`/receipts/${unknownReceipt}/transitions`, { to: 'settled' });
       return res.status === 401 ? res : undefined;
-    });
+    }, 2500, 100);
     expect(Date.now() - revokedAt).toBeLessThan(2600);
     expectError(refused, 401, 'path.auth.unauthenticated');
     expect((await local.as(gamma).post('/receipts', payee())).status).toBe(401);
@@ -745,10 +736,10 @@ describe('P15 keys rotate while the node runs', () => {
     expect(typeof printed.kid).toBe('string');
     expect(printed.kid).not.toBe(oldKey.kid);
 
-    const doc = await until('the keys document to list two keys', 3000, async () => {
+    const doc = await waitFor('the keys document to list two keys', async () => {
       const d = await (await fetch(`${n.baseUrl}/.well-known/path-keys`)).json() as any;
       return d.keys.length === 2 ? d : undefined;
-    });
+    }, 3000, 100);
     const active = doc.keys.filter((k: any) => k.status === 'active');
     const retired = doc.keys.filter((k: any) => k.status === 'retired');
     expect(active).toHaveLength(1);

@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Answer, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { sleep } from './support/wait.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const dirs: string[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nonce = () => `n-${randomBytes(8).toString('hex')}`;
 
 function expectError(res: Answer, status: number, code: string): void {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Answer, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { sleep, waitFor } from './support/wait.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const USDC = {
@@ -18,7 +19,6 @@ const AMOUNT = { value: '12.50', asset_type: 'fiat', asset_code: 'EUR' };
 const WALLET = '0x2222222222222222222222222222222222222222';
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const ref = (prefix: string) => new RegExp(`^${prefix}_[0-9a-f]{32}$`);
-const WAIT_MS = 15_000;
 
 // ---------------------------------------------------------------------------------------------
 // a webhook receiver on loopback
@@ -50,17 +50,7 @@ async function startReceiver(): Promise<Receiver> {
   };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------
 // nodes

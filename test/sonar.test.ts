@@ -9,12 +9,12 @@ import {
   Client, createCredential, PREFIX, publishedKey, removeDir, signRequest, startNode, tempDir, type Answer, type Credential, type NodeProcess,
 } from './support/harness.js';
 import { canonical, verifiesWith } from './support/verify.js';
+import { sleep } from './support/wait.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const HASH = /^[0-9a-f]{64}$/;
 
 const dirs: string[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const randomHash = () => randomBytes(32).toString('hex');
 
 let phoneCounter = 200;

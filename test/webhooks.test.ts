@@ -9,13 +9,13 @@ import { sha512 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { sleep, waitFor } from './support/wait.js';
 
 ed.hashes.sha512 = sha512;
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const AMOUNT = { value: '40.00', asset_type: 'fiat', asset_code: 'EUR' };
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
-const WAIT_MS = 15_000;
 const RETRY_ENV = { PATH_LIMIT_WEBHOOK_FIRST_RETRY_MS: '200', PATH_LIMIT_WEBHOOK_RETRY_MAX_DELAY_MS: '1000' };
 
 // ---------------------------------------------------------------------------------------------
@@ -94,17 +94,7 @@ async function reservedPort(): Promise<number> {
   throw new Error('no free port');
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Checks one delivery as a receiver would: P11 headers, the signed path.event, the Standard Webhooks signature. */
 function expectSignedDelivery(d: Delivery, publicKey: string, event: string): void {
@@ -298,7 +288,7 @@ describe('P11, P14: nothing is lost across restarts', () => {
     const receipt = await issueReceipt(first.local, paidRequest);
     // A session that expires (its tick recorded) before the stop.
     const expiring = await openSession(first.local, merchantUrl, { expires_at: new Date(Date.now() + 800).toISOString() });
-    await waitForAsync('the expiry to be recorded', async () => (await (await fetch(`${first.node.baseUrl}/path/${expiring.reference}`)).json()).status === 'expired');
+    await waitFor('the expiry to be recorded', async () => (await (await fetch(`${first.node.baseUrl}/path/${expiring.reference}`)).json()).status === 'expired');
     await sleep(700); // several failed attempts (connection refused) against the closed port
 
     expect(await first.node.stop()).toBe(0);
@@ -355,14 +345,6 @@ describe('P11, P14: nothing is lost across restarts', () => {
   });
 });
 
-async function waitForAsync(what: string, probe: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await probe()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 afterAll(() => {
   for (const d of dirs) removeDir(d);
