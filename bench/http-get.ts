@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchConfig, LoadShape } from './config.js';
+import { cpuText, withCpuWatch, type CpuShare } from './cpu.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import type { GetJob, LoadResult } from './load.js';
 import { createLocalCredential, removeDir, runLoad, startBareServer, startNodeProcess, tempDir, type RunningServer } from './processes.js';
@@ -40,12 +41,18 @@ async function loadShape(config: BenchConfig, report: Report, servers: { bare: R
 
   const rates = { bare: [] as number[], node: [] as number[] };
   const p99 = { bare: [] as number[], node: [] as number[] };
+  const cpuUs = { bare: [] as number[], node: [] as number[] };
   for (let round = 0; round < config.get.rounds; round++) {
     for (const name of ['bare', 'node'] as const) {
-      const result = check(await runLoad<LoadResult>(job(servers[name], config.get.duration_seconds), config.child_timeout_ms), `${name} round ${round + 1}`);
+      const server = servers[name];
+      const { result, cpu } = await withCpuWatch(server.pid, (onMeasuring) =>
+        runLoad<LoadResult>(job(server, config.get.duration_seconds), config.child_timeout_ms, onMeasuring));
+      check(result, `${name} round ${round + 1}`);
       rates[name].push(result.perSecond);
       p99[name].push(result.latencyP99Ms);
-      report.line(`    ${label}, round ${round + 1}, ${name}: ${rate(result.perSecond)} req/s, p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms`);
+      if (cpu !== null) cpuUs[name].push(cpuUsPerRequest(cpu, result.perSecond));
+      const where = cpu === null ? '' : `; ${cpuText(cpu)}`;
+      report.line(`    ${label}, round ${round + 1}, ${name}: ${rate(result.perSecond)} req/s, p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms${where}`);
     }
   }
   const bare = median(rates.bare);
@@ -56,6 +63,19 @@ async function loadShape(config: BenchConfig, report: Report, servers: { bare: R
     section: '3 GET', figure: `node/bare, ${label}`, value: ratio(node / bare),
     target: { text: `>= ${TARGET_RATIO}`, met: node / bare >= TARGET_RATIO },
   });
+  // When the one load generator is the limit, both rates are capped by it and the ratio drifts
+  // towards 1; server CPU per answered request is the comparison that does not depend on it.
+  if (cpuUs.bare.length > 0 && cpuUs.node.length > 0) {
+    const bareUs = median(cpuUs.bare);
+    const nodeUs = median(cpuUs.node);
+    report.add({ section: '3 GET', figure: `server CPU us per request, bare / node, ${label}`, value: `${bareUs.toFixed(1)} / ${nodeUs.toFixed(1)}` });
+    report.add({ section: '3 GET', figure: `CPU efficiency bare us / node us, ${label}`, value: ratio(bareUs / nodeUs) });
+  }
+}
+
+/** Microseconds of the server's CPU (all its threads) per answered request. */
+function cpuUsPerRequest(cpu: CpuShare, perSecond: number): number {
+  return ((cpu.mainThread + cpu.otherThreads) / 100) * 1_000_000 / perSecond;
 }
 
 export async function runHttpGet(config: BenchConfig, report: Report): Promise<void> {

@@ -4,6 +4,7 @@
 // verification, one envelope signature) on one core, measured in this process just before and
 // just after the load.
 import type { BenchConfig } from './config.js';
+import { cpuText, withCpuWatch } from './cpu.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import type { LoadResult, PostJob } from './load.js';
 import { floorLine, measureRequestFloor } from './micro.js';
@@ -27,17 +28,20 @@ export async function runHttpPost(config: BenchConfig, report: Report): Promise<
   let node: RunningServer | null = null;
   try {
     const credential = createLocalCredential(dataDir);
-    node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
+    const running = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
+    node = running;
     const { requests, warmup_requests: warmupCount, connections, floor_time_ms: floorTimeMs } = config.post;
     report.line(`  ${requests} requests (after ${warmupCount} warm-up), ${connections} connections, each with its own signature and idempotency key`);
 
     const floorBefore = measureRequestFloor(floorTimeMs);
-    const result = await runLoad<LoadResult & { warmup: LoadResult | null }>(postJob(node, credential, { count: requests, warmupCount, connections }), config.child_timeout_ms);
+    const { result, cpu } = await withCpuWatch(running.pid, (onMeasuring) =>
+      runLoad<LoadResult & { warmup: LoadResult | null }>(postJob(running, credential, { count: requests, warmupCount, connections }), config.child_timeout_ms, onMeasuring));
     const floorAfter = measureRequestFloor(floorTimeMs);
     const floor = (floorBefore + floorAfter) / 2;
 
     if (result.warmup !== null) report.line(`    warm-up: ${rate(result.warmup.perSecond)} req/s (${statusText(result.warmup)})`);
     report.line(`    measured: ${result.ok} answered 2xx in ${ms(result.durationMs)} ms (${statusText(result)}; errors ${result.errors}, timeouts ${result.timeouts})`);
+    if (cpu !== null) report.line(`    ${cpuText(cpu)}`);
     report.line(`    ${floorLine(floorBefore, floorAfter)}`);
     report.add({ section: '4 POST', figure: `req/s, ${connections} connections (p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms)`, value: rate(result.perSecond) });
     report.add({ section: '4 POST', figure: 'floor: verify request + sign envelope per s, one core', value: rate(floor) });

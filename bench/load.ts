@@ -5,6 +5,7 @@
 //         timestamp and idempotency key so that none is a replay; sent by autocannon with a fixed
 //         request count, after a warm-up batch.
 import { createRequire } from 'node:module';
+import { MEASURING_LINE } from './processes.js';
 import { requestSigner, type ClientCredential } from './signed-request.js';
 
 export interface GetJob {
@@ -87,6 +88,7 @@ async function measure(options: AutocannonOptions): Promise<LoadResult> {
 }
 
 function runGet(job: GetJob): Promise<LoadResult> {
+  process.stdout.write(`${MEASURING_LINE}\n`);
   return measure({ url: job.url, connections: job.connections, pipelining: job.pipelining, duration: job.durationSeconds });
 }
 
@@ -128,6 +130,7 @@ async function runPost(job: PostJob): Promise<LoadResult & { warmup: LoadResult 
     ? await measure({ url, connections: Math.min(job.connections, job.warmupCount), amount: job.warmupCount, requests: [request] })
     : null;
   next = job.warmupCount + spare;
+  process.stdout.write(`${MEASURING_LINE}\n`);
   const measured = await measure({ url, connections: job.connections, amount: job.count, requests: [request] });
   return { ...measured, warmup };
 }

@@ -4,7 +4,7 @@
 import { Bench } from 'tinybench';
 import { signingString } from '../src/http/auth.js';
 import { canonicalJson } from '../src/protocol/canonical.js';
-import { signBytes, signObject, verifyBytes, verifyObject } from '../src/protocol/signing.js';
+import { signBytes, signObject, verifyBytes, verifyObject, type SigningKey } from '../src/protocol/signing.js';
 import type { BenchConfig } from './config.js';
 import { freshSigningKey, issueReceipt } from './fixtures.js';
 import { rate, ratio, type Report } from './report.js';
@@ -29,23 +29,29 @@ export function measureTasks(tasks: Record<string, () => void>, timeMs: number):
   });
 }
 
-/** A receipt envelope as the node signs it: the signed object and the same object unsigned. */
-function envelopeFixture(): { signed: Record<string, unknown>; unsigned: Record<string, unknown>; publicKeyHex: string; key: ReturnType<typeof freshSigningKey> } {
+/** A receipt envelope as the node signs it: the signed object, the same object unsigned, its key. */
+interface EnvelopeFixture {
+  signed: Record<string, unknown>;
+  unsigned: Record<string, unknown>;
+  key: SigningKey;
+}
+
+function envelopeFixture(): EnvelopeFixture {
   const key = freshSigningKey();
   const signed = JSON.parse(issueReceipt(key, Date.now()).envelopeText) as Record<string, unknown>;
   const { signature: _signature, ...unsigned } = signed;
-  return { signed, unsigned, publicKeyHex: key.publicKeyHex, key };
+  return { signed, unsigned, key };
 }
 
 export function runMicro(config: BenchConfig, report: Report): void {
   report.heading('1. Micro-benchmarks (tinybench, one core)');
-  const { signed, unsigned, publicKeyHex, key } = envelopeFixture();
+  const { signed, unsigned, key } = envelopeFixture();
   report.line(`  receipt envelope: ${canonicalJson(signed).length} bytes of canonical JSON`);
   const rates = measureTasks({
     canonicalise: () => { canonicalJson(signed); },
     sign: () => { signObject(unsigned, key); },
     verify: () => {
-      if (!verifyObject(signed, publicKeyHex).valid) throw new Error('the fixture envelope does not verify');
+      if (!verifyObject(signed, key.publicKeyHex).valid) throw new Error('the fixture envelope does not verify');
     },
   }, config.micro.task_time_ms);
   for (const r of rates) report.add({ section: '1 micro', figure: `${r.name} (ops/s, mean ${r.meanUs.toFixed(1)} us)`, value: rate(r.perSecond) });

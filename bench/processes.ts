@@ -2,7 +2,7 @@
 // uWebSockets.js server, the load generator. Every child and every directory is registered here
 // and removed when the section ends, and again (as a last resort) when the run exits.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 export const NODE_CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 const LOAD_GENERATOR = fileURLToPath(new URL('./load.js', import.meta.url));
+/** The line the load generator prints when its measured run starts. */
+export const MEASURING_LINE = '{"phase":"measuring"}';
 
 /** Output kept from a child for error messages; the rest is dropped so nothing grows unbounded. */
 const OUTPUT_TAIL_CHARS = 64 * 1024;
@@ -67,6 +69,16 @@ function spawnTracked(args: string[], onLine?: (line: string) => void): Tracked 
   return { child, output: () => tail, exited };
 }
 
+/** Resident memory of a process in MiB (Linux /proc), or null where it cannot be read. */
+export function residentMiB(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match === null ? null : Number(match[1]) / 1024;
+  } catch {
+    return null;
+  }
+}
+
 /** Runs the node's command line to completion (credentials, keys). */
 export function runCli(args: string[]): string {
   return execFileSync(process.execPath, [NODE_CLI, ...args], { encoding: 'utf8' });
@@ -83,6 +95,7 @@ export function createLocalCredential(dataDir: string): LocalCredential {
 }
 
 export interface RunningServer {
+  pid: number;
   port: number;
   baseUrl: string;
   /** Milliseconds from spawn to the line announcing the port. */
@@ -121,7 +134,7 @@ function startServer(args: string[], timeoutMs: number, what: string): Promise<R
     void announced.then((announcement) => {
       clearTimeout(timer);
       const port = announcement.port as number;
-      resolve({ port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop });
+      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop });
     });
   });
 }
@@ -136,9 +149,14 @@ export function startBareServer(options: { routesFile: string; timeoutMs: number
   return startServer([BARE_SERVER, options.routesFile], options.timeoutMs, 'the bare server');
 }
 
-/** Runs the load generator (load.ts) in its own process and returns its JSON answer. */
-export async function runLoad<T>(job: unknown, timeoutMs: number): Promise<T> {
-  const tracked = spawnTracked([LOAD_GENERATOR, JSON.stringify(job)]);
+/**
+ * Runs the load generator (load.ts) in its own process and returns its JSON answer. `onMeasuring`
+ * is called when the generator starts its measured run (after signing and warm-up).
+ */
+export async function runLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
+  const tracked = spawnTracked([LOAD_GENERATOR, JSON.stringify(job)], (line) => {
+    if (line === MEASURING_LINE) onMeasuring?.();
+  });
   const timer = setTimeout(() => tracked.child.kill('SIGKILL'), timeoutMs);
   const { code, signal } = await tracked.exited;
   clearTimeout(timer);

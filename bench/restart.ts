@@ -13,7 +13,7 @@ import type { BenchConfig } from './config.js';
 import { postJob, statusText } from './http-post.js';
 import { freshSigningKey, issueReceipt, receiptRecord, type IssuedReceipt } from './fixtures.js';
 import type { LoadResult } from './load.js';
-import { createLocalCredential, removeDir, runLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { createLocalCredential, removeDir, residentMiB, runLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { ms, rate, type Report } from './report.js';
 
 const TARGET_MS = 10_000;
@@ -62,7 +62,9 @@ async function buildLog(dataDir: string, config: BenchConfig): Promise<{ bytes: 
 
 function startLine(label: string, node: RunningServer): string {
   const recovery = JSON.stringify(node.announcement.recovery);
-  return `${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, recovery ${recovery})`;
+  const rss = residentMiB(node.pid);
+  const memory = rss === null ? '' : `; resident ${rate(rss)} MiB`;
+  return `${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, recovery ${recovery}${memory})`;
 }
 
 export async function runRestart(config: BenchConfig, report: Report): Promise<void> {

@@ -1,0 +1,88 @@
+// Where the CPU went during a load run, from /proc (Linux): the server's main thread, its other
+// threads (the shard worker, LMDB's writer, libuv), and how much of the machine was idle. On a
+// shared 2-core machine this tells a server-bound figure from one starved by other work.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Kernel clock ticks per second (USER_HZ); 100 on every Linux this runs on. */
+const TICKS_PER_SECOND = 100;
+
+interface Sample {
+  at: number;
+  threads: Map<string, number>;
+  machine: { busy: number; total: number } | null;
+}
+
+function threadTicks(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return ticks;
+  }
+  for (const tid of tids) {
+    try {
+      // Fields after the command name: state is field 3, utime 14 and stime 15 (proc(5)).
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks.set(tid, Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return ticks;
+}
+
+function machineTicks(): { busy: number; total: number } | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = fields.reduce((a, b) => a + b, 0);
+    const idle = fields[3]! + fields[4]!;
+    return { busy: total - idle, total };
+  } catch {
+    return null;
+  }
+}
+
+function sample(pid: number): Sample {
+  return { at: performance.now(), threads: threadTicks(pid), machine: machineTicks() };
+}
+
+export interface CpuShare {
+  /** Percent of one core. */
+  mainThread: number;
+  otherThreads: number;
+  /** Percent of the whole machine that nobody used. */
+  machineIdle: number | null;
+}
+
+/** Starts measuring a process; call the result to stop and read the shares. */
+export function watchCpu(pid: number): () => CpuShare {
+  const start = sample(pid);
+  return () => {
+    const end = sample(pid);
+    const seconds = (end.at - start.at) / 1000;
+    const percent = (ticks: number) => (100 * ticks) / TICKS_PER_SECOND / seconds;
+    let main = 0;
+    let others = 0;
+    for (const [tid, ticks] of end.threads) {
+      const used = ticks - (start.threads.get(tid) ?? 0);
+      if (tid === String(pid)) main += used;
+      else others += used;
+    }
+    const machineIdle = start.machine === null || end.machine === null ? null
+      : 100 - (100 * (end.machine.busy - start.machine.busy)) / (end.machine.total - start.machine.total);
+    return { mainThread: percent(main), otherThreads: percent(others), machineIdle };
+  };
+}
+
+export function cpuText(share: CpuShare): string {
+  const idle = share.machineIdle === null ? '' : `, machine idle ${share.machineIdle.toFixed(0)}%`;
+  return `server CPU: main thread ${share.mainThread.toFixed(0)}%, other threads ${share.otherThreads.toFixed(0)}% of a core${idle}`;
+}
+
+/** Runs a load whose measured phase starts when it calls `onMeasuring`; watches `pid` from then on. */
+export async function withCpuWatch<T>(pid: number, run: (onMeasuring: () => void) => Promise<T>): Promise<{ result: T; cpu: CpuShare | null }> {
+  const watch: { stop: (() => CpuShare) | null } = { stop: null };
+  const result = await run(() => { watch.stop = watchCpu(pid); });
+  return { result, cpu: watch.stop === null ? null : watch.stop() };
+}
