@@ -29,7 +29,7 @@ const TOUCH_CONNECTIONS = 64;
 function withReference(template: IssuedReceipt, reference: string): IssuedReceipt {
   const envelopeText = template.envelopeText.replace(template.reference, reference);
   const events = template.events.map((event) =>
-    event.type === 'issued' ? { ...event, reference, step: { ...event.step, envelope: envelopeText } } : event);
+    event.type === 'issued' ? { ...event, reference, envelope: envelopeText } : event);
   return { reference, envelopeText, events };
 }
 

@@ -69,7 +69,7 @@ export const DEFAULT_LIMITS: Limits = {
   idempotency_sweep_interval_ms: 3600_000,
   replay_cache_entries_max: 2_000_000,
   mailbox_depth_max: 1024,
-  snapshot_every_records: 20_000,
+  snapshot_every_records: 2_048,
   shutdown_drain_ms: 10_000,
   credentials_poll_interval_ms: 500,
   pending_commands_max: 100_000,

@@ -10,7 +10,7 @@ import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { ChecksumError, frame, unframe } from '../log/record.js';
 import { partitionOf, type Log, type TableWrite } from '../log/log.js';
-import { encodeView } from '../log/views.js';
+import { decodeView, encodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import {
   isDecisionRefusal, type CommandResult, type Decider, type DirectoryRow, type IdempotencyEntry, type OutboxEvent,
@@ -131,6 +131,8 @@ export class Shard {
       }
       this.seq.set(p, last);
       this.adopted.set(p, last);
+      // Records replayed since the snapshot count towards the next one (a shutdown writes it).
+      this.sinceSnapshot.set(p, stored.length);
       for (const [key, slot] of slots) this.scheduleFor(key, slot);
       stats.aggregates += slots.size;
     }
@@ -203,9 +205,14 @@ export class Shard {
       return refused(refusal('path.core.not_found', 'no such object'));
     }
     const now = this.options.clock.now();
-    const decision = decider.decide(routed.command, slot.state, { now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId, ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }) });
+    const views = this.readViews(decider.reads?.(routed.command, slot.state as never) ?? []);
+    const decision = decider.decide(routed.command, slot.state, {
+      now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId,
+      ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
+      ...(views === undefined ? {} : { views }),
+    });
     if (isDecisionRefusal(decision)) return refused(decision);
-    if (decision.events.length === 0) return { reply: decision.reply, publications: [], idempotency: null, outbox: [], directory: [] };
+    if (decision.events.length === 0) return { reply: decision.reply, committed: false, idempotency: null, outbox: [], directory: [] };
 
     let next = slot.state;
     for (const event of decision.events) next = decider.evolve(next, event);
@@ -234,7 +241,18 @@ export class Shard {
     this.adopted.set(p, seq);
     this.scheduleFor(key, slot);
     this.countForSnapshot(p);
-    return { reply: decision.reply, publications, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
+    return { reply: decision.reply, committed: true, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
+  }
+
+  private readViews(keys: readonly string[]): Map<string, string> | undefined {
+    if (keys.length === 0) return undefined;
+    const views = new Map<string, string>();
+    for (const key of keys) {
+      const bytes = this.options.log.get('views', key);
+      const view = bytes === undefined ? null : decodeView(bytes);
+      if (view !== null) views.set(key, view.body.toString('utf8'));
+    }
+    return views;
   }
 
   private replay(slots: Map<string, Slot>, record: LogRecord): void {
@@ -258,7 +276,7 @@ export class Shard {
     const slot = this.slots.get(partitionOf(key))?.get(key);
     if (slot === undefined) return;
     this.submit({ aggregate: slot.type, key, command: { name: 'tick', input: null, caller: null } }).then((result) => {
-      if (result.outbox.length > 0 || result.directory.length > 0 || result.publications.length > 0) this.options.onEffects?.(result);
+      if (result.committed) this.options.onEffects?.(result);
     }, this.options.onFatal);
   }
 
@@ -287,7 +305,7 @@ export class Shard {
 }
 
 function refused(r: Refusal): CommandResult {
-  return { reply: errorReply(r), publications: [], idempotency: null, outbox: [], directory: [] };
+  return { reply: errorReply(r), committed: false, idempotency: null, outbox: [], directory: [] };
 }
 
 /** Directory rows are keyed hash first, so every registration of one key reads as one range. */

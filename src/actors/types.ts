@@ -46,6 +46,8 @@ export interface DecideContext {
   newId: (prefix: ReferencePrefix) => string;
   /** Opens a sealed value (a registered name) where a rule must compare it. */
   unseal?: (sealed: string) => string;
+  /** The committed public answers this decision asked for (`Decider.reads`), by key. */
+  views?: ReadonlyMap<string, string>;
 }
 
 /** A decision: events to append, the answer, and what else lands in the same commit. */
@@ -81,6 +83,11 @@ export interface Decider<S, E> {
   evolve(state: S | null, event: E): S;
   /** The public answers this state makes available (when they derive from the state alone). */
   publications?(state: S): Publication[];
+  /**
+   * Committed views a command needs to decide (read by the runtime before `decide`), so that
+   * large signed texts live in the views, not in the state held in memory.
+   */
+  reads?(command: Command, state: S | null): string[];
   /** When the aggregate next needs a `tick` command, if ever. */
   deadline?(state: S): number | null;
 }
@@ -104,7 +111,8 @@ export interface RoutedCommand {
 
 export interface CommandResult {
   reply: Reply;
-  publications: Publication[];
+  /** The command committed something (the front end then refreshes its reads). */
+  committed: boolean;
   idempotency: IdempotencyEntry | null;
   /** Ids of outbox events written with this command, for prompt delivery. */
   outbox: string[];

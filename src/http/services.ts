@@ -114,9 +114,7 @@ export async function submit(services: Services, routed: RoutedCommand): Promise
   const result = await services.pool.submit(routed);
   // The worker committed before answering; make sure this thread's reads see that commit, so
   // a read or an idempotent retry right after this answer finds what it wrote.
-  if (result.publications.length > 0 || result.idempotency !== null || result.outbox.length > 0 || result.directory.length > 0) {
-    services.log.refresh();
-  }
+  if (result.committed) services.log.refresh();
   if (result.outbox.length > 0) services.events?.notify(result.outbox);
   if (result.directory.length > 0) services.directory?.apply(result.directory);
   return result;

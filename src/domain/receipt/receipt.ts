@@ -23,26 +23,28 @@ const MOVES: Record<ReceiptStatus, readonly ReceiptStatus[]> = {
   reversed: [],
 };
 
-export interface TransitionRecord {
+/** One step of a receipt's chain, as listed by `GET /receipts/{reference}/transitions`. */
+export interface Step {
   from: ReceiptStatus | null;
   to: ReceiptStatus;
   reason_code: ReasonCode | null;
   occurred_at: string;
-  /** The signed envelope of this step, as JSON text (kept as issued). */
-  envelope: string;
 }
 
+/**
+ * What a receipt keeps in memory: its status and steps. The signed envelopes are in the log
+ * (for replay) and in the views (for reading and for the next move), never held here, so a
+ * million receipts cost little memory and replay fast.
+ */
 export interface ReceiptState {
   reference: string;
   status: ReceiptStatus;
-  /** Digest of the current envelope (P3), the next move's `supersedes`. */
-  digest: string;
-  transitions: TransitionRecord[];
+  steps: Step[];
 }
 
 export type ReceiptEvent =
-  | { type: 'issued'; reference: string; step: TransitionRecord; digest: string }
-  | { type: 'moved'; step: TransitionRecord; digest: string };
+  | { type: 'issued'; reference: string; step: Step; envelope: string }
+  | { type: 'moved'; step: Step; envelope: string };
 
 /** The command inputs, validated against schema.ts by the front end. */
 export type IssueCommand = IssueReceiptInput & { reference: string };
@@ -53,6 +55,10 @@ export const RECEIPT_EVENT = 'receipt.issued';
 
 export const receiptDecider: Decider<ReceiptState, ReceiptEvent> = {
   type: 'receipt',
+
+  reads(command: Command, state: ReceiptState | null): string[] {
+    return command.name === 'transition' && state !== null ? [state.reference, transitionsViewKey(state.reference)] : [];
+  },
 
   decide(command: Command, state: ReceiptState | null, context: DecideContext): Decision<ReceiptEvent> {
     switch (command.name) {
@@ -71,19 +77,9 @@ export const receiptDecider: Decider<ReceiptState, ReceiptEvent> = {
   },
 
   evolve(state: ReceiptState | null, event: ReceiptEvent): ReceiptState {
-    if (event.type === 'issued') {
-      return { reference: event.reference, status: event.step.to, digest: event.digest, transitions: [event.step] };
-    }
+    if (event.type === 'issued') return { reference: event.reference, status: event.step.to, steps: [event.step] };
     if (state === null) throw new Error('receipt moved before it was issued');
-    return { ...state, status: event.step.to, digest: event.digest, transitions: [...state.transitions, event.step] };
-  },
-
-  publications(state: ReceiptState): Publication[] {
-    const current = state.transitions[state.transitions.length - 1]!;
-    return [
-      { key: state.reference, reply: { status: 200, body: current.envelope, signed: true } },
-      { key: transitionsViewKey(state.reference), reply: { status: 200, body: transitionsDocument(state), signed: true } },
-    ];
+    return { ...state, status: event.step.to, steps: [...state.steps, event.step] };
   },
 };
 
@@ -130,18 +126,21 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
   const occurredAt = isoTime(context.now);
   const envelope = signObject({ ...body, ...envelopeFields(context.signer, occurredAt) }, context.signer);
   const text = JSON.stringify(envelope);
-  const step: TransitionRecord = { from: null, to: status, reason_code: reasonCode, occurred_at: occurredAt, envelope: text };
+  const step: Step = { from: null, to: status, reason_code: reasonCode, occurred_at: occurredAt };
   return {
-    events: [{ type: 'issued', reference: input.reference, step, digest: digestOf(envelope) }],
+    events: [{ type: 'issued', reference: input.reference, step, envelope: text }],
     reply: { status: 201, body: text, signed: true },
     outbox: [{ id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data: envelope }],
+    publications: published(input.reference, text, transitionsDocument(input.reference, status, [{ ...step, envelope }])),
   };
 }
 
 function transition(state: ReceiptState, input: TransitionReceiptInput, context: DecideContext): Decision<ReceiptEvent> {
-  const current = state.transitions[state.transitions.length - 1]!;
+  const current = context.views?.get(state.reference);
+  const listed = context.views?.get(transitionsViewKey(state.reference));
+  if (current === undefined || listed === undefined) throw new Error(`receipt ${state.reference} has no committed envelope`);
   // Re-stating the state already held answers the current envelope and appends nothing.
-  if (input.to === state.status) return { events: [], reply: { status: 200, body: current.envelope, signed: true } };
+  if (input.to === state.status) return { events: [], reply: { status: 200, body: current, signed: true } };
   if (!MOVES[state.status].includes(input.to)) {
     return refusal('path.settlement.transition_invalid', `a ${state.status} receipt cannot move to ${input.to}`, { from: state.status, to: input.to });
   }
@@ -149,7 +148,7 @@ function transition(state: ReceiptState, input: TransitionReceiptInput, context:
   if (input.to === 'failed' && reasonCode === null) return invalid('reason_code', 'reason_code is required to move to failed');
   if (input.to === 'settled' && reasonCode !== null) return invalid('reason_code', 'a settled receipt carries no reason_code');
 
-  const previous = JSON.parse(current.envelope) as Envelope;
+  const previous = JSON.parse(current) as Envelope;
   const railReferences = [...(previous.rail_references as unknown[]), ...(input.rail_references ?? [])];
   if (input.to === 'settled' && railReferences.length === 0) return invalid('rail_references', 'rail_references are required on a settled receipt');
 
@@ -161,20 +160,31 @@ function transition(state: ReceiptState, input: TransitionReceiptInput, context:
     status: input.to,
     reason_code: reasonCode,
     ...(input.reason === undefined ? {} : { reason: input.reason }),
-    supersedes: state.digest,
+    supersedes: digestOf(previous),
     route: null,
     ...envelopeFields(context.signer, occurredAt),
   };
   const envelope = signObject(body, context.signer);
   const text = JSON.stringify(envelope);
-  const step: TransitionRecord = { from: state.status, to: input.to, reason_code: reasonCode, occurred_at: occurredAt, envelope: text };
-  return { events: [{ type: 'moved', step, digest: digestOf(envelope) }], reply: { status: 201, body: text, signed: true } };
+  const step: Step = { from: state.status, to: input.to, reason_code: reasonCode, occurred_at: occurredAt };
+  // The listed envelopes are JSON.stringify output: parsing and writing them again is byte-exact.
+  const earlier = (JSON.parse(listed) as { transitions: (Step & { envelope: unknown })[] }).transitions;
+  return {
+    events: [{ type: 'moved', step, envelope: text }],
+    reply: { status: 201, body: text, signed: true },
+    publications: published(state.reference, text, transitionsDocument(state.reference, input.to, [...earlier, { ...step, envelope }])),
+  };
 }
 
-/** `GET /receipts/{reference}/transitions`: envelopes embedded exactly as signed. */
-function transitionsDocument(state: ReceiptState): string {
-  const steps = state.transitions.map((t) =>
-    `{"from":${JSON.stringify(t.from)},"to":${JSON.stringify(t.to)},"reason_code":${JSON.stringify(t.reason_code)},`
-    + `"occurred_at":${JSON.stringify(t.occurred_at)},"envelope":${t.envelope}}`);
-  return `{"reference":${JSON.stringify(state.reference)},"status":${JSON.stringify(state.status)},"transitions":[${steps.join(',')}]}`;
+/** `GET /receipts/{reference}` (and `/path/{reference}`) and `GET /receipts/{reference}/transitions`. */
+function published(reference: string, envelope: string, transitions: string): Publication[] {
+  return [
+    { key: reference, reply: { status: 200, body: envelope, signed: true } },
+    { key: transitionsViewKey(reference), reply: { status: 200, body: transitions, signed: true } },
+  ];
+}
+
+/** The transitions document: every step, oldest first, with the envelope it produced. */
+function transitionsDocument(reference: string, status: ReceiptStatus, steps: (Step & { envelope: unknown })[]): string {
+  return JSON.stringify({ reference, status, transitions: steps.map((t) => ({ from: t.from, to: t.to, reason_code: t.reason_code, occurred_at: t.occurred_at, envelope: t.envelope })) });
 }
