@@ -49,7 +49,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       rounds: quick ? 1 : 3,
       shapes: quick ? [{ connections: 32, pipelining: 1 }] : [{ connections: 32, pipelining: 1 }, { connections: 32, pipelining: 8 }],
     },
-    post: { requests: quick ? 2_000 : 20_000, warmup_requests: quick ? 300 : 2_000, connections: 64, floor_time_ms: quick ? 200 : 1500 },
+    post: { requests: quick ? 2_000 : 20_000, warmup_requests: quick ? 300 : 2_000, connections: Number(process.env.BENCH_POST_CONNECTIONS ?? 256), floor_time_ms: quick ? 200 : 1500 },
     restart: {
       records: restartRecords,
       batch_records: 20_000,

@@ -110,29 +110,35 @@ export class Shard {
         last = body.seq;
         stats.snapshots++;
       }
-      const stored = [...this.options.log.read(p, last)];
-      for (let i = 0; i < stored.length; i++) {
-        const { seq, bytes } = stored[i]!;
+      // Records are read one at a time (a partition's log is never held whole in memory). A
+      // record that fails its checksum may only be the tail: anything after it stops the start.
+      let damaged: number | null = null;
+      let replayed = 0;
+      for (const { seq, bytes } of this.options.log.read(p, last)) {
+        if (damaged !== null) {
+          throw new RecoveryError(`log record ${p}/${damaged} fails its checksum and later records depend on it; refusing to start`);
+        }
         let record: LogRecord;
         try {
           record = unframe<LogRecord>(bytes);
         } catch (error) {
           if (!(error instanceof ChecksumError)) throw error;
-          if (i !== stored.length - 1) {
-            throw new RecoveryError(`log record ${p}/${seq} fails its checksum and later records depend on it; refusing to start`);
-          }
-          await this.options.log.discardTail(p, seq);
-          stats.discardedTails++;
-          break;
+          damaged = seq;
+          continue;
         }
         this.replay(slots, record);
         last = seq;
-        stats.records++;
+        replayed++;
       }
+      if (damaged !== null) {
+        await this.options.log.discardTail(p, damaged);
+        stats.discardedTails++;
+      }
+      stats.records += replayed;
       this.seq.set(p, last);
       this.adopted.set(p, last);
       // Records replayed since the snapshot count towards the next one (a shutdown writes it).
-      this.sinceSnapshot.set(p, stored.length);
+      this.sinceSnapshot.set(p, replayed);
       for (const [key, slot] of slots) this.scheduleFor(key, slot);
       stats.aggregates += slots.size;
     }
@@ -212,7 +218,7 @@ export class Shard {
       ...(views === undefined ? {} : { views }),
     });
     if (isDecisionRefusal(decision)) return refused(decision);
-    if (decision.events.length === 0) return { reply: decision.reply, committed: false, idempotency: null, outbox: [], directory: [] };
+    if (decision.events.length === 0) return { reply: decision.reply, committed: false, outbox: [], directory: [] };
 
     let next = slot.state;
     for (const event of decision.events) next = decider.evolve(next, event);
@@ -241,7 +247,7 @@ export class Shard {
     this.adopted.set(p, seq);
     this.scheduleFor(key, slot);
     this.countForSnapshot(p);
-    return { reply: decision.reply, committed: true, idempotency, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
+    return { reply: decision.reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
   }
 
   private readViews(keys: readonly string[]): Map<string, string> | undefined {
@@ -305,7 +311,7 @@ export class Shard {
 }
 
 function refused(r: Refusal): CommandResult {
-  return { reply: errorReply(r), committed: false, idempotency: null, outbox: [], directory: [] };
+  return { reply: errorReply(r), committed: false, outbox: [], directory: [] };
 }
 
 /** Directory rows are keyed hash first, so every registration of one key reads as one range. */

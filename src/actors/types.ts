@@ -32,7 +32,9 @@ export interface OutboxEvent {
   id: string;
   event: string;
   created_at: string;
-  data: unknown;
+  /** The object concerned; or, as `data_json`, its JSON text when that is already at hand (a signed envelope). */
+  data?: unknown;
+  data_json?: string;
   /** Delivery targets named by the object itself (a session's webhook_url); the operator's are added at delivery. */
   targets?: string[];
 }
@@ -113,7 +115,6 @@ export interface CommandResult {
   reply: Reply;
   /** The command committed something (the front end then refreshes its reads). */
   committed: boolean;
-  idempotency: IdempotencyEntry | null;
   /** Ids of outbox events written with this command, for prompt delivery. */
   outbox: string[];
   /** Directory index rows this command changed, for the front end's index. */

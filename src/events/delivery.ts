@@ -103,7 +103,7 @@ export class WebhookDelivery {
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
     const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));
     const body = JSON.stringify(signObject({
-      type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data,
+      type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
       ...envelopeFields(this.options.signer(), event.created_at),
     }, this.options.signer()));
     await Promise.all(state.filter((t) => t.outcome === null && t.next_at <= now).map((t) => this.attempt(event, t, body)));

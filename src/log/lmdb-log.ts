@@ -42,13 +42,13 @@ export class LmdbLog implements Log {
 
   async append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
     const { log, tables, root } = this.env;
-    await root.transaction(() => {
-      for (const e of entries) log.put([e.partition, e.seq], e.bytes);
-      for (const w of writes) {
-        if (w.bytes === null) tables[w.table].remove(w.key);
-        else tables[w.table].put(w.key, w.bytes);
-      }
-    });
+    // Writes issued in one event turn are committed in one transaction (lmdb-js eventTurnBatching,
+    // on by default): issued together here, a command's records and table rows land together or
+    // not at all, and share the commit with every other command of the same turn.
+    let last: Promise<boolean> = Promise.resolve(true);
+    for (const e of entries) last = log.put([e.partition, e.seq], e.bytes);
+    for (const w of writes) last = w.bytes === null ? tables[w.table].remove(w.key) : tables[w.table].put(w.key, w.bytes);
+    await last;
     await root.flushed;
   }
 

@@ -130,15 +130,16 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
   return {
     events: [{ type: 'issued', reference: input.reference, step, envelope: text }],
     reply: { status: 201, body: text, signed: true },
-    outbox: [{ id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data: envelope }],
-    publications: published(input.reference, text, transitionsDocument(input.reference, status, [{ ...step, envelope }])),
+    outbox: [{ id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data_json: text }],
+    // The transitions list of a new receipt derives from its envelope (firstTransitions): not written until it moves.
+    publications: [{ key: input.reference, reply: { status: 200, body: text, signed: true } }],
   };
 }
 
 function transition(state: ReceiptState, input: TransitionReceiptInput, context: DecideContext): Decision<ReceiptEvent> {
   const current = context.views?.get(state.reference);
-  const listed = context.views?.get(transitionsViewKey(state.reference));
-  if (current === undefined || listed === undefined) throw new Error(`receipt ${state.reference} has no committed envelope`);
+  if (current === undefined) throw new Error(`receipt ${state.reference} has no committed envelope`);
+  const listed = context.views?.get(transitionsViewKey(state.reference)) ?? firstTransitions(current);
   // Re-stating the state already held answers the current envelope and appends nothing.
   if (input.to === state.status) return { events: [], reply: { status: 200, body: current, signed: true } };
   if (!MOVES[state.status].includes(input.to)) {
@@ -182,6 +183,16 @@ function published(reference: string, envelope: string, transitions: string): Pu
     { key: reference, reply: { status: 200, body: envelope, signed: true } },
     { key: transitionsViewKey(reference), reply: { status: 200, body: transitions, signed: true } },
   ];
+}
+
+/**
+ * The transitions list of a receipt that has not moved: its one step is read off its envelope
+ * (`status`, `reason_code`, `signed_at`). The front end serves this for `GET …/transitions`
+ * until the first move publishes the list itself.
+ */
+export function firstTransitions(envelopeText: string): string {
+  const e = JSON.parse(envelopeText) as { reference: string; status: ReceiptStatus; reason_code: ReasonCode | null; signed_at: string };
+  return transitionsDocument(e.reference, e.status, [{ from: null, to: e.status, reason_code: e.reason_code, occurred_at: e.signed_at, envelope: JSON.parse(envelopeText) }]);
 }
 
 /** The transitions document: every step, oldest first, with the envelope it produced. */
