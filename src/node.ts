@@ -19,7 +19,7 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
-import { LmdbLog, openEnvironment } from './log/lmdb-log.js';
+import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
 import { unframe } from './log/record.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
@@ -35,13 +35,10 @@ export interface RunningNode {
 export async function startNode(config: Config, logger: Logger, onFatal: (message: string) => void): Promise<RunningNode> {
   const started = Date.now();
   const env = openEnvironment(config.dataDir);
-  const store = new NodeStore(env);
-  const signingKey = await store.ensureSigningKey(Date.now());
-  const pepper = await store.ensurePepper(config.pepper);
-  const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
+  const { store, signingKey, pepper, sealingKey } = await openIdentity(env, config);
   const log = new LmdbLog(env);
-
   let signer = signingKeyFromSeed(signingKey.seed_hex);
+
   const events = new WebhookDelivery({
     log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
   });
@@ -59,8 +56,8 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     },
   });
 
-  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
   // Credentials: those added with the command line, and the active signing keys of member nodes.
+  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
   const network = new Network({
     store, log, directory, member: config.member, signer: () => signer, limits: config.limits, logger, onKeys: () => loadCredentials(),
   });
@@ -69,35 +66,29 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const directoryRows = directory.load();
   const { replicaRows } = network.start();
 
-  const services: Services = { config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey, events, directory, signer: () => signer, members: network.registry };
-  let keysBody = keysDocument(config.member, store.signingKeys());
-  let configurationBody = '';
-  const routes: RouteSpec<Handler>[] = [];
-  routes.push(...fixedRoutes(services, { keys: () => keysBody, configuration: () => configurationBody }), ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services), ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed));
-
+  const services: Services = {
+    config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey,
+    events, directory, signer: () => signer, members: network.registry,
+  };
+  const documents = { keys: keysDocument(config.member, store.signingKeys()), configuration: '' };
+  const routes = allRoutes(services, network, documents);
   const server = new HttpServer({
     routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
-
   const external = await startExternal(config, store, logger);
-  const externalPort = external.port;
   services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   localHolder.endpoint = services.config.baseUrl;
-  configurationBody = configurationDocument(services, routes, `http://${config.host}:${externalPort}`);
+  documents.configuration = configurationDocument(services, routes, `http://${config.host}:${external.port}`);
 
-  // The command line changes credentials and keys in the same environment; follow it.
-  let seenChanges = store.changes();
+  // The command line changes credentials, keys, clients and members in the same environment; follow it.
   let activeKid = signingKey.kid;
-  const poll = setInterval(() => {
-    const changes = store.changes();
-    if (changes === seenChanges) return;
-    seenChanges = changes;
+  const poll = followChanges(store, config.limits.credentials_poll_interval_ms, () => {
     network.membersChanged();
     loadCredentials();
     external.reload();
     const keys = store.signingKeys();
-    keysBody = keysDocument(config.member, keys);
+    documents.keys = keysDocument(config.member, keys);
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
@@ -105,12 +96,14 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       pool.setSigningKey(active.seed_hex);
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
-  }, config.limits.credentials_poll_interval_ms);
+  });
   const sweep = setInterval(() => void housekeeping(log, config.limits), config.limits.idempotency_sweep_interval_ms);
   await housekeeping(log, config.limits);
-
   events.start();
-  logger.info({ port, external_port: externalPort, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats, directory_rows: directoryRows, replica_rows: replicaRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started }, 'listening');
+  logger.info({
+    port, external_port: external.port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats,
+    directory_rows: directoryRows, replica_rows: replicaRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
+  }, 'listening');
 
   return {
     port,
@@ -126,6 +119,35 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       logger.info('stopped');
     },
   };
+}
+
+/** The node's own records: its signing key, the network pepper and the sealing key (made on first start). */
+async function openIdentity(env: LmdbEnvironment, config: Config) {
+  const store = new NodeStore(env);
+  const signingKey = await store.ensureSigningKey(Date.now());
+  const pepper = await store.ensurePepper(config.pepper);
+  const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
+  return { store, signingKey, pepper, sealingKey };
+}
+
+/** Every route of the main listener; the fixed documents are read at request time, so they can change. */
+function allRoutes(services: Services, network: Network, documents: { keys: string; configuration: string }): RouteSpec<Handler>[] {
+  return [
+    ...fixedRoutes(services, { keys: () => documents.keys, configuration: () => documents.configuration }),
+    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services),
+    ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed),
+  ];
+}
+
+/** Calls `changed` whenever the command line has changed the store (its change counter moved). */
+function followChanges(store: NodeStore, intervalMs: number, changed: () => void): NodeJS.Timeout {
+  let seen = store.changes();
+  return setInterval(() => {
+    const now = store.changes();
+    if (now === seen) return;
+    seen = now;
+    changed();
+  }, intervalMs);
 }
 
 function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
