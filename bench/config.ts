@@ -1,8 +1,9 @@
 // Every size, count and duration of the benchmark suite, in one place.
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
-// log the restart figure recovers; BENCH_ONLY=micro,log,get,post,restart runs a subset.
+// log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
+// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication runs a subset.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication'] as const;
 export type SectionName = (typeof SECTION_NAMES)[number];
 
 export interface LoadShape {
@@ -27,13 +28,68 @@ export interface BenchConfig {
     touch_requests: number;
     start_timeout_ms: number;
   };
+  /** Figure 6: the resolver read against bare uWS, and identifier registration. */
+  resolver: {
+    shapes: readonly LoadShape[];
+    register: SignedLoad;
+    subjects: number;
+    /** The contrast: registrations on a single subject, in two consecutive loads of this size. */
+    one_subject: SignedLoad;
+  };
+  /** Figure 7: request creation, and the public request read against bare uWS. */
+  requests: { shapes: readonly LoadShape[]; create: SignedLoad };
+  /** Figure 8: lookups against a directory of `index_keys` keys. */
+  lookup: {
+    index_keys: number;
+    /** Directory rows per LMDB write while the data directory is built. */
+    build_batch_rows: number;
+    /** Idle time after "listening" before resident memory is read (lets the start's garbage go). */
+    settle_ms: number;
+    batch_items: number;
+    /** Share of looked-up keys that are in the directory. */
+    present_share: number;
+    unsigned: SignedLoad;
+    signed: SignedLoad;
+    single: SignedLoad;
+    /** Member credentials the contrast run of single lookups is spread across. */
+    single_members: number;
+    floor_time_ms: number;
+    start_timeout_ms: number;
+  };
+  /** Figure 9: consume on one hot connection and across many. */
+  consume: { hot: SignedLoad; spread: SignedLoad; spread_connections: number };
+  /** Figure 10: replication of directory entries from one node to another. */
+  replication: {
+    /** Identifiers registered at B for the catch-up figure and again for the live figure. */
+    entries: number;
+    register: Omit<SignedLoad, 'count' | 'warmup'>;
+    subjects: number;
+    /** The steady load of the lag figure: registrations per second, for how long, every how many sampled. */
+    lag_rate_per_second: number;
+    lag_duration_seconds: number;
+    lag_sample_every: number;
+    poll_interval_ms: number;
+    /** Longest wait for one entry to arrive at A before the run fails. */
+    arrival_timeout_ms: number;
+  };
   /** Ceiling on any one child process (load generator, server start). */
   child_timeout_ms: number;
+}
+
+/** A load of pre-signed requests: how many are measured, after how many warm-up ones, over how many connections. */
+export interface SignedLoad {
+  count: number;
+  warmup: number;
+  connections: number;
 }
 
 export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   const quick = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
   const restartRecords = positiveInteger(env.BENCH_RESTART_RECORDS, quick ? 20_000 : 1_000_000, 'BENCH_RESTART_RECORDS');
+  const indexKeys = positiveInteger(env.BENCH_INDEX_KEYS, quick ? 200_000 : 10_000_000, 'BENCH_INDEX_KEYS');
+  const publicGetShapes: readonly LoadShape[] = quick ? [{ connections: 32, pipelining: 1 }] : [{ connections: 32, pipelining: 1 }, { connections: 32, pipelining: 8 }];
+  const signedLoad = (count: number, warmup: number, connections: number): SignedLoad =>
+    (quick ? { count: Math.max(100, Math.round(count / 10)), warmup: Math.max(50, Math.round(warmup / 10)), connections } : { count, warmup, connections });
   return {
     quick,
     sections: sectionsFrom(env.BENCH_ONLY),
@@ -56,6 +112,32 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       templates: quick ? 64 : 512,
       touch_requests: quick ? 500 : 3_000,
       start_timeout_ms: 600_000,
+    },
+    resolver: { shapes: publicGetShapes, register: signedLoad(20_000, 2_000, 64), subjects: 256, one_subject: { ...signedLoad(2_500, 0, 64), warmup: 0 } },
+    requests: { shapes: publicGetShapes, create: signedLoad(20_000, 2_000, 64) },
+    lookup: {
+      index_keys: indexKeys,
+      build_batch_rows: 100_000,
+      settle_ms: quick ? 2_000 : 8_000,
+      batch_items: 500,
+      present_share: 0.5,
+      unsigned: signedLoad(2_000, 200, 8),
+      signed: signedLoad(300, 30, 8),
+      single: signedLoad(5_000, 500, 64),
+      single_members: 8,
+      floor_time_ms: quick ? 200 : 1500,
+      start_timeout_ms: 900_000,
+    },
+    consume: { hot: signedLoad(10_000, 1_000, 64), spread: signedLoad(10_000, 1_000, 64), spread_connections: quick ? 20 : 200 },
+    replication: {
+      entries: quick ? 1_000 : 20_000,
+      register: { connections: 64 },
+      subjects: 64,
+      lag_rate_per_second: 200,
+      lag_duration_seconds: quick ? 2 : 10,
+      lag_sample_every: 10,
+      poll_interval_ms: 20,
+      arrival_timeout_ms: 120_000,
     },
     child_timeout_ms: 600_000,
   };

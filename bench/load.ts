@@ -1,11 +1,14 @@
 // The load generator, run in its own process so that it never shares an event loop with a server
 // under test: `node dist/bench/load.js JOB_JSON`. Prints one JSON line (LoadResult) and exits.
 //   get:  autocannon for a fixed duration against one URL.
-//   post: signed `POST`s (P5), every one signed before the clock starts, each with its own
-//         timestamp and idempotency key so that none is a replay; sent by autocannon with a fixed
-//         request count, after a warm-up batch.
+//   post:   signed `POST`s (P5), every one signed before the clock starts, each with its own
+//           timestamp and idempotency key so that none is a replay; sent by autocannon with a
+//           fixed request count, after a warm-up batch.
+//   signed: the same for any plan of distinct requests (request-plans.ts): bodies and paths that
+//           differ request by request, several credentials taken in turn.
 import { createRequire } from 'node:module';
 import { MEASURING_LINE } from './processes.js';
+import { plannedRequest, type RequestPlan } from './request-plans.js';
 import { requestSigner, type ClientCredential } from './signed-request.js';
 
 export interface GetJob {
@@ -27,7 +30,20 @@ export interface PostJob {
   connections: number;
 }
 
-export type LoadJob = GetJob | PostJob;
+export interface SignedJob {
+  kind: 'signed';
+  baseUrl: string;
+  /** Taken in turn, request by request. */
+  credentials: ClientCredential[];
+  plan: RequestPlan;
+  count: number;
+  warmupCount: number;
+  connections: number;
+  /** Send a `Path-Idempotency-Key` (its own for every request). */
+  idempotency: boolean;
+}
+
+export type LoadJob = GetJob | PostJob | SignedJob;
 
 export interface LoadResult {
   /** Answers with a 2xx status. */
@@ -57,6 +73,8 @@ interface AutocannonOptions {
   pipelining?: number;
   duration?: number;
   amount?: number;
+  /** Milliseconds between autocannon's samples (default 1000). */
+  sampleInt?: number;
   method?: string;
   requests?: AutocannonRequest[];
 }
@@ -74,6 +92,12 @@ const autocannon = require('autocannon') as (options: AutocannonOptions) => Prom
 
 /** Signed requests made beyond the count: autocannon builds one ahead on each connection. */
 const SPARE_REQUESTS_PER_CONNECTION = 4;
+/**
+ * autocannon reports a run of a fixed request count only at its next sample tick after the last
+ * answer, so with its default one-second samples such a run's measured duration is rounded up to
+ * whole seconds (a 2.1 s run reads 3 s). Fixed-count runs sample every 10 ms instead.
+ */
+const FIXED_COUNT_SAMPLE_MS = 10;
 
 async function measure(options: AutocannonOptions): Promise<LoadResult> {
   const started = performance.now();
@@ -93,45 +117,53 @@ function runGet(job: GetJob): Promise<LoadResult> {
 }
 
 interface SignedRequest {
+  method: string;
+  path: string;
   headers: Record<string, string>;
   body: Buffer;
 }
 
-function signAll(job: PostJob, count: number): SignedRequest[] {
-  const sign = requestSigner(job.credential);
-  const body = Buffer.from(JSON.stringify(job.body), 'utf8');
+function signAll(job: SignedJob, count: number): SignedRequest[] {
+  const signers = job.credentials.map((c) => requestSigner(c));
   const base = Date.now();
   const requests: SignedRequest[] = [];
   for (let i = 0; i < count; i++) {
+    const planned = plannedRequest(job.plan, i);
     // One millisecond apart: every signing string differs, and all stay inside the 300 s window.
     const timestamp = new Date(base + i).toISOString();
-    const idempotencyKey = `bench-${base.toString(36)}-${i}`;
-    const headers = sign({ method: 'POST', target: job.target, timestamp, idempotencyKey, body });
-    requests.push({ headers: { 'content-type': 'application/json', ...headers }, body });
+    const idempotencyKey = job.idempotency ? `bench-${base.toString(36)}-${i}` : undefined;
+    const headers = signers[i % signers.length]!({ method: planned.method, target: planned.target, timestamp, idempotencyKey, body: planned.body });
+    requests.push({ method: planned.method, path: planned.target, headers: { 'content-type': 'application/json', ...headers }, body: planned.body });
   }
   return requests;
 }
 
-async function runPost(job: PostJob): Promise<LoadResult & { warmup: LoadResult | null }> {
+/** A fixed POST body to one path, as figure 4 sends it. */
+function signedJobOf(job: PostJob): SignedJob {
+  return {
+    kind: 'signed', baseUrl: job.baseUrl, credentials: [job.credential], count: job.count, warmupCount: job.warmupCount, connections: job.connections,
+    idempotency: true, plan: { kind: 'template', method: 'POST', target: job.target, body: JSON.stringify(job.body) },
+  };
+}
+
+async function runSigned(job: SignedJob): Promise<LoadResult & { warmup: LoadResult | null }> {
   const spare = SPARE_REQUESTS_PER_CONNECTION * job.connections;
   const signed = signAll(job, job.warmupCount + job.count + 2 * spare);
   let next = 0;
   const request: AutocannonRequest = {
-    method: 'POST',
-    path: job.target,
     // Past the end it wraps around: the node then refuses replays, which shows as non-2xx.
     setupRequest: (r) => {
       const s = signed[next++ % signed.length]!;
-      return { ...r, headers: { ...s.headers }, body: s.body };
+      return { ...r, method: s.method, path: s.path, headers: { ...s.headers }, body: s.body };
     },
   };
-  const url = job.baseUrl + job.target;
+  const url = job.baseUrl + signed[0]!.path;
   const warmup = job.warmupCount > 0
-    ? await measure({ url, connections: Math.min(job.connections, job.warmupCount), amount: job.warmupCount, requests: [request] })
+    ? await measure({ url, connections: Math.min(job.connections, job.warmupCount), amount: job.warmupCount, sampleInt: FIXED_COUNT_SAMPLE_MS, requests: [request] })
     : null;
   next = job.warmupCount + spare;
   process.stdout.write(`${MEASURING_LINE}\n`);
-  const measured = await measure({ url, connections: job.connections, amount: job.count, requests: [request] });
+  const measured = await measure({ url, connections: job.connections, amount: job.count, sampleInt: FIXED_COUNT_SAMPLE_MS, requests: [request] });
   return { ...measured, warmup };
 }
 
@@ -139,7 +171,7 @@ async function main(): Promise<void> {
   const raw = process.argv[2];
   if (raw === undefined) throw new Error('usage: load.js JOB_JSON');
   const job = JSON.parse(raw) as LoadJob;
-  const result = job.kind === 'get' ? await runGet(job) : await runPost(job);
+  const result = job.kind === 'get' ? await runGet(job) : await runSigned(job.kind === 'post' ? signedJobOf(job) : job);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 export const NODE_CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 const LOAD_GENERATOR = fileURLToPath(new URL('./load.js', import.meta.url));
+const LAG_PROBE = fileURLToPath(new URL('./lag-probe.js', import.meta.url));
 /** The line the load generator prints when its measured run starts. */
 export const MEASURING_LINE = '{"phase":"measuring"}';
 
@@ -44,8 +45,8 @@ interface Tracked {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function spawnTracked(args: string[], onLine?: (line: string) => void): Tracked {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnTracked(args: string[], onLine?: (line: string) => void, env?: Record<string, string>): Tracked {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env === undefined ? process.env : { ...process.env, ...env } });
   children.add(child);
   let tail = '';
   let partial = '';
@@ -79,6 +80,20 @@ export function residentMiB(pid: number): number | null {
   }
 }
 
+/**
+ * Anonymous resident memory of a process in MiB (Linux /proc `RssAnon`): heaps, typed arrays and
+ * native allocations, without the pages of files it maps (LMDB's data file is mapped, so VmRSS
+ * also counts whatever part of the data file was last read).
+ */
+export function anonymousMiB(pid: number): number | null {
+  try {
+    const match = /^RssAnon:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match === null ? null : Number(match[1]) / 1024;
+  } catch {
+    return null;
+  }
+}
+
 /** Runs the node's command line to completion (credentials, keys). */
 export function runCli(args: string[]): string {
   return execFileSync(process.execPath, [NODE_CLI, ...args], { encoding: 'utf8' });
@@ -90,8 +105,18 @@ export interface LocalCredential {
 }
 
 export function createLocalCredential(dataDir: string): LocalCredential {
-  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', 'local', '--local'])) as { key_id: string; private_key: string };
+  return createCredential(dataDir, 'local', true);
+}
+
+/** A credential of `member` at the node of `dataDir` (`credentials create`); local: the operator's own. */
+export function createCredential(dataDir: string, member: string, local: boolean): LocalCredential {
+  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', member, ...(local ? ['--local'] : [])])) as { key_id: string; private_key: string };
   return { keyId: out.key_id, seedHex: out.private_key };
+}
+
+/** Lists another node as a member of the network at the node of `dataDir` (`members add`; the node may be running). */
+export function addMember(dataDir: string, member: string, baseUrl: string): void {
+  runCli(['members', 'add', '--data-dir', dataDir, '--member', member, '--base-url', baseUrl]);
 }
 
 export interface RunningServer {
@@ -107,7 +132,7 @@ export interface RunningServer {
 }
 
 /** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
-function startServer(args: string[], timeoutMs: number, what: string): Promise<RunningServer> {
+function startServer(args: string[], timeoutMs: number, what: string, env?: Record<string, string>): Promise<RunningServer> {
   const spawnedAt = performance.now();
   let announce: (line: Record<string, unknown>) => void = () => undefined;
   const announced = new Promise<Record<string, unknown>>((resolve) => { announce = resolve; });
@@ -115,7 +140,7 @@ function startServer(args: string[], timeoutMs: number, what: string): Promise<R
     if (!line.includes('"listening"')) return;
     const parsed = JSON.parse(line) as Record<string, unknown>;
     if (parsed.msg === 'listening' && typeof parsed.port === 'number') announce(parsed);
-  });
+  }, env);
   const stop = async () => {
     const stoppingAt = performance.now();
     tracked.child.kill('SIGTERM');
@@ -139,9 +164,28 @@ function startServer(args: string[], timeoutMs: number, what: string): Promise<R
   });
 }
 
-export function startNodeProcess(options: { dataDir: string; timeoutMs: number }): Promise<RunningServer> {
-  return startServer([NODE_CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', 'local', '--workers', '1'],
-    options.timeoutMs, 'the node');
+export interface NodeOptions {
+  dataDir: string;
+  timeoutMs: number;
+  /** The member name the node serves as (default `local`). */
+  member?: string;
+  /** More `serve` flags (for example the lookup budget). */
+  args?: readonly string[];
+  /** Environment added to the benchmark's own (PATH_PEPPER, PATH_LIMIT_*). */
+  env?: Record<string, string>;
+  /** Options of the node runtime itself, before the script (for example a heap snapshot signal). */
+  runtimeArgs?: readonly string[];
+}
+
+/**
+ * Starts `serve` with one shard worker on a kernel-chosen port of 127.0.0.1; the external
+ * discovery listener also takes a kernel-chosen port, so that nodes started side by side never
+ * contend for its default 8081.
+ */
+export function startNodeProcess(options: NodeOptions): Promise<RunningServer> {
+  const member = options.member ?? 'local';
+  return startServer([...(options.runtimeArgs ?? []), NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
+    options.timeoutMs, `the node (${member})`, options.env);
 }
 
 /** The bare uWebSockets.js server of bare-server.ts, serving the routes in `routesFile`. */
@@ -153,14 +197,23 @@ export function startBareServer(options: { routesFile: string; timeoutMs: number
  * Runs the load generator (load.ts) in its own process and returns its JSON answer. `onMeasuring`
  * is called when the generator starts its measured run (after signing and warm-up).
  */
-export async function runLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
-  const tracked = spawnTracked([LOAD_GENERATOR, JSON.stringify(job)], (line) => {
+export function runLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
+  return runChild<T>(LOAD_GENERATOR, 'the load generator', job, timeoutMs, onMeasuring);
+}
+
+/** Runs the replication lag probe (lag-probe.ts) in its own process and returns its JSON answer. */
+export function runLagProbe<T>(job: unknown, timeoutMs: number): Promise<T> {
+  return runChild<T>(LAG_PROBE, 'the lag probe', job, timeoutMs);
+}
+
+async function runChild<T>(script: string, what: string, job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
+  const tracked = spawnTracked([script, JSON.stringify(job)], (line) => {
     if (line === MEASURING_LINE) onMeasuring?.();
   });
   const timer = setTimeout(() => tracked.child.kill('SIGKILL'), timeoutMs);
   const { code, signal } = await tracked.exited;
   clearTimeout(timer);
   const lines = tracked.output().trim().split('\n');
-  if (code !== 0) throw new Error(`the load generator failed (code ${code}, signal ${signal}):\n${tracked.output()}`);
+  if (code !== 0) throw new Error(`${what} failed (code ${code}, signal ${signal}):\n${tracked.output()}`);
   return JSON.parse(lines[lines.length - 1]!) as T;
 }

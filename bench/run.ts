@@ -3,12 +3,17 @@
 // machine is shared and absolute rates move from run to run. See bench/README.md.
 import { availableParallelism, cpus } from 'node:os';
 import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js';
+import { runConsume } from './consume.js';
 import { runHttpGet } from './http-get.js';
 import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
+import { runLookup } from './lookup.js';
 import { runMicro } from './micro.js';
 import { cleanupAll } from './processes.js';
+import { runReplication } from './replication.js';
 import { Report } from './report.js';
+import { runRequests } from './requests.js';
+import { runResolver } from './resolver.js';
 import { runRestart } from './restart.js';
 
 const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => void | Promise<void>> = {
@@ -17,6 +22,11 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   get: runHttpGet,
   post: runHttpPost,
   restart: runRestart,
+  resolver: runResolver,
+  requests: runRequests,
+  lookup: runLookup,
+  consume: runConsume,
+  replication: runReplication,
 };
 
 async function main(): Promise<void> {

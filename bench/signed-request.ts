@@ -34,9 +34,25 @@ export function requestSigner(credential: ClientCredential): (r: SignedRequestPa
 }
 
 /** One signed JSON POST with fetch; resolves with the status and the body text. */
-export async function signedPost(baseUrl: string, credential: ClientCredential, target: string, value: unknown): Promise<{ status: number; text: string }> {
+export function signedPost(baseUrl: string, credential: ClientCredential, target: string, value: unknown): Promise<{ status: number; text: string }> {
+  return signedRequest(baseUrl, credential, 'POST', target, value);
+}
+
+/** The last timestamp handed out: each signed call gets its own millisecond, so none is a replay. */
+let lastStamp = 0;
+
+/** One signed JSON request with fetch; resolves with the status and the body text. */
+export async function signedRequest(baseUrl: string, credential: ClientCredential, method: 'POST' | 'PUT', target: string, value: unknown): Promise<{ status: number; text: string }> {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
   const body = Buffer.from(JSON.stringify(value), 'utf8');
-  const headers = requestSigner(credential)({ method: 'POST', target, timestamp: new Date().toISOString(), body });
-  const res = await fetch(baseUrl + target, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+  const headers = requestSigner(credential)({ method, target, timestamp: new Date(lastStamp).toISOString(), body });
+  const res = await fetch(baseUrl + target, { method, headers: { ...headers, 'content-type': 'application/json' }, body });
   return { status: res.status, text: await res.text() };
+}
+
+/** Like signedRequest, but fails unless the node answers `expected`; resolves with the parsed answer. */
+export async function expectSigned<T>(baseUrl: string, credential: ClientCredential, method: 'POST' | 'PUT', target: string, value: unknown, expected: number): Promise<T> {
+  const res = await signedRequest(baseUrl, credential, method, target, value);
+  if (res.status !== expected) throw new Error(`${method} ${target} answered ${res.status} (expected ${expected}): ${res.text.slice(0, 500)}`);
+  return JSON.parse(res.text) as T;
 }
