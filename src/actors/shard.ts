@@ -9,7 +9,7 @@ import { errorBody, refusal, statusOf, type Refusal } from '../protocol/errors.j
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { ChecksumError, frame, unframe } from '../log/record.js';
-import { partitionOf, type Log, type TableWrite } from '../log/log.js';
+import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView, encodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import {
@@ -61,6 +61,9 @@ interface Slot {
   queue: Job[];
   busy: boolean;
 }
+
+/** Commands of one aggregate decided together and made durable in one write. */
+const BATCH_COMMANDS_MAX = 256;
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -184,17 +187,27 @@ export class Shard {
     return this.slots.get(partitionOf(key))?.get(key)?.state ?? null;
   }
 
+  /**
+   * The mailbox loop. Commands waiting together are decided one after another against a draft
+   * state, their records appended in one durable write, and all of them answered once it is
+   * durable: a hot aggregate pays one commit per batch, not one per command, and nobody sees a
+   * draft. A decider that reads committed views decides one command per batch, since the views
+   * reflect only what is durable.
+   */
   private async run(key: string, p: number, slot: Slot): Promise<void> {
     slot.busy = true;
     while (slot.queue.length > 0) {
-      const job = slot.queue.shift()!;
-      this.inFlight++;
+      const decider = this.deciders.get(slot.queue[0]!.routed.aggregate);
+      const take = decider?.reads === undefined ? Math.min(slot.queue.length, BATCH_COMMANDS_MAX) : 1;
+      const jobs = slot.queue.splice(0, take);
+      this.inFlight += jobs.length;
       try {
-        job.resolve(await this.execute(key, p, slot, job.routed));
+        const results = await this.executeBatch(key, p, slot, jobs.map((j) => j.routed));
+        jobs.forEach((job, i) => job.resolve(results[i]!));
       } catch (error) {
-        job.reject(error);
+        for (const job of jobs) job.reject(error);
       } finally {
-        this.inFlight--;
+        this.inFlight -= jobs.length;
         if (this.inFlight === 0 && this.idle !== null) {
           this.idle();
           this.idle = null;
@@ -205,33 +218,50 @@ export class Shard {
     if (slot.state === null) this.slots.get(p)!.delete(key);
   }
 
-  private async execute(key: string, p: number, slot: Slot, routed: RoutedCommand): Promise<CommandResult> {
-    const decider = this.deciders.get(routed.aggregate);
-    if (decider === undefined || (slot.state !== null && slot.type !== routed.aggregate)) {
-      return refused(refusal('path.core.not_found', 'no such object'));
+  private async executeBatch(key: string, p: number, slot: Slot, commands: RoutedCommand[]): Promise<CommandResult[]> {
+    const results: CommandResult[] = [];
+    const entries: LogEntry[] = [];
+    const writes: TableWrite[] = [];
+    let draft = slot.state;
+    let type = slot.type;
+    for (const routed of commands) {
+      const decider = this.deciders.get(routed.aggregate);
+      if (decider === undefined || (draft !== null && type !== routed.aggregate)) {
+        results.push(refused(refusal('path.core.not_found', 'no such object')));
+        continue;
+      }
+      const now = this.options.clock.now();
+      const views = this.readViews(decider.reads?.(routed.command, draft as never) ?? []);
+      const decision = decider.decide(routed.command, draft, {
+        now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId,
+        ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
+        ...(views === undefined ? {} : { views }),
+      });
+      if (isDecisionRefusal(decision)) {
+        results.push(refused(decision));
+        continue;
+      }
+      if (decision.events.length === 0) {
+        results.push({ reply: decision.reply, committed: false, outbox: [], directory: [] });
+        continue;
+      }
+      for (const event of decision.events) draft = decider.evolve(draft, event);
+      type = routed.aggregate;
+      const publications = [...(decision.publications ?? []), ...(decider.publications?.(draft) ?? [])];
+      const idempotency = routed.idempotency === undefined ? null : {
+        scope: routed.idempotency.scope, requestHash: routed.idempotency.requestHash,
+        status: decision.reply.status, body: decision.reply.body, signed: decision.reply.signed, at: now,
+      } satisfies IdempotencyEntry;
+      const seq = this.seq.get(p)! + 1;
+      this.seq.set(p, seq);
+      const record: LogRecord = { a: routed.aggregate, k: key, e: decision.events, t: now };
+      entries.push({ partition: p, seq, bytes: frame(record) });
+      writes.push(...tableWrites(publications, decision, idempotency));
+      results.push({ reply: decision.reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] });
     }
-    const now = this.options.clock.now();
-    const views = this.readViews(decider.reads?.(routed.command, slot.state as never) ?? []);
-    const decision = decider.decide(routed.command, slot.state, {
-      now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId,
-      ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
-      ...(views === undefined ? {} : { views }),
-    });
-    if (isDecisionRefusal(decision)) return refused(decision);
-    if (decision.events.length === 0) return { reply: decision.reply, committed: false, outbox: [], directory: [] };
+    if (entries.length === 0) return results;
 
-    let next = slot.state;
-    for (const event of decision.events) next = decider.evolve(next, event);
-    const publications = [...(decision.publications ?? []), ...(decider.publications?.(next) ?? [])];
-    const idempotency = routed.idempotency === undefined ? null : {
-      scope: routed.idempotency.scope, requestHash: routed.idempotency.requestHash,
-      status: decision.reply.status, body: decision.reply.body, signed: decision.reply.signed, at: now,
-    } satisfies IdempotencyEntry;
-
-    const seq = this.seq.get(p)! + 1;
-    this.seq.set(p, seq);
-    const record: LogRecord = { a: routed.aggregate, k: key, e: decision.events, t: now };
-    const appended = this.options.log.append([{ partition: p, seq, bytes: frame(record) }], tableWrites(publications, decision, idempotency));
+    const appended = this.options.log.append(entries, writes);
     // Records of one partition are adopted in sequence order, so a snapshot taken between two
     // adoptions is exactly the fold of the records up to its seq.
     const ready = this.applied.get(p)!.then(() => appended);
@@ -242,12 +272,12 @@ export class Shard {
       this.options.onFatal(error);
       throw error;
     }
-    slot.type = routed.aggregate;
-    slot.state = next;
-    this.adopted.set(p, seq);
+    slot.type = type;
+    slot.state = draft;
+    this.adopted.set(p, entries[entries.length - 1]!.seq);
     this.scheduleFor(key, slot);
-    this.countForSnapshot(p);
-    return { reply: decision.reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] };
+    for (let i = 0; i < entries.length; i++) this.countForSnapshot(p);
+    return results;
   }
 
   private readViews(keys: readonly string[]): Map<string, string> | undefined {

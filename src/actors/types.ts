@@ -19,6 +19,8 @@ export interface Reply {
   signed: boolean;
   /** Public answers only: from `at` (ms) the answer becomes 410 with `code` (exact expiry). */
   expiry?: { at: number; code: ErrorCode };
+  /** Facts for the front end beside the body (never stored, never sent to the client). */
+  meta?: Record<string, unknown>;
 }
 
 export interface Command {

@@ -59,7 +59,7 @@ export const budgetDecider: Decider<BudgetState, BudgetEvent> = {
       const used = state !== null && state.day === day ? state.payee_checks : 0;
       const allowance = (command.input as { allowance: number }).allowance;
       if (used + 1 > allowance) return refusal('path.finder.budget_exhausted', 'the daily payee-check allowance is spent', { allowance, window: 'calendar_day' });
-      return { events: [{ type: 'payee_check_charged', day }], reply: { status: 200, body: JSON.stringify({ remaining: allowance - used - 1 }), signed: false } };
+      return { events: [{ type: 'payee_check_charged', day }], reply: { status: 200, body: '{}', signed: false, meta: { remaining: allowance - used - 1 } } };
     }
     return refusal('path.core.not_found', 'no such operation on a budget');
   },
@@ -92,11 +92,13 @@ function chargeLookups(input: ChargeLookups, member: string, spent: Record<strin
     key: `${at}/${member}/${batch}/${String(i).padStart(3, '0')}`,
     bytes: frame({ requester: member, identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, at }),
   }));
-  const answers = input.answers.map((a) => answerObject(a, member, at, context));
-  const body = input.signed
-    ? `{"remaining":${JSON.stringify(remaining)},"answers":[${answers.map((a) => JSON.stringify(signObject(a, context.signer))).join(',')}]}`
-    : JSON.stringify({ remaining, answers: null });
-  return { events: [{ type: 'lookups_charged', month, counts: input.counts }], reply: { status: 200, body, signed: input.signed }, tables };
+  // Signed answers as one JSON array text; the front end wraps it without parsing it.
+  const body = input.signed ? `[${input.answers.map((a) => JSON.stringify(signObject(answerObject(a, member, at, context), context.signer))).join(',')}]` : '[]';
+  return {
+    events: [{ type: 'lookups_charged', month, counts: input.counts }],
+    reply: { status: 200, body, signed: input.signed, meta: { remaining } },
+    tables,
+  };
 }
 
 /** The lookup answer object (SPEC D), before its signature. */

@@ -63,9 +63,12 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
       allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
     }
-    const input: ChargeLookups = { counts, allowances, answers, signed };
+    // Unsigned answers need only what the journal keeps; signed ones go whole to be signed.
+    const sent = signed ? answers : answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found } as AnswerBody));
+    const input: ChargeLookups = { counts, allowances, answers: sent, signed };
     const result = await submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } });
-    const headers = rateLimitHeaders(allowances, result.reply.status === 200 ? JSON.parse(result.reply.body).remaining : null, context.now);
+    const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;
+    const headers = rateLimitHeaders(allowances, remaining, context.now);
     return { result, headers };
   };
 
@@ -79,8 +82,8 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (!resolved.ok) return failure(resolved.refusal);
         const { result, headers } = await charge(context, [resolved.answer], true);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        const answers = JSON.parse(result.reply.body).answers as unknown[];
-        return { status: 200, body: JSON.stringify(answers[0]), signed: true, headers };
+        // The body is a one-element array of the signed answer.
+        return { status: 200, body: result.reply.body.slice(1, -1), signed: true, headers };
       },
     },
     {
@@ -100,10 +103,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         }
         const { result, headers } = await charge(context, answers, signed);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        if (signed) {
-          const signedAnswers = result.reply.body.slice(result.reply.body.indexOf('"answers":') + 10, -1);
-          return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedAnswers}}`, signed: true, headers };
-        }
+        if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${result.reply.body}}`, signed: true, headers };
         const results = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, member: a.member, endpoint: a.endpoint }));
         return { ...json(200, { count: results.length, signed: false, results }), headers };
       },
