@@ -2,6 +2,7 @@
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
+import type { AnswerBody } from '../domain/budget/budget.js';
 
 export interface WorkerData {
   index: number;
@@ -16,11 +17,13 @@ export interface WorkerData {
 export type ToWorker =
   | { t: 'command'; id: number; routed: RoutedCommand }
   | { t: 'signing-key'; seedHex: string }
+  | { t: 'sign-answers'; id: number; answers: AnswerBody[]; requester: string; signedAt: string }
   | { t: 'drain' };
 
 export type FromWorker =
   | { t: 'ready'; stats: RecoveryStats }
   | { t: 'result'; id: number; result: CommandResult }
+  | { t: 'signed'; id: number; text: string }
   | { t: 'failed'; id: number; message: string }
   | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }

@@ -6,6 +6,7 @@ import type { Limits } from '../config.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, RoutedCommand } from './types.js';
+import type { AnswerBody } from '../domain/budget/budget.js';
 
 interface Pending { resolve: (r: CommandResult) => void; reject: (e: Error) => void }
 
@@ -26,6 +27,8 @@ export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
+  private nextSigner = 0;
+  private readonly signing = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
   private stopping = false;
 
   private constructor(private readonly options: PoolOptions) {}
@@ -54,6 +57,16 @@ export class ShardPool {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.postMessage({ t: 'command', id, routed } satisfies ToWorker);
+    });
+  }
+
+  /** Signs lookup answers on the next worker in turn (stateless work, spread over the shards). */
+  signAnswers(answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
+    const id = this.nextId++;
+    const worker = this.workers[this.nextSigner++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.signing.set(id, { resolve, reject });
+      worker.postMessage({ t: 'sign-answers', id, answers, requester, signedAt } satisfies ToWorker);
     });
   }
 
@@ -92,6 +105,7 @@ export class ShardPool {
           case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
           case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
           case 'effects': this.options.onEffects(m.result); break;
+          case 'signed': { const s = this.signing.get(m.id); this.signing.delete(m.id); s?.resolve(m.text); break; }
           case 'drained': break;
         }
       });

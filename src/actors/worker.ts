@@ -2,6 +2,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import { DECIDERS } from '../domain/index.js';
+import { signAnswers } from '../domain/budget/budget.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
@@ -41,6 +42,9 @@ port.on('message', (message: ToWorker) => {
         (result) => send({ t: 'result', id: message.id, result }),
         (error: unknown) => send({ t: 'failed', id: message.id, message: error instanceof Error ? error.message : String(error) }),
       );
+      break;
+    case 'sign-answers':
+      send({ t: 'signed', id: message.id, text: signAnswers(message.answers, message.requester, message.signedAt, signer) });
       break;
     case 'signing-key':
       signer = signingKeyFromSeed(message.seedHex);

@@ -1,13 +1,13 @@
 // A member's reciprocity budget (P12), one aggregate per member so that every charge is atomic:
 // lookups per identifier type and UTC calendar month, and payee checks per UTC day. A lookup
-// charge writes the journal rows (hashes only) in the same commit, and signs the answers, so the
-// signing work happens on a worker, not on the front end.
+// charge writes the journal rows (hashes only) in the same commit.
 //
-// A charge is all or nothing: a batch the allowance cannot cover is refused whole (429).
+// A charge is all or nothing: a batch the allowance cannot cover is refused whole (429). The
+// answers are signed beside the charge, on any worker (signAnswers).
 import type { Command, DecideContext, Decider, Decision } from '../../actors/types.js';
 import { frame } from '../../log/record.js';
 import { refusal } from '../../protocol/errors.js';
-import { envelopeFields, signObject } from '../../protocol/signing.js';
+import { envelopeFields, signObject, type SigningKey } from '../../protocol/signing.js';
 import { isoTime } from '../../protocol/time.js';
 
 export interface BudgetState {
@@ -37,8 +37,8 @@ export interface AnswerBody {
 export interface ChargeLookups {
   counts: Record<string, number>;
   allowances: Record<string, number>;
-  answers: AnswerBody[];
-  signed: boolean;
+  /** What the journal keeps of each answer. */
+  answers: Pick<AnswerBody, 'identifier_type' | 'identifier_hash' | 'found'>[];
 }
 
 export const budgetKey = (member: string) => `budget/${member}`;
@@ -92,19 +92,20 @@ function chargeLookups(input: ChargeLookups, member: string, spent: Record<strin
     key: `${at}/${member}/${batch}/${String(i).padStart(3, '0')}`,
     bytes: frame({ requester: member, identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, at }),
   }));
-  // Signed answers as one JSON array text; the front end wraps it without parsing it.
-  const body = input.signed ? `[${input.answers.map((a) => JSON.stringify(signObject(answerObject(a, member, at, context), context.signer))).join(',')}]` : '[]';
   return {
     events: [{ type: 'lookups_charged', month, counts: input.counts }],
-    reply: { status: 200, body, signed: input.signed, meta: { remaining } },
+    reply: { status: 200, body: '{}', signed: false, meta: { remaining } },
     tables,
   };
 }
 
-/** The lookup answer object (SPEC D), before its signature. */
-export function answerObject(a: AnswerBody, requester: string, signedAt: string, context: DecideContext) {
-  return {
+/**
+ * Signed lookup answers (SPEC D) as one JSON array text. Stateless: any worker signs them, in
+ * parallel with the budget charge, so signing never waits behind a member's commits.
+ */
+export function signAnswers(answers: readonly AnswerBody[], requester: string, signedAt: string, signer: SigningKey): string {
+  return `[${answers.map((a) => JSON.stringify(signObject({
     kind: 'sonar_answer', identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, requester, nonce: a.nonce,
-    found: a.found, member: a.member, endpoint: a.endpoint, ...envelopeFields(context.signer, signedAt),
-  };
+    found: a.found, member: a.member, endpoint: a.endpoint, ...envelopeFields(signer, signedAt),
+  }, signer))).join(',')}]`;
 }

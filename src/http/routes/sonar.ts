@@ -54,7 +54,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     };
   };
 
-  /** Charges the member's budget for the answers (all or nothing), journals and signs them. */
+  /** Charges the member's budget for the answers (all or nothing) and journals them; signs them meanwhile when asked. */
   const charge = async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
     const member = context.caller!.member;
     const counts: Record<string, number> = {};
@@ -63,13 +63,15 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
       allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
     }
-    // Unsigned answers need only what the journal keeps; signed ones go whole to be signed.
-    const sent = signed ? answers : answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found } as AnswerBody));
-    const input: ChargeLookups = { counts, allowances, answers: sent, signed };
-    const result = await submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } });
+    const journal = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found }));
+    const input: ChargeLookups = { counts, allowances, answers: journal };
+    const [result, signedText] = await Promise.all([
+      submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }),
+      signed ? services.pool.signAnswers(answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
+    ]);
     const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;
     const headers = rateLimitHeaders(allowances, remaining, context.now);
-    return { result, headers };
+    return { result, headers, signedText };
   };
 
   return [
@@ -80,10 +82,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (!body.ok) return failure(body.refusal);
         const resolved = resolve(body.value, '');
         if (!resolved.ok) return failure(resolved.refusal);
-        const { result, headers } = await charge(context, [resolved.answer], true);
+        const { result, headers, signedText } = await charge(context, [resolved.answer], true);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        // The body is a one-element array of the signed answer.
-        return { status: 200, body: result.reply.body.slice(1, -1), signed: true, headers };
+        // A one-element array of the signed answer.
+        return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
       },
     },
     {
@@ -101,9 +103,9 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
           if (!resolved.ok) return failure(resolved.refusal);
           answers.push(resolved.answer);
         }
-        const { result, headers } = await charge(context, answers, signed);
+        const { result, headers, signedText } = await charge(context, answers, signed);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${result.reply.body}}`, signed: true, headers };
+        if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedText}}`, signed: true, headers };
         const results = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, member: a.member, endpoint: a.endpoint }));
         return { ...json(200, { count: results.length, signed: false, results }), headers };
       },
