@@ -63,8 +63,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   });
   const loadCredentials = () => authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
-  const directoryRows = directory.load();
-  const { replicaRows } = network.start();
+  const { directoryRows, replicaRows } = await network.start();
 
   const services: Services = {
     config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey,

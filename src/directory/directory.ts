@@ -27,8 +27,12 @@ export class LocalDirectory {
     this.observer?.(hash, identifierType, visibility);
   }
 
-  /** Builds the index from every committed row. */
-  load(): number {
+  /**
+   * Builds the index from every committed row, in hash order; every `pauseEvery` rows it awaits
+   * `pause` (so that work the observer queued can be written before more piles up).
+   */
+  async load(options: { pause?: () => Promise<void>; pauseEvery?: number } = {}): Promise<number> {
+    const pauseEvery = options.pauseEvery ?? 50_000;
     let hash = '';
     let type = '';
     let best: IndexVisibility = 'none';
@@ -44,6 +48,7 @@ export class LocalDirectory {
       type = row.t;
       if (RANK[row.v] > RANK[best]) best = row.v;
       rows++;
+      if (options.pause !== undefined && rows % pauseEvery === 0) await options.pause();
     }
     if (hash !== '') this.settle(hash, type, best);
     return rows;

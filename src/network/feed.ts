@@ -31,7 +31,8 @@ export class FeedPublisher {
   private readonly pendingState = new Map<string, FeedState>();
   private flushing: Promise<void> = Promise.resolve();
   private scheduled = false;
-  private readonly seen = new Set<string>();
+  /** While the directory loads: the feed's state, walked in hash order beside the directory's keys. */
+  private loading: { rows: Iterator<{ key: string; bytes: Buffer }>; next: IteratorResult<{ key: string; bytes: Buffer }> } | null = null;
 
   constructor(private readonly log: Log, private readonly now: () => number) {
     for (const { key } of log.scan('feed', { reverse: true, limit: 1 })) this.lastSeq = Number(key);
@@ -41,23 +42,47 @@ export class FeedPublisher {
     return this.lastSeq;
   }
 
+  /**
+   * The load of the directory begins: its keys will be observed in hash order, and the feed's
+   * state is merged beside them in one sequential walk (no lookup per key).
+   */
+  beginLoad(): void {
+    const rows = this.log.scan('feed_state')[Symbol.iterator]();
+    this.loading = { rows, next: rows.next() };
+  }
+
   /** A key's local visibility, at load or after a change: appended when the feed says otherwise. */
   observe(hash: string, identifierType: string, visibility: IndexVisibility): void {
-    this.seen.add(hash);
-    const stated = this.stated(hash);
+    const stated = this.loading === null ? this.stated(hash) : this.statedDuringLoad(hash);
     const v = visibility === 'none' ? null : visibility;
     if ((stated?.v ?? null) === v) return;
     this.append(hash, identifierType, v);
   }
 
-  /** After the load: keys the feed still states but the directory no longer has locally. */
-  reconcile(): void {
-    for (const { key, bytes } of this.log.scan('feed_state')) {
-      if (this.seen.has(key)) continue;
-      const state = unframe<FeedState>(bytes);
-      if (state.v !== null) this.append(key, state.t, null);
+  /** The load is over: keys the feed still states but the directory no longer has become removals. */
+  endLoad(): void {
+    if (this.loading === null) return;
+    this.statedDuringLoad(null);
+    this.loading = null;
+  }
+
+  /** While appends wait to be written, lets them go before more pile up (a large first load). */
+  async drainIfLarge(threshold: number): Promise<void> {
+    if (this.pending.length >= threshold) await this.flush();
+  }
+
+  /** Walks the feed's state up to `hash` (to the end with null); keys passed over are no longer local. */
+  private statedDuringLoad(hash: string | null): FeedState | undefined {
+    const walk = this.loading!;
+    while (!walk.next.done && (hash === null || walk.next.value.key < hash)) {
+      const state = unframe<FeedState>(walk.next.value.bytes);
+      if (state.v !== null) this.append(walk.next.value.key, state.t, null);
+      walk.next = walk.rows.next();
     }
-    this.seen.clear();
+    if (hash === null || walk.next.done || walk.next.value.key !== hash) return undefined;
+    const state = unframe<FeedState>(walk.next.value.bytes);
+    walk.next = walk.rows.next();
+    return state;
   }
 
   /** Resolves once every entry appended so far is durable. */

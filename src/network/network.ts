@@ -10,6 +10,9 @@ import { FeedPublisher } from './feed.js';
 import { Follower } from './follower.js';
 import { MemberRegistry } from './members.js';
 
+/** Feed entries waiting to be written before a loading directory pauses for them. */
+const FEED_PENDING_MAX = 20_000;
+
 export class Network {
   readonly registry: MemberRegistry;
   readonly feed: FeedPublisher;
@@ -28,13 +31,15 @@ export class Network {
     options.directory.observer = (hash, type, visibility) => this.feed.observe(hash, type, visibility);
   }
 
-  /** After the local directory has loaded: settle the feed, load the replicas, start following. */
-  start(): { replicaRows: number } {
-    this.feed.reconcile();
+  /** Loads the local directory with the feed merged beside it, then the replicas; starts following. */
+  async start(): Promise<{ directoryRows: number; replicaRows: number }> {
+    this.feed.beginLoad();
+    const directoryRows = await this.options.directory.load({ pause: () => this.feed.drainIfLarge(FEED_PENDING_MAX) });
+    this.feed.endLoad();
     this.registry.load();
     this.registry.start();
     const replicaRows = this.syncFollowers();
-    return { replicaRows };
+    return { directoryRows, replicaRows };
   }
 
   /** The operator changed the member list: follow new members, stop following removed ones. */

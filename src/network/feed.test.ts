@@ -1,0 +1,66 @@
+// The change feed converges on the directory whatever happened in between: a start merges the
+// feed's state with the directory's keys and appends exactly the changes the feed missed.
+import { describe, expect, it } from 'vitest';
+import { LocalDirectory } from '../directory/directory.js';
+import { MemoryLog } from '../log/memory-log.js';
+import { frame } from '../log/record.js';
+import { signingKeyFromSeed } from '../protocol/signing.js';
+import { FeedPublisher } from './feed.js';
+
+const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const hash = (n: number) => n.toString(16).padStart(64, '0');
+
+async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
+  const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
+  const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+  directory.observer = (h, t, v) => feed.observe(h, t, v);
+  feed.beginLoad();
+  await directory.load({ pause: () => feed.drainIfLarge(2), pauseEvery: 1 });
+  feed.endLoad();
+  await feed.flush();
+  return feed;
+}
+
+const entries = (feed: FeedPublisher, after = 0) => JSON.parse(feed.page(after, 100, 'beta', 'http://beta', signer)).entries as { identifier_hash: string; visibility: string | null }[];
+
+describe('the change feed at start', () => {
+  it('appends every visible local key once, and nothing on a second start', async () => {
+    const log = new MemoryLog();
+    await log.write([
+      { table: 'directory', key: `${hash(1)}/idn/a`, bytes: frame({ t: 'phone', v: 'network' }) },
+      { table: 'directory', key: `${hash(2)}/idn/b`, bytes: frame({ t: 'email', v: 'public' }) },
+      { table: 'directory', key: `${hash(3)}/idn/c`, bytes: frame({ t: 'email', v: 'network' }) },
+    ]);
+    const first = await loadWith(log);
+    expect(entries(first).map((e) => [e.identifier_hash, e.visibility])).toEqual([[hash(1), 'network'], [hash(2), 'public'], [hash(3), 'network']]);
+    const second = await loadWith(log);
+    expect(second.sequence).toBe(3);
+  });
+
+  it('appends the changes the feed missed: a key gone, a key turned public, a new key', async () => {
+    const log = new MemoryLog();
+    await log.write([
+      { table: 'directory', key: `${hash(1)}/idn/a`, bytes: frame({ t: 'phone', v: 'network' }) },
+      { table: 'directory', key: `${hash(2)}/idn/b`, bytes: frame({ t: 'email', v: 'network' }) },
+    ]);
+    await loadWith(log);
+    // Changes committed to the directory whose feed entries were lost (a crash in between).
+    await log.write([
+      { table: 'directory', key: `${hash(1)}/idn/a`, bytes: null },
+      { table: 'directory', key: `${hash(2)}/idn/b`, bytes: frame({ t: 'email', v: 'public' }) },
+      { table: 'directory', key: `${hash(4)}/idn/d`, bytes: frame({ t: 'phone', v: 'network' }) },
+    ]);
+    const feed = await loadWith(log);
+    expect(entries(feed, 2).map((e) => [e.identifier_hash, e.visibility]).sort()).toEqual([[hash(1), null], [hash(2), 'public'], [hash(4), 'network']].sort());
+  });
+
+  it('a key held by two registrations leaves the feed only when the last goes', async () => {
+    const log = new MemoryLog();
+    await log.write([
+      { table: 'directory', key: `${hash(5)}/idn/x`, bytes: frame({ t: 'phone', v: 'network' }) },
+      { table: 'directory', key: `${hash(5)}/idn/y`, bytes: frame({ t: 'phone', v: 'public' }) },
+    ]);
+    const feed = await loadWith(log);
+    expect(entries(feed).map((e) => e.visibility)).toEqual(['public']);
+  });
+});
