@@ -15,6 +15,8 @@ import { Router, type RouteSpec } from './router.js';
 
 export interface RequestContext {
   method: string;
+  /** Hex SHA-256 of the body, computed once (the P5 signing string and the idempotency fingerprint both use it). */
+  bodySha256Hex?: string;
   path: string;
   query: string;
   params: Record<string, string>;
@@ -48,6 +50,11 @@ const EMPTY = Buffer.alloc(0);
 /** Bodies up to this many times the limit are drained before the 413 is sent. */
 const DISCARD_FACTOR = 16;
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
+
+function bodyDigest(context: RequestContext): string {
+  context.bodySha256Hex ??= context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
+  return context.bodySha256Hex;
+}
 
 export class HttpServer {
   private readonly router: Router<Handler>;
@@ -139,8 +146,9 @@ export class HttpServer {
     const done = (reply: HttpReply) => { this.active--; this.send(res, reply, base, false, state); };
     const hasCredentialHeaders = signed.keyId !== undefined || signed.signature !== undefined || signed.timestamp !== undefined;
     if (context.route.auth !== 'public' && (context.route.auth !== 'optional' || hasCredentialHeaders)) {
-      const bodySha256Hex = context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
-      const verdict = this.options.authenticator.authenticate({ ...signed, keyId: signed.keyId, timestamp: signed.timestamp, signature: signed.signature, idempotencyKey: signed.idempotencyKey, bodySha256Hex }, context.now);
+      const verdict = this.options.authenticator.authenticate({
+        ...signed, keyId: signed.keyId, timestamp: signed.timestamp, signature: signed.signature, idempotencyKey: signed.idempotencyKey, bodySha256Hex: bodyDigest(context),
+      }, context.now);
       if (isRefusal(verdict)) return done(failure(verdict));
       if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
       context.caller = verdict;
@@ -162,8 +170,7 @@ export class HttpServer {
     }
     const member = context.caller?.member ?? '';
     const scope = createHash('sha256').update(`${member}\n${key}`).digest('hex');
-    const requestHash = createHash('sha256')
-      .update(`${context.route.operation}\n${JSON.stringify(context.params)}\n`).update(context.body).digest('hex');
+    const requestHash = createHash('sha256').update(`${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`).digest('hex');
     const stored = this.options.idempotency.stored(scope);
     if (stored !== undefined) {
       if (stored.requestHash !== requestHash) {
