@@ -2,7 +2,7 @@
 // targets, standing intents) and E (resolver, commitments) over the real server and real LMDB;
 // "States and transitions: Address, intent, attestation"; principles 2, 4, 6, 7; P3, P7, P8, P9.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Answer, type NodeProcess } from './support/harness.js';
+import { removeDir, startWithThreeMembers, type Answer, type Client, type NodeProcess } from './support/harness.js';
 import { digest, verifiesWith } from './support/verify.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -24,16 +24,7 @@ let anon: Client;
 let publicKey: string;
 
 beforeAll(async () => {
-  dataDir = tempDir('path-directory');
-  const own = createCredential(dataDir, 'local', { local: true });
-  const b = createCredential(dataDir, 'beta', { local: false });
-  const g = createCredential(dataDir, 'gamma', { local: false });
-  node = await startNode({ dataDir });
-  local = new Client(node.baseUrl, own);
-  beta = new Client(node.baseUrl, b);
-  gamma = new Client(node.baseUrl, g);
-  anon = new Client(node.baseUrl);
-  publicKey = await publishedKey(node.baseUrl);
+  ({ node, dataDir, local, beta, gamma, anon, publicKey } = await startWithThreeMembers('path-directory'));
 });
 
 afterAll(async () => {

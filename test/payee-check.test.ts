@@ -5,7 +5,7 @@
 // real server. Signatures are checked with test/support/verify.ts.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Answer, type NodeProcess } from './support/harness.js';
+import { removeDir, startWithThreeMembers, type Answer, type Client, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { sleep } from './support/wait.js';
 
@@ -78,17 +78,9 @@ describe('SPEC F payee check (default allowances)', () => {
   let entity: Payee;
 
   beforeAll(async () => {
-    const dataDir = tempDir('path-payee-check');
+    let dataDir: string;
+    ({ node, dataDir, local, beta, gamma, anon, publicKey } = await startWithThreeMembers('path-payee-check'));
     dirs.push(dataDir);
-    const own = createCredential(dataDir, 'local', { local: true });
-    const b = createCredential(dataDir, 'beta', { local: false });
-    const g = createCredential(dataDir, 'gamma', { local: false });
-    node = await startNode({ dataDir });
-    local = new Client(node.baseUrl, own);
-    beta = new Client(node.baseUrl, b);
-    gamma = new Client(node.baseUrl, g);
-    anon = new Client(node.baseUrl);
-    publicKey = await publishedKey(node.baseUrl);
     const keys = await (await fetch(`${node.baseUrl}/.well-known/path-keys`)).json() as { keys: { kid: string; status: string }[] };
     kid = keys.keys.find((k) => k.status === 'active')!.kid;
     person = await newPayee(local, 'Dr. Katarzyna Anna Nowak');
@@ -385,16 +377,9 @@ describe('P12 daily per-member payee-check allowance (PATH_LIMIT_PAYEE_CHECK_DAI
   let anon: Client;
 
   beforeAll(async () => {
-    const dataDir = tempDir('path-payee-daily');
+    let dataDir: string;
+    ({ node, dataDir, local, beta, gamma, anon } = await startWithThreeMembers('path-payee-daily', { env: { PATH_LIMIT_PAYEE_CHECK_DAILY_MAX: '3' } }));
     dirs.push(dataDir);
-    const own = createCredential(dataDir, 'local', { local: true });
-    const b = createCredential(dataDir, 'beta', { local: false });
-    const g = createCredential(dataDir, 'gamma', { local: false });
-    node = await startNode({ dataDir, env: { PATH_LIMIT_PAYEE_CHECK_DAILY_MAX: '3' } });
-    local = new Client(node.baseUrl, own);
-    beta = new Client(node.baseUrl, b);
-    gamma = new Client(node.baseUrl, g);
-    anon = new Client(node.baseUrl);
   });
 
   afterAll(async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Answer, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { sleep, waitFor } from './support/wait.js';
+import { readDelivery } from './support/receiver.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const USDC = {
@@ -30,12 +31,7 @@ interface Receiver { url: string; deliveries: Delivery[]; close(): Promise<void>
 async function startReceiver(): Promise<Receiver> {
   const deliveries: Delivery[] = [];
   const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown;
-      try { body = JSON.parse(raw); } catch { body = undefined; }
+    void readDelivery(req).then(({ raw, body }) => {
       deliveries.push({ url: req.url ?? '', headers: req.headers, raw, body });
       res.statusCode = 200;
       res.end();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { sleep, waitFor } from './support/wait.js';
+import { readDelivery } from './support/receiver.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -33,12 +34,7 @@ class Receiver {
 
   async open(port = 0): Promise<this> {
     const server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try { body = JSON.parse(raw); } catch { body = undefined; }
+      void readDelivery(req).then(({ raw, body }) => {
         const d: Delivery = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw, body, status: 0, at: Date.now() };
         const id = req.headers['webhook-id'];
         const nth = this.deliveries.filter((x) => x.headers['webhook-id'] === id).length + 1;

@@ -150,3 +150,26 @@ export async function publishedKey(baseUrl: string, kid?: string): Promise<strin
   if (key === undefined) throw new Error('key not published');
   return key.public_key;
 }
+
+/** A node with clients for its own member (local), two other members (beta, gamma) and no credential. */
+export interface ThreeMembers {
+  node: NodeProcess;
+  dataDir: string;
+  local: Client;
+  beta: Client;
+  gamma: Client;
+  anon: Client;
+  publicKey: string;
+}
+
+export async function startWithThreeMembers(label: string, options: { args?: string[]; env?: Record<string, string> } = {}): Promise<ThreeMembers> {
+  const dataDir = tempDir(label);
+  const own = createCredential(dataDir, 'local', { local: true });
+  const b = createCredential(dataDir, 'beta', { local: false });
+  const g = createCredential(dataDir, 'gamma', { local: false });
+  const node = await startNode({ dataDir, ...options });
+  return {
+    node, dataDir, local: new Client(node.baseUrl, own), beta: new Client(node.baseUrl, b), gamma: new Client(node.baseUrl, g),
+    anon: new Client(node.baseUrl), publicKey: await publishedKey(node.baseUrl),
+  };
+}
