@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
 import type { IdempotencyEntry } from './actors/types.js';
 import type { Config, Limits } from './config.js';
-import type { TableWrite } from './log/log.js';
+import type { Log, TableWrite } from './log/log.js';
 import { Authenticator } from './http/auth.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
@@ -46,7 +46,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
   const { pool, stats } = await ShardPool.start({
-    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'),
+    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'), pepperHex: pepper.hex,
     limits: config.limits, onFatal,
     // A tick's commit (an expiry) may carry events to deliver and index rows to apply.
     onEffects: (result) => {
@@ -165,7 +165,7 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
  * lookup journal rows (the retention published in discovery). Journal keys start with their
  * time, so the expired ones are one range.
  */
-export async function housekeeping(log: LmdbLog, limits: Limits): Promise<void> {
+export async function housekeeping(log: Log, limits: Limits): Promise<void> {
   const now = Date.now();
   const writes: TableWrite[] = [];
   for (const { key, bytes } of log.scan('idempotency')) {

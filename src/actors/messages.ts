@@ -3,6 +3,7 @@ import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
+import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
 export interface WorkerData {
   index: number;
@@ -11,6 +12,7 @@ export interface WorkerData {
   member: string;
   seedHex: string;
   sealingKeyHex: string;
+  pepperHex: string;
   limits: Limits;
 }
 
@@ -18,12 +20,14 @@ export type ToWorker =
   | { t: 'command'; id: number; routed: RoutedCommand }
   | { t: 'signing-key'; seedHex: string }
   | { t: 'sign-answers'; id: number; answers: AnswerBody[]; requester: string; signedAt: string }
+  | { t: 'hash-keys'; id: number; items: KeyItem[]; offset: number }
   | { t: 'drain' };
 
 export type FromWorker =
   | { t: 'ready'; stats: RecoveryStats }
   | { t: 'result'; id: number; result: CommandResult }
   | { t: 'signed'; id: number; text: string }
+  | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
   | { t: 'failed'; id: number; message: string }
   | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }

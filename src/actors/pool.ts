@@ -7,6 +7,7 @@ import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
+import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
 interface Pending { resolve: (r: CommandResult) => void; reject: (e: Error) => void }
 
@@ -16,6 +17,7 @@ export interface PoolOptions {
   member: string;
   seedHex: string;
   sealingKeyHex: string;
+  pepperHex: string;
   limits: Limits;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
@@ -29,6 +31,7 @@ export class ShardPool {
   private nextId = 1;
   private nextSigner = 0;
   private readonly signing = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
+  private readonly hashing = new Map<number, { resolve: (outcome: ReturnType<typeof hashKeys>) => void; reject: (e: Error) => void }>();
   private stopping = false;
 
   private constructor(private readonly options: PoolOptions) {}
@@ -70,6 +73,16 @@ export class ShardPool {
     });
   }
 
+  /** Normalises and hashes lookup keys on the next worker in turn (stateless work). */
+  hashKeys(items: KeyItem[], offset: number): Promise<ReturnType<typeof hashKeys>> {
+    const id = this.nextId++;
+    const worker = this.workers[this.nextSigner++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.hashing.set(id, { resolve, reject });
+      worker.postMessage({ t: 'hash-keys', id, items, offset } satisfies ToWorker);
+    });
+  }
+
   setSigningKey(seedHex: string): void {
     for (const w of this.workers) w.postMessage({ t: 'signing-key', seedHex } satisfies ToWorker);
   }
@@ -90,7 +103,7 @@ export class ShardPool {
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
     const data: WorkerData = {
       index, dataDir: this.options.dataDir, partitions, member: this.options.member,
-      seedHex: this.options.seedHex, sealingKeyHex: this.options.sealingKeyHex, limits: this.options.limits,
+      seedHex: this.options.seedHex, sealingKeyHex: this.options.sealingKeyHex, pepperHex: this.options.pepperHex, limits: this.options.limits,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
@@ -106,6 +119,7 @@ export class ShardPool {
           case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
           case 'effects': this.options.onEffects(m.result); break;
           case 'signed': { const s = this.signing.get(m.id); this.signing.delete(m.id); s?.resolve(m.text); break; }
+          case 'hashed': { const h = this.hashing.get(m.id); this.hashing.delete(m.id); h?.resolve(m.outcome); break; }
           case 'drained': break;
         }
       });

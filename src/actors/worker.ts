@@ -7,6 +7,7 @@ import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { unseal } from '../protocol/sealing.js';
+import { hashKeys } from '../protocol/identifiers.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import { Shard } from './shard.js';
 
@@ -16,6 +17,7 @@ const send = (message: FromWorker) => port.postMessage(message);
 
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
+const pepper = Buffer.from(data.pepperHex, 'hex');
 const log = new LmdbLog(openEnvironment(data.dataDir));
 const fatal = (error: unknown) => {
   send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
@@ -42,6 +44,9 @@ port.on('message', (message: ToWorker) => {
         (result) => send({ t: 'result', id: message.id, result }),
         (error: unknown) => send({ t: 'failed', id: message.id, message: error instanceof Error ? error.message : String(error) }),
       );
+      break;
+    case 'hash-keys':
+      send({ t: 'hashed', id: message.id, outcome: hashKeys(pepper, message.items, message.offset) });
       break;
     case 'sign-answers':
       send({ t: 'signed', id: message.id, text: signAnswers(message.answers, message.requester, message.signedAt, signer) });

@@ -115,3 +115,29 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
 export function identifierHash(pepper: Buffer, type: LookupKeyType, normalised: string): string {
   return createHmac('sha256', pepper).update(`${type}:${normalised}`).digest('hex');
 }
+
+/** One lookup key as a caller gives it: a raw identifier, or its hash. */
+export interface KeyItem {
+  identifier_type: LookupKeyType;
+  identifier?: string;
+  identifier_hash?: string;
+}
+
+/**
+ * The hashes of a run of lookup keys (P8), or the refusal of the first that does not normalise,
+ * naming `items.<index>.identifier` (`offset` is the run's index in the whole batch).
+ */
+export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: number): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
+  const hashes: string[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    if (item.identifier_hash !== undefined) {
+      hashes.push(item.identifier_hash);
+      continue;
+    }
+    const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, `items.${offset + i}.identifier`);
+    if (!normalised.ok) return normalised;
+    hashes.push(identifierHash(pepper, item.identifier_type, normalised.value));
+  }
+  return { ok: true, hashes };
+}

@@ -86,12 +86,13 @@ function chargeLookups(input: ChargeLookups, member: string, spent: Record<strin
     remaining[type] = allowance - used - n;
   }
   const at = isoTime(context.now);
-  const batch = context.newId('evt').slice(4);
-  const tables = input.answers.map((a, i) => ({
+  // One journal row per call, listing every key it asked (type, hash, found): keyed by time first,
+  // so that retention deletes whole calls as one range.
+  const tables = [{
     table: 'journal' as const,
-    key: `${at}/${member}/${batch}/${String(i).padStart(3, '0')}`,
-    bytes: frame({ requester: member, identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, at }),
-  }));
+    key: `${at}/${member}/${context.newId('evt').slice(4)}`,
+    bytes: frame({ requester: member, at, keys: input.answers.map((a) => [a.identifier_type, a.identifier_hash, a.found]) }),
+  }];
   return {
     events: [{ type: 'lookups_charged', month, counts: input.counts }],
     reply: { status: 200, body: '{}', signed: false, meta: { remaining } },

@@ -4,8 +4,8 @@
 // a key that does not exist or one that exists but is not visible, takes the same path: one
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
-import { budgetKey, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
-import { identifierHash, normaliseIdentifier, type LookupKeyType } from '../../protocol/identifiers.js';
+import { budgetKey, signAnswers, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
+import { hashKeys, identifierHash, normaliseIdentifier, type KeyItem, type LookupKeyType } from '../../protocol/identifiers.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
 import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
@@ -67,7 +67,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     const input: ChargeLookups = { counts, allowances, answers: journal };
     const [result, signedText] = await Promise.all([
       submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }),
-      signed ? services.pool.signAnswers(answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
+      signed ? signSpread(services, answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
     ]);
     const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;
     const headers = rateLimitHeaders(allowances, remaining, context.now);
@@ -97,12 +97,18 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (items.length === 0 || items.length > limits.lookup_batch_max) {
           return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
         }
-        const answers: AnswerBody[] = [];
-        for (let i = 0; i < items.length; i++) {
-          const resolved = resolve(items[i]!, `items.${i}.`);
-          if (!resolved.ok) return failure(resolved.refusal);
-          answers.push(resolved.answer);
-        }
+        const bad = items.findIndex((item) => (item.identifier === undefined) === (item.identifier_hash === undefined));
+        if (bad >= 0) return failure(invalid(`items.${bad}.identifier`, 'give exactly one of identifier or identifier_hash'));
+        const hashed = await hashSpread(services, items);
+        if (!hashed.ok) return failure(hashed.refusal);
+        // One index probe per key, the same for keys found, hidden or absent.
+        const answers: AnswerBody[] = items.map((item, i) => {
+          const holder = directory.index.find(hashed.hashes[i]!, item.identifier_type);
+          return {
+            identifier_type: item.identifier_type, identifier_hash: hashed.hashes[i]!, found: holder !== null,
+            member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
+          };
+        });
         const { result, headers, signedText } = await charge(context, answers, signed);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
         if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedText}}`, signed: true, headers };
@@ -119,6 +125,41 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
   ];
+}
+
+/**
+ * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
+ * while the front end does the rest. Small batches stay on the front end.
+ */
+async function hashSpread(services: Services, items: KeyItem[]): Promise<ReturnType<typeof hashKeys>> {
+  if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0);
+  const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
+  const remote = services.pool.hashKeys(items.slice(0, cut), 0);
+  const local = hashKeys(services.pepper, items.slice(cut), cut);
+  const first = await remote;
+  if (!first.ok) return first;
+  if (!local.ok) return local;
+  return { ok: true, hashes: [...first.hashes, ...local.hashes] };
+}
+
+/** The share of a large batch's keys the front end hashes itself (the worker also charges and journals). */
+const FRONT_END_HASHING_SHARE = 0.65;
+/** Batches smaller than this are hashed and signed on one thread alone. */
+const SPREAD_SIGNING_MIN = 64;
+/** The share of a large batch the front end signs itself while a worker signs the rest. */
+const FRONT_END_SIGNING_SHARE = 0.4;
+
+/**
+ * Signs lookup answers with every core at hand: a worker signs most of a large batch while the
+ * front end, otherwise idle during signed batches, signs the rest. Small batches go to a worker.
+ */
+async function signSpread(services: Services, answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
+  if (answers.length < SPREAD_SIGNING_MIN) return services.pool.signAnswers(answers, requester, signedAt);
+  const cut = Math.floor(answers.length * (1 - FRONT_END_SIGNING_SHARE));
+  const remote = services.pool.signAnswers(answers.slice(0, cut), requester, signedAt);
+  const local = signAnswers(answers.slice(cut), requester, signedAt, services.signer!());
+  const first = await remote;
+  return `${first.slice(0, -1)},${local.slice(1)}`;
 }
 
 function fromReply(reply: { status: number; body: string; signed: boolean }): HttpReply {
