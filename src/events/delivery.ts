@@ -10,7 +10,7 @@ import { Scheduler } from '../actors/scheduler.js';
 import type { OutboxEvent } from '../actors/types.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
-import type { Log } from '../log/log.js';
+import type { Log, TableWrite } from '../log/log.js';
 import { frame, unframe } from '../log/record.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -42,6 +42,8 @@ export class WebhookDelivery {
   private readonly waiting: string[] = [];
   private inFlight = 0;
   private stopped = false;
+  private queued: TableWrite[] = [];
+  private queuedWrite: Promise<void> | null = null;
 
   constructor(private readonly options: DeliveryOptions) {
     this.scheduler = new Scheduler(options.clock, (id) => this.enqueue(id));
@@ -102,11 +104,14 @@ export class WebhookDelivery {
     const now = this.options.clock.now();
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
     const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));
-    const body = JSON.stringify(signObject({
-      type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
-      ...envelopeFields(this.options.signer(), event.created_at),
-    }, this.options.signer()));
-    await Promise.all(state.filter((t) => t.outcome === null && t.next_at <= now).map((t) => this.attempt(event, t, body)));
+    const due = state.filter((t) => t.outcome === null && t.next_at <= now);
+    if (due.length > 0) {
+      const body = JSON.stringify(signObject({
+        type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
+        ...envelopeFields(this.options.signer(), event.created_at),
+      }, this.options.signer()));
+      await Promise.all(due.map((t) => this.attempt(event, t, body)));
+    }
 
     const createdAt = parseTime(event.created_at) ?? now;
     for (const t of state) {
@@ -116,11 +121,25 @@ export class WebhookDelivery {
       }
     }
     if (state.every((t) => t.outcome !== null)) {
-      await this.options.log.write([{ table: 'outbox', key: id, bytes: null }, { table: 'deliveries', key: id, bytes: null }]);
+      await this.write([{ table: 'outbox', key: id, bytes: null }, { table: 'deliveries', key: id, bytes: null }]);
       return;
     }
-    await this.options.log.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
+    await this.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
     this.scheduler.schedule(id, Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)));
+  }
+
+  /** Delivery state changes of one turn go to the log in one write (many events finish at once under load). */
+  private write(writes: TableWrite[]): Promise<void> {
+    this.queued.push(...writes);
+    this.queuedWrite ??= new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        const batch = this.queued;
+        this.queued = [];
+        this.queuedWrite = null;
+        this.options.log.write(batch).then(resolve, reject);
+      });
+    });
+    return this.queuedWrite;
   }
 
   private async attempt(event: OutboxEvent, target: TargetState, body: string): Promise<void> {
