@@ -9,7 +9,8 @@ import type { CommandResult, RoutedCommand } from './types.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
-interface Pending { resolve: (r: CommandResult) => void; reject: (e: Error) => void }
+/** A call to a worker awaiting its answer. */
+interface Pending { resolve: (value: never) => void; reject: (e: Error) => void }
 
 export interface PoolOptions {
   workers: number;
@@ -29,9 +30,8 @@ export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
-  private nextSigner = 0;
-  private readonly signing = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
-  private readonly hashing = new Map<number, { resolve: (outcome: ReturnType<typeof hashKeys>) => void; reject: (e: Error) => void }>();
+  /** Round robin for stateless work (any worker will do). */
+  private nextStateless = 0;
   private stopping = false;
 
   private constructor(private readonly options: PoolOptions) {}
@@ -50,36 +50,30 @@ export class ShardPool {
     return { pool, stats };
   }
 
-  pendingCount(): number {
-    return this.pending.size;
-  }
-
+  /** Runs a command on the worker that owns its aggregate's partition. */
   submit(routed: RoutedCommand): Promise<CommandResult> {
-    const id = this.nextId++;
-    const worker = this.workers[partitionOf(routed.key) % this.workers.length]!;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ t: 'command', id, routed } satisfies ToWorker);
-    });
+    return this.call(this.workers[partitionOf(routed.key) % this.workers.length]!, (id) => ({ t: 'command', id, routed }));
   }
 
   /** Signs lookup answers on the next worker in turn (stateless work, spread over the shards). */
   signAnswers(answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
-    const id = this.nextId++;
-    const worker = this.workers[this.nextSigner++ % this.workers.length]!;
-    return new Promise((resolve, reject) => {
-      this.signing.set(id, { resolve, reject });
-      worker.postMessage({ t: 'sign-answers', id, answers, requester, signedAt } satisfies ToWorker);
-    });
+    return this.call(this.nextWorker(), (id) => ({ t: 'sign-answers', id, answers, requester, signedAt }));
   }
 
   /** Normalises and hashes lookup keys on the next worker in turn (stateless work). */
   hashKeys(items: KeyItem[], offset: number): Promise<ReturnType<typeof hashKeys>> {
+    return this.call(this.nextWorker(), (id) => ({ t: 'hash-keys', id, items, offset }));
+  }
+
+  private nextWorker(): Worker {
+    return this.workers[this.nextStateless++ % this.workers.length]!;
+  }
+
+  private call<T>(worker: Worker, message: (id: number) => ToWorker): Promise<T> {
     const id = this.nextId++;
-    const worker = this.workers[this.nextSigner++ % this.workers.length]!;
-    return new Promise((resolve, reject) => {
-      this.hashing.set(id, { resolve, reject });
-      worker.postMessage({ t: 'hash-keys', id, items, offset } satisfies ToWorker);
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: never) => void, reject });
+      worker.postMessage(message(id));
     });
   }
 
@@ -114,12 +108,12 @@ export class ShardPool {
       worker.on('message', (m: FromWorker) => {
         switch (m.t) {
           case 'ready': resolve(m.stats); break;
-          case 'result': this.settle(m.id)?.resolve(m.result); break;
+          case 'result': this.settle(m.id)?.resolve(m.result as never); break;
+          case 'signed': this.settle(m.id)?.resolve(m.text as never); break;
+          case 'hashed': this.settle(m.id)?.resolve(m.outcome as never); break;
           case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
           case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
           case 'effects': this.options.onEffects(m.result); break;
-          case 'signed': { const s = this.signing.get(m.id); this.signing.delete(m.id); s?.resolve(m.text); break; }
-          case 'hashed': { const h = this.hashing.get(m.id); this.hashing.delete(m.id); h?.resolve(m.outcome); break; }
           case 'drained': break;
         }
       });

@@ -25,10 +25,6 @@ export class Scheduler {
     if (at < this.armedAt) this.arm(at);
   }
 
-  size(): number {
-    return this.due.size;
-  }
-
   stop(): void {
     this.timer?.cancel();
     this.timer = null;

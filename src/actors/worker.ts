@@ -46,7 +46,7 @@ port.on('message', (message: ToWorker) => {
       );
       break;
     case 'hash-keys':
-      send({ t: 'hashed', id: message.id, outcome: hashKeys(pepper, message.items, message.offset) });
+      send({ t: 'hashed', id: message.id, outcome: hashKeys(pepper, message.items, message.offset, true) });
       break;
     case 'sign-answers':
       send({ t: 'signed', id: message.id, text: signAnswers(message.answers, message.requester, message.signedAt, signer) });

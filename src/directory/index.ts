@@ -80,13 +80,6 @@ export class DirectoryIndex {
     this.values[slot] = next;
   }
 
-  /** The visibility of a key as the given holder holds it ('none' when absent or held by another). */
-  visibilityHeldBy(hashHex: string, holder: number): IndexVisibility {
-    const value = this.values[this.slotOf(hashHex, false)]!;
-    if (value === 0 || value >>> HOLDER_SHIFT !== holder) return 'none';
-    return (value & 3) === VISIBILITY.public ? 'public' : 'network';
-  }
-
   /** The holder of a visible key of this type, or null: one probe sequence whatever the answer. */
   find(hashHex: string, identifierType: string): Holder | null {
     const value = this.values[this.slotOf(hashHex, false)]!;

@@ -96,8 +96,8 @@ export function validBody<T>(context: RequestContext, validate: Validator<T>): P
   return body.ok ? validate(body.value) : body;
 }
 
-/** The subject that owns an address, attestation or binding id (the route index in the views). */
-export function subjectOf(services: Services, id: string): string | null {
+/** The aggregate that holds an id: the subject of an address, attestation or binding; the connection of a delegation; the session of a checkout id (the route index in the views). */
+export function ownerOf(services: Services, id: string): string | null {
   const bytes = services.log.get('views', `route/${id}`);
   if (bytes === undefined) return null;
   const view = decodeView(bytes);

@@ -31,8 +31,6 @@ export class Follower {
   private stopped = false;
   private feedUrl: string | null = null;
   private baseUrl: string | null = null;
-  /** When this follower last caught up with the member's feed (ms), for the replication lag figure. */
-  caughtUpAt = 0;
 
   constructor(private readonly options: {
     member: string; registry: MemberRegistry; log: Log; index: DirectoryIndex; signer: () => SigningKey; limits: Limits; logger: Logger;
@@ -58,10 +56,6 @@ export class Follower {
 
   stop(): void {
     this.stopped = true;
-  }
-
-  get position(): number {
-    return this.cursor;
   }
 
   private async run(): Promise<void> {
@@ -101,7 +95,6 @@ export class Follower {
     }
     if (page.after !== this.cursor) throw new Error('feed page does not continue from the cursor');
     await this.apply(page);
-    if (page.next >= page.last) this.caughtUpAt = Date.now();
     return page.entries.length >= limits.replication_page_size;
   }
 

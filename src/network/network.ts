@@ -52,10 +52,6 @@ export class Network {
     return this.registry.credentials();
   }
 
-  followerOf(member: string): Follower | undefined {
-    return this.followers.get(member);
-  }
-
   async stop(): Promise<void> {
     this.registry.stop();
     for (const f of this.followers.values()) f.stop();

@@ -123,11 +123,22 @@ export interface KeyItem {
   identifier_hash?: string;
 }
 
+/** The field a refusal about key `index` names: `identifier` alone, or `items.<index>.identifier` in a batch. */
+function keyField(index: number, batch: boolean): string {
+  return batch ? `items.${index}.identifier` : 'identifier';
+}
+
+/** A refusal for the first key that gives both or neither of `identifier` and `identifier_hash`, or null. */
+export function keyShapeRefusal(items: readonly KeyItem[], batch: boolean): Refusal | null {
+  const bad = items.findIndex((item) => (item.identifier === undefined) === (item.identifier_hash === undefined));
+  return bad < 0 ? null : invalid(keyField(bad, batch), 'give exactly one of identifier or identifier_hash');
+}
+
 /**
- * The hashes of a run of lookup keys (P8), or the refusal of the first that does not normalise,
- * naming `items.<index>.identifier` (`offset` is the run's index in the whole batch).
+ * The hashes of a run of lookup keys (P8), or the refusal of the first that does not normalise.
+ * `offset` is the run's index in the whole batch, so the refusal names the right item.
  */
-export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: number): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
+export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: number, batch: boolean): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
   const hashes: string[] = [];
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
@@ -135,7 +146,7 @@ export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: numb
       hashes.push(item.identifier_hash);
       continue;
     }
-    const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, `items.${offset + i}.identifier`);
+    const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, keyField(offset + i, batch));
     if (!normalised.ok) return normalised;
     hashes.push(identifierHash(pepper, item.identifier_type, normalised.value));
   }

@@ -8,7 +8,7 @@ import { isReferenceShaped, newReference } from '../../protocol/ids.js';
 import { failure, isReply, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, queryParams, runCommand, subjectOf, submit, validBody, type Services } from '../services.js';
+import { notFound, queryParams, runCommand, ownerOf, submit, validBody, type Services } from '../services.js';
 
 const USAGE_PAGE_DEFAULT = 100;
 
@@ -17,7 +17,7 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
   /** The connection holding a connection or delegation reference, or null. */
   const connectionOf = (reference: string): string | null => {
     if (isReferenceShaped(reference, 'con')) return reference;
-    return isReferenceShaped(reference, 'dlg') ? subjectOf(services, reference) : null;
+    return isReferenceShaped(reference, 'dlg') ? ownerOf(services, reference) : null;
   };
   const onConnection = (name: string, input: (context: RequestContext) => Record<string, unknown> | HttpReply): Handler => (context) => {
     const reference = context.params.reference!;

@@ -13,7 +13,7 @@ import { seal } from '../../protocol/sealing.js';
 import { failure, isReply, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, queryParams, runCommand, subjectOf, validBody, viewReply, type Services } from '../services.js';
+import { notFound, queryParams, runCommand, ownerOf, validBody, viewReply, type Services } from '../services.js';
 
 export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
   const subject = (context: RequestContext, id: string, name: string, input: Record<string, unknown>, what = 'subject') =>
@@ -23,7 +23,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
   const owned = (prefix: ReferencePrefix, what: string, name: string, input: (context: RequestContext) => HttpReply | Record<string, unknown>): Handler =>
     (context) => {
       const id = context.params.id ?? context.params.reference!;
-      const owner = isReferenceShaped(id, prefix) ? subjectOf(services, id) : null;
+      const owner = isReferenceShaped(id, prefix) ? ownerOf(services, id) : null;
       if (owner === null) return notFound(what);
       const built = input(context);
       if (isReply(built)) return built;

@@ -14,7 +14,7 @@ import { unauthenticated } from '../auth.js';
 import { failure } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
-import { notFound, runCommand, subjectOf, submit, validBody, viewReply, type Services } from '../services.js';
+import { notFound, runCommand, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
 
 const validatePayeeCheck = validator(Type.Object({
   key: Type.String({ pattern: '^path:[A-Za-z0-9]{1,64}$' }),
@@ -58,7 +58,7 @@ export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
       if (view === null) return notFound('address');
       const info = JSON.parse(Buffer.from(view.body).toString('utf8')) as AddressInfo;
       if (info.revoked) return failure(refusal('path.address.revoked', 'this address was revoked'));
-      const subject = subjectOf(services, info.id);
+      const subject = ownerOf(services, info.id);
       if (subject === null) return notFound('address');
       if (context.caller !== null) {
         const charged = await submit(services, {

@@ -17,7 +17,7 @@ import { unauthenticated } from '../auth.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, runCommand, subjectOf, validBody, viewReply, type Services } from '../services.js';
+import { notFound, runCommand, ownerOf, validBody, viewReply, type Services } from '../services.js';
 
 export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
@@ -106,7 +106,7 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
       operation: 'checkout.get', method: 'GET', path: '/checkout/sessions/:handle', auth: 'member',
       handler: (context) => {
         const id = context.params.handle!;
-        const reference = isReferenceShaped(id, 'cs') ? subjectOf(services, id) : null;
+        const reference = isReferenceShaped(id, 'cs') ? ownerOf(services, id) : null;
         return reference === null ? notFound('checkout session') : runCommand(services, context, 'checkout', reference, 'read', {});
       },
     },

@@ -5,8 +5,8 @@
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
 import { budgetKey, signAnswers, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
-import { hashKeys, identifierHash, normaliseIdentifier, type KeyItem, type LookupKeyType } from '../../protocol/identifiers.js';
-import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
+import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
+import { invalid, refusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
 import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
@@ -27,30 +27,17 @@ const validateLookup = validator(Item);
 const validateBatch = validator(Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }));
 const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) }));
 
-type Resolved = { ok: true; answer: AnswerBody } | { ok: false; refusal: Refusal };
 
 export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
   const directory = services.directory!;
 
-  /** Normalise, hash and look up one key: the same work whether it is found, hidden or absent. */
-  const resolve = (item: { identifier_type: LookupKeyType; identifier?: string; identifier_hash?: string; nonce?: string }, field: string): Resolved => {
-    if ((item.identifier === undefined) === (item.identifier_hash === undefined)) {
-      return { ok: false, refusal: invalid(`${field}identifier`, 'give exactly one of identifier or identifier_hash') };
-    }
-    let hash = item.identifier_hash;
-    if (hash === undefined) {
-      const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, `${field}identifier`);
-      if (!normalised.ok) return normalised;
-      hash = identifierHash(services.pepper, item.identifier_type, normalised.value);
-    }
+  /** One index probe for a hashed key: the same work whether it is found, hidden or absent. */
+  const answerFor = (item: KeyItem & { nonce?: string }, hash: string): AnswerBody => {
     const holder = directory.index.find(hash, item.identifier_type);
     return {
-      ok: true,
-      answer: {
-        identifier_type: item.identifier_type, identifier_hash: hash, found: holder !== null,
-        member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
-      },
+      identifier_type: item.identifier_type, identifier_hash: hash, found: holder !== null,
+      member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
     };
   };
 
@@ -80,9 +67,11 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       handler: async (context) => {
         const body = validBody(context, validateLookup);
         if (!body.ok) return failure(body.refusal);
-        const resolved = resolve(body.value, '');
-        if (!resolved.ok) return failure(resolved.refusal);
-        const { result, headers, signedText } = await charge(context, [resolved.answer], true);
+        const shape = keyShapeRefusal([body.value], false);
+        if (shape !== null) return failure(shape);
+        const hashed = hashKeys(services.pepper, [body.value], 0, false);
+        if (!hashed.ok) return failure(hashed.refusal);
+        const { result, headers, signedText } = await charge(context, [answerFor(body.value, hashed.hashes[0]!)], true);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
         // A one-element array of the signed answer.
         return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
@@ -97,18 +86,11 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (items.length === 0 || items.length > limits.lookup_batch_max) {
           return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
         }
-        const bad = items.findIndex((item) => (item.identifier === undefined) === (item.identifier_hash === undefined));
-        if (bad >= 0) return failure(invalid(`items.${bad}.identifier`, 'give exactly one of identifier or identifier_hash'));
+        const shape = keyShapeRefusal(items, true);
+        if (shape !== null) return failure(shape);
         const hashed = await hashSpread(services, items);
         if (!hashed.ok) return failure(hashed.refusal);
-        // One index probe per key, the same for keys found, hidden or absent.
-        const answers: AnswerBody[] = items.map((item, i) => {
-          const holder = directory.index.find(hashed.hashes[i]!, item.identifier_type);
-          return {
-            identifier_type: item.identifier_type, identifier_hash: hashed.hashes[i]!, found: holder !== null,
-            member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
-          };
-        });
+        const answers = items.map((item, i) => answerFor(item, hashed.hashes[i]!));
         const { result, headers, signedText } = await charge(context, answers, signed);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
         if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedText}}`, signed: true, headers };
@@ -132,10 +114,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
  * while the front end does the rest. Small batches stay on the front end.
  */
 async function hashSpread(services: Services, items: KeyItem[]): Promise<ReturnType<typeof hashKeys>> {
-  if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0);
+  if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
-  const local = hashKeys(services.pepper, items.slice(cut), cut);
+  const local = hashKeys(services.pepper, items.slice(cut), cut, true);
   const first = await remote;
   if (!first.ok) return first;
   if (!local.ok) return local;
