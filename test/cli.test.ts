@@ -59,10 +59,7 @@ describe('P15 credentials', () => {
     expect(run.stdout).not.toContain(Buffer.from(seed).toString('hex'));
     const cred: Credential = { keyId: out.key_id, member: 'local', seedHex: Buffer.from(seed).toString('hex'), publicKeyHex };
     const client = new Client(node.baseUrl, cred);
-    const created = await waitFor('the added credential to be accepted', async () => {
-      const res = await client.post('/receipts', { issued_by: 'payer', via: EUR });
-      return res.status === 201 ? res : undefined;
-    }, 3000, 100);
+    const created = await firstAcceptedReceipt(client);
     // --local: this credential is the operator's own member, so it may move the node's receipt.
     const moved = await client.post(`/receipts/${created.json.reference}/transitions`, { to: 'failed', reason_code: 'expired' });
     expect(moved.status).toBe(201);
@@ -75,10 +72,7 @@ describe('P15 credentials', () => {
     expect(run.status, run.stderr).toBe(0);
     const cred: Credential = { keyId: lastJsonLine(run.stdout).key_id, member: 'beta', seedHex: Buffer.from(seed).toString('hex'), publicKeyHex };
     const client = new Client(node.baseUrl, cred);
-    const created = await waitFor('the added credential to be accepted', async () => {
-      const res = await client.post('/receipts', { issued_by: 'payer', via: EUR });
-      return res.status === 201 ? res : undefined;
-    }, 3000, 100);
+    const created = await firstAcceptedReceipt(client);
     const moved = await client.post(`/receipts/${created.json.reference}/transitions`, { to: 'failed', reason_code: 'expired' });
     expect(moved.status).toBe(403);
     expect(moved.json.error.code).toBe('path.auth.forbidden');
@@ -265,3 +259,11 @@ describe('P15 usage errors', () => {
     expect(await exited).toBe(0);
   });
 });
+
+/** A credential added while the node runs is accepted within the poll interval: issue a receipt with it. */
+function firstAcceptedReceipt(client: Client) {
+  return waitFor('the added credential to be accepted', async () => {
+    const res = await client.post('/receipts', { issued_by: 'payer', via: EUR });
+    return res.status === 201 ? res : undefined;
+  }, 3000, 100);
+}
