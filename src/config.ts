@@ -8,7 +8,8 @@ export interface Limits {
   idempotency_key_length_max: number;
   idempotency_retention_ms: number;
   idempotency_sweep_interval_ms: number;
-  replay_cache_entries_max: number;
+  replay_entries_per_credential_max: number;
+  replay_sweep_interval_ms: number;
   mailbox_depth_max: number;
   snapshot_every_records: number;
   shutdown_drain_ms: number;
@@ -67,7 +68,8 @@ export const DEFAULT_LIMITS: Limits = {
   idempotency_key_length_max: 255,
   idempotency_retention_ms: 48 * 3600_000,
   idempotency_sweep_interval_ms: 3600_000,
-  replay_cache_entries_max: 2_000_000,
+  replay_entries_per_credential_max: 2_000_000,
+  replay_sweep_interval_ms: 60_000,
   mailbox_depth_max: 1024,
   snapshot_every_records: 2_048,
   shutdown_drain_ms: 10_000,

@@ -4,7 +4,8 @@ import { ShardPool } from './actors/pool.js';
 import type { IdempotencyEntry } from './actors/types.js';
 import type { Config, Limits } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
-import { Authenticator } from './http/auth.js';
+import { Authenticator, replayCutoff } from './http/auth.js';
+import { replayWrite } from './actors/shard.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { paymentRoutes } from './http/routes/payments.js';
@@ -20,7 +21,7 @@ import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
-import { unframe } from './log/record.js';
+import { unframeRow } from './log/record.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
@@ -57,7 +58,10 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   });
 
   // Credentials: those added with the command line, and the active signing keys of member nodes.
-  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max });
+  const authenticator = new Authenticator({
+    skewMs: config.limits.timestamp_skew_ms, replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
+  });
+  const replayed = authenticator.restore(rememberedReplays(log), Date.now());
   const network = new Network({
     store, log, directory, member: config.member, signer: () => signer, limits: config.limits, logger, onKeys: () => loadCredentials(),
   });
@@ -97,11 +101,16 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     }
   });
   const sweep = setInterval(() => void housekeeping(log, config.limits), config.limits.idempotency_sweep_interval_ms);
+  const replaySweep = setInterval(() => {
+    authenticator.forget(Date.now());
+    void forgetReplays(log, Date.now());
+  }, config.limits.replay_sweep_interval_ms);
   await housekeeping(log, config.limits);
+  await forgetReplays(log, Date.now());
   events.start();
   logger.info({
     port, external_port: external.port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats,
-    directory_rows: directoryRows, replica_rows: replicaRows, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
+    directory_rows: directoryRows, replica_rows: replicaRows, replay_rows: replayed, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
   }, 'listening');
 
   return {
@@ -110,7 +119,10 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
     async stop() {
       clearInterval(poll);
       clearInterval(sweep);
+      clearInterval(replaySweep);
       await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
+      // Requests that changed nothing durable are remembered too, once no new one can arrive.
+      await log.write([...authenticator.remembered()].map(replayWrite));
       await events.stop();
       await network.stop();
       await pool.drain();
@@ -154,10 +166,24 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
     stored(scope) {
       const bytes = log.get('idempotency', scope);
       if (bytes === undefined) return undefined;
-      const entry = unframe<IdempotencyEntry>(bytes);
+      const entry = unframeRow<IdempotencyEntry>('idempotency', scope, bytes);
       return entry.at + retentionMs < Date.now() ? undefined : entry;
     },
   };
+}
+
+/** The requests earlier runs accepted and still remember (P5). */
+function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> {
+  for (const { key, bytes } of log.scan('replay', { start: replayCutoff(Date.now()) })) {
+    yield { key, keyId: unframeRow<{ c: string }>('replay', key, bytes).c };
+  }
+}
+
+/** Replay rows sort by the time they may be forgotten: the expired ones are one range. */
+async function forgetReplays(log: Log, now: number): Promise<void> {
+  const writes: TableWrite[] = [];
+  for (const { key } of log.scan('replay', { end: replayCutoff(now) })) writes.push({ table: 'replay', key, bytes: null });
+  if (writes.length > 0) await log.write(writes);
 }
 
 /**
@@ -169,7 +195,7 @@ export async function housekeeping(log: Log, limits: Limits): Promise<void> {
   const now = Date.now();
   const writes: TableWrite[] = [];
   for (const { key, bytes } of log.scan('idempotency')) {
-    if (unframe<IdempotencyEntry>(bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
+    if (unframeRow<IdempotencyEntry>('idempotency', key, bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
   }
   const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
   for (const { key } of log.scan('journal', { end: cutoff })) writes.push({ table: 'journal', key, bytes: null });

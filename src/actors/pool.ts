@@ -2,6 +2,7 @@
 // worker that owns its aggregate's partition, and matches answers to callers.
 import { Worker } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
+import { refusal } from '../protocol/errors.js';
 import type { Limits } from '../config.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
@@ -40,12 +41,11 @@ export class ShardPool {
   static async start(options: PoolOptions): Promise<{ pool: ShardPool; stats: RecoveryStats }> {
     const pool = new ShardPool(options);
     const recovered = await Promise.all(Array.from({ length: options.workers }, (_, i) => pool.spawn(i)));
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, discardedTails: 0 };
+    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0 };
     for (const s of recovered) {
       stats.snapshots += s.snapshots;
       stats.records += s.records;
       stats.aggregates += s.aggregates;
-      stats.discardedTails += s.discardedTails;
     }
     return { pool, stats };
   }
@@ -69,7 +69,14 @@ export class ShardPool {
     return this.workers[this.nextStateless++ % this.workers.length]!;
   }
 
+  /**
+   * Calls awaiting a worker are bounded (pending_commands_max): past it the caller is refused
+   * with 503 and Retry-After (P7) instead of queueing without end while the workers catch up.
+   */
   private call<T>(worker: Worker, message: (id: number) => ToWorker): Promise<T> {
+    if (this.pending.size >= this.options.limits.pending_commands_max) {
+      return Promise.reject(refusal('path.core.unavailable', 'the node has too many commands in flight', { retry_after_seconds: 1 }));
+    }
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: never) => void, reject });

@@ -8,13 +8,13 @@ import type { Clock } from '../clock.js';
 import { errorBody, refusal, statusOf, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
-import { ChecksumError, frame, unframe } from '../log/record.js';
+import { ChecksumError, DamagedRowError, frame, unframe } from '../log/record.js';
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView, encodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import {
   isDecisionRefusal, type CommandResult, type Decider, type DirectoryRow, type IdempotencyEntry, type OutboxEvent,
-  type Publication, type Reply, type RoutedCommand,
+  type Publication, type ReplayMark, type Reply, type RoutedCommand,
 } from './types.js';
 
 export interface ShardOptions {
@@ -73,7 +73,6 @@ export interface RecoveryStats {
   snapshots: number;
   records: number;
   aggregates: number;
-  discardedTails: number;
 }
 
 export class Shard {
@@ -102,7 +101,7 @@ export class Shard {
 
   /** Rebuilds every owned partition from its snapshot and the records after it. */
   async recover(): Promise<RecoveryStats> {
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, discardedTails: 0 };
+    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0 };
     for (const p of this.options.partitions) {
       const slots = this.slots.get(p)!;
       let last = 0;
@@ -113,29 +112,22 @@ export class Shard {
         last = body.seq;
         stats.snapshots++;
       }
-      // Records are read one at a time (a partition's log is never held whole in memory). A
-      // record that fails its checksum may only be the tail: anything after it stops the start.
-      let damaged: number | null = null;
+      // Records are read one at a time (a partition's log is never held whole in memory). An
+      // LMDB commit is atomic, so a record that fails its checksum, even the last one, is damage
+      // at rest, not a torn write: dropping it would keep the rest of its commit (views, usage
+      // rows, idempotent answers) and serve state that no record explains (P14).
       let replayed = 0;
       for (const { seq, bytes } of this.options.log.read(p, last)) {
-        if (damaged !== null) {
-          throw new RecoveryError(`log record ${p}/${damaged} fails its checksum and later records depend on it; refusing to start`);
-        }
         let record: LogRecord;
         try {
           record = unframe<LogRecord>(bytes);
         } catch (error) {
           if (!(error instanceof ChecksumError)) throw error;
-          damaged = seq;
-          continue;
+          throw new RecoveryError(damagedRecordMessage(p, seq));
         }
         this.replay(slots, record);
         last = seq;
         replayed++;
-      }
-      if (damaged !== null) {
-        await this.options.log.discardTail(p, damaged);
-        stats.discardedTails++;
       }
       stats.records += replayed;
       this.seq.set(p, last);
@@ -257,6 +249,7 @@ export class Shard {
       const record: LogRecord = { a: routed.aggregate, k: key, e: decision.events, t: now };
       entries.push({ partition: p, seq, bytes: frame(record) });
       writes.push(...tableWrites(publications, decision, idempotency));
+      if (routed.replay !== undefined) writes.push(replayWrite(routed.replay));
       results.push({ reply: decision.reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] });
     }
     if (entries.length === 0) return results;
@@ -285,8 +278,11 @@ export class Shard {
     const views = new Map<string, string>();
     for (const key of keys) {
       const bytes = this.options.log.get('views', key);
-      const view = bytes === undefined ? null : decodeView(bytes);
-      if (view !== null) views.set(key, view.body.toString('utf8'));
+      if (bytes === undefined) continue;
+      // A damaged view is not an absent one: deciding on it would act on unverified state (P14).
+      const view = decodeView(bytes);
+      if (view === null) throw new DamagedRowError('views', key);
+      views.set(key, view.body.toString('utf8'));
     }
     return views;
   }
@@ -338,6 +334,18 @@ export class Shard {
       throw new RecoveryError(`${what} fails its checksum (${(error as Error).message}); refusing to start`);
     }
   }
+}
+
+/** What an operator reads when a record is damaged: where, why the node stops, what to do. */
+export function damagedRecordMessage(partition: number, seq: number): string {
+  return `log record ${seq} of partition ${partition} fails its checksum: the data directory is `
+    + 'damaged at rest (a commit is never half-written). The node will not serve state it cannot '
+    + 'verify (P14); restore the data directory from the latest backup and start again';
+}
+
+/** The request behind a committed command is remembered with it, so a restart refuses it too (P5). */
+export function replayWrite(mark: ReplayMark): TableWrite {
+  return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }) };
 }
 
 function refused(r: Refusal): CommandResult {

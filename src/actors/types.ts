@@ -111,6 +111,14 @@ export interface RoutedCommand {
   key: string;
   command: Command;
   idempotency?: { scope: string; requestHash: string };
+  /** The request that carried the command, remembered in the same commit (P5, see auth.ts). */
+  replay?: ReplayMark;
+}
+
+/** A row of the `replay` table: key `<until hex>/<digest>`, for the credential `keyId`. */
+export interface ReplayMark {
+  key: string;
+  keyId: string;
 }
 
 export interface CommandResult {

@@ -4,7 +4,7 @@
 // visible row, and leaves the index only when its last row goes.
 import type { DirectoryRow } from '../actors/types.js';
 import type { Log } from '../log/log.js';
-import { unframe } from '../log/record.js';
+import { unframeRow } from '../log/record.js';
 import { DirectoryIndex, type IndexVisibility } from './index.js';
 
 interface StoredRow { t: string; v: 'public' | 'network' }
@@ -44,7 +44,7 @@ export class LocalDirectory {
         hash = rowHash;
         best = 'none';
       }
-      const row = unframe<StoredRow>(bytes);
+      const row = unframeRow<StoredRow>('directory', key, bytes);
       type = row.t;
       if (RANK[row.v] > RANK[best]) best = row.v;
       rows++;
@@ -58,8 +58,8 @@ export class LocalDirectory {
   apply(changed: readonly DirectoryRow[]): void {
     for (const hash of new Set(changed.map((r) => r.identifierHash))) {
       let best: IndexVisibility = 'none';
-      for (const { bytes } of this.log.scan('directory', { start: `${hash}/`, end: `${hash}0` })) {
-        const v = unframe<StoredRow>(bytes).v;
+      for (const { key, bytes } of this.log.scan('directory', { start: `${hash}/`, end: `${hash}0` })) {
+        const v = unframeRow<StoredRow>('directory', key, bytes).v;
         if (RANK[v] > RANK[best]) best = v;
       }
       this.settle(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, best);

@@ -11,7 +11,7 @@ import type { OutboxEvent } from '../actors/types.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import type { Log, TableWrite } from '../log/log.js';
-import { frame, unframe } from '../log/record.js';
+import { frame, unframeRow } from '../log/record.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import { resolvedAllowed } from './url-policy.js';
@@ -73,7 +73,7 @@ export class WebhookDelivery {
 
   private stateOf(id: string): TargetState[] | undefined {
     const bytes = this.options.log.get('deliveries', id);
-    return bytes === undefined ? undefined : unframe<TargetState[]>(bytes);
+    return bytes === undefined ? undefined : unframeRow<TargetState[]>('deliveries', id, bytes);
   }
 
   private enqueue(id: string): void {
@@ -100,7 +100,7 @@ export class WebhookDelivery {
   private async deliver(id: string): Promise<void> {
     const bytes = this.options.log.get('outbox', id);
     if (bytes === undefined) return;
-    const event = unframe<OutboxEvent>(bytes);
+    const event = unframeRow<OutboxEvent>('outbox', id, bytes);
     const now = this.options.clock.now();
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
     const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));

@@ -16,7 +16,7 @@ export interface ExternalListener {
 
 export async function startExternal(config: Config, store: NodeStore, logger: Logger): Promise<ExternalListener> {
   const connectors = loadConnectors(config.connectorsFile);
-  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesMax: config.limits.replay_cache_entries_max, code: 'external.auth.unauthenticated' });
+  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max, code: 'external.auth.unauthenticated' });
   let grants = new Map<string, Set<string>>();
   const reload = () => {
     const clients = store.allExternalClients();

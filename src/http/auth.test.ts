@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Refusal } from '../protocol/errors.js';
 import { verifyBytes } from '../protocol/signing.js';
 import type { Credential } from '../store.js';
-import { Authenticator, signingString, type SignedRequest } from './auth.js';
+import { Authenticator, type Authenticated, signingString, type SignedRequest } from './auth.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -44,8 +44,8 @@ const alice = party('key_alice', 'local', { local: true });
 const bob = party('key_bob', 'beta', { local: false });
 const revoked = party('key_revoked', 'gamma', { local: false, revokedAt: '2026-11-20T00:00:00Z' });
 
-function authenticator(replayEntriesMax = 10_000): Authenticator {
-  const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesMax });
+function authenticator(replayEntriesPerCredentialMax = 10_000): Authenticator {
+  const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesPerCredentialMax });
   auth.load([alice.credential, bob.credential, revoked.credential]);
   return auth;
 }
@@ -104,14 +104,14 @@ describe('signingString reproduces the vectors (P5)', () => {
   });
 
   it('the vector requests authenticate end to end under the vector key', () => {
-    const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesMax: 100 });
+    const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesPerCredentialMax: 100 });
     auth.load([{ key_id: 'vector', member: 'alpha', public_key: vectors.key.public_key_hex, local: true, created_at: AT_NOW, revoked_at: null }]);
     for (const v of vectors.request_signature) {
       const request: SignedRequest = {
         method: v.method, target: v.target, keyId: 'vector', timestamp: v.timestamp, signature: v.signature_hex,
         idempotencyKey: v.idempotency_key ?? undefined, bodySha256Hex: sha256(v.body),
       };
-      expect(auth.authenticate(request, Date.parse(v.timestamp))).toEqual({ member: 'alpha', local: true });
+      expect(auth.authenticate(request, Date.parse(v.timestamp))).toMatchObject({ member: 'alpha', local: true });
     }
   });
 });
@@ -119,25 +119,25 @@ describe('signingString reproduces the vectors (P5)', () => {
 describe('Authenticator accepts (P5)', () => {
   it('a signed request from a registered credential, answering its member and local flag', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice), NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(signed(bob), NOW)).toEqual({ member: 'beta', local: false });
+    expect(auth.authenticate(signed(alice), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(bob), NOW)).toMatchObject({ member: 'beta', local: false });
   });
 
   it('a timestamp with fractional seconds', () => {
-    expect(authenticator().authenticate(signed(alice, { timestamp: '2026-11-21T12:00:00.123Z' }), NOW)).toEqual({ member: 'local', local: true });
+    expect(authenticator().authenticate(signed(alice, { timestamp: '2026-11-21T12:00:00.123Z' }), NOW)).toMatchObject({ member: 'local', local: true });
   });
 
   it('a timestamp 299 s in the past or in the future, and exactly 300 s either way', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:01Z' }), NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:04:59Z' }), NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:00Z' }), NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:00Z' }), NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:01Z' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:04:59Z' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:00Z' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:00Z' }), NOW)).toMatchObject({ member: 'local', local: true });
   });
 
   it('a GET without body or idempotency key', () => {
     const request = signed(bob, { method: 'GET', target: '/api/path/v1/connect/connections/con_abc/usage?limit=10', body: '' });
-    expect(authenticator().authenticate(request, NOW)).toEqual({ member: 'beta', local: false });
+    expect(authenticator().authenticate(request, NOW)).toMatchObject({ member: 'beta', local: false });
   });
 });
 
@@ -162,7 +162,7 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
     const auth = authenticator();
     auth.load([bob.credential]);
     expect(auth.authenticate(signed(alice), NOW)).toEqual(refused('unknown_key'));
-    expect(auth.authenticate(signed(bob), NOW)).toEqual({ member: 'beta', local: false });
+    expect(auth.authenticate(signed(bob), NOW)).toMatchObject({ member: 'beta', local: false });
   });
 
   it('stale: 301 s in the past and 301 s in the future', () => {
@@ -207,14 +207,14 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
     // S + L (P1): the same curve equation under a second encoding; refused, so it cannot slip
     // past the replay check as a "different" signature either
     expect(auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW)).toEqual(refused('bad_signature'));
-    expect(auth.authenticate(good, NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(good, NOW)).toMatchObject({ member: 'local', local: true });
     expect(auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW)).toMatchObject({ code: 'path.auth.unauthenticated' });
   });
 
   it('replayed: the same signing string a second time inside the window', () => {
     const auth = authenticator();
     const request = signed(alice, { idempotencyKey: 'idem-1' });
-    expect(auth.authenticate(request, NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(request, NOW)).toMatchObject({ member: 'local', local: true });
     expect(auth.authenticate(request, NOW + 1_000)).toEqual(refused('replayed'));
     expect(auth.authenticate({ ...request }, NOW + 299_000)).toEqual(refused('replayed'));
   });
@@ -230,9 +230,9 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
 describe('replay window (P5)', () => {
   it('a retry signed again with a fresh timestamp is accepted', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice, { idempotencyKey: 'idem-1' }), NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: 'idem-1' }), NOW)).toMatchObject({ member: 'local', local: true });
     const retry = signed(alice, { idempotencyKey: 'idem-1', timestamp: '2026-11-21T12:00:02Z' });
-    expect(auth.authenticate(retry, NOW + 2_000)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(retry, NOW + 2_000)).toMatchObject({ member: 'local', local: true });
   });
 
   it('the same signing string under two different key ids is not a replay', () => {
@@ -240,8 +240,8 @@ describe('replay window (P5)', () => {
     const a = signed(alice);
     const b = signed(bob);
     expect(signingString({ ...a, timestamp: a.timestamp! })).toBe(signingString({ ...b, timestamp: b.timestamp! }));
-    expect(auth.authenticate(a, NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(b, NOW)).toEqual({ member: 'beta', local: false });
+    expect(auth.authenticate(a, NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(b, NOW)).toMatchObject({ member: 'beta', local: false });
   });
 
   it('a forged attempt does not poison the cache: the genuine request after it is accepted', () => {
@@ -249,24 +249,43 @@ describe('replay window (P5)', () => {
     const genuine = signed(alice);
     const forged = { ...genuine, signature: signed(bob).signature };
     expect(auth.authenticate(forged, NOW)).toEqual(refused('bad_signature'));
-    expect(auth.authenticate(genuine, NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(genuine, NOW)).toMatchObject({ member: 'local', local: true });
   });
 
   it('refused requests (stale, unknown key) are not remembered', () => {
     const auth = authenticator();
     const request = signed(alice, { timestamp: '2026-11-21T12:05:30Z' });
     expect(auth.authenticate(request, NOW)).toEqual(refused('stale'));
-    expect(auth.authenticate(request, NOW + 30_000)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(request, NOW + 30_000)).toMatchObject({ member: 'local', local: true });
   });
 
   it('the replay memory is bounded: when full, fresh requests are refused as unavailable, not let through', () => {
     const auth = authenticator(2);
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toEqual({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toMatchObject({ member: 'local', local: true });
     expect(auth.authenticate(signed(alice, { idempotencyKey: '3' }), NOW)).toMatchObject({ code: 'path.core.unavailable' });
     // once the remembered entries are older than any acceptable timestamp they are forgotten
     const later = NOW + 2 * SKEW_MS + 1;
     const fresh = signed(alice, { idempotencyKey: '3', timestamp: new Date(later).toISOString() });
-    expect(auth.authenticate(fresh, later)).toEqual({ member: 'local', local: true });
+    expect(auth.authenticate(fresh, later)).toMatchObject({ member: 'local', local: true });
+  });
+
+  it('each credential has its own share: a full one refuses its own requests alone', () => {
+    const auth = authenticator(2);
+    for (const key of ['1', '2']) expect(auth.authenticate(signed(bob, { idempotencyKey: key }), NOW)).toMatchObject({ member: 'beta' });
+    expect(auth.authenticate(signed(bob, { idempotencyKey: '3' }), NOW)).toMatchObject({ code: 'path.core.unavailable' });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({ member: 'local', local: true });
+  });
+
+  it('what one run remembered, restored from its rows, refuses the same request in the next', () => {
+    const first = authenticator();
+    const accepted = first.authenticate(signed(alice), NOW) as Authenticated;
+    const rows = [...first.remembered()];
+    expect(rows).toEqual([accepted.replay]);
+    const next = authenticator();
+    expect(next.restore(rows, NOW + 1_000)).toBe(1);
+    expect(next.authenticate(signed(alice), NOW + 1_000)).toEqual(refused('replayed'));
+    // Rows past their time are not taken back.
+    expect(authenticator().restore(rows, NOW + 2 * SKEW_MS + 1)).toBe(0);
   });
 });

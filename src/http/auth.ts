@@ -1,7 +1,7 @@
 // Request authentication (P5): a signature by a registered credential over the signing string,
 // a fresh timestamp, and no replay of the same signing string inside the window.
 import { createHash } from 'node:crypto';
-import type { Caller } from '../actors/types.js';
+import type { Caller, ReplayMark } from '../actors/types.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import { verifyBytes } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -28,19 +28,47 @@ export function unauthenticated(reason: AuthFailure, code: 'path.auth.unauthenti
   return refusal(code, 'request authentication failed', { reason });
 }
 
+/**
+ * What a running node remembers of an accepted request so that a restart does not forget it
+ * (P5): the row key of the `replay` table, written in the same commit as the change the request
+ * authorised. Keys start with the time after which the row may be forgotten, so the expired rows
+ * are one range.
+ */
+export type { ReplayMark };
+export type Authenticated = Caller & { replay: ReplayMark };
+
+/** A remembered request: when it may be forgotten (ms), per credential, in insertion order. */
+type Seen = Map<string, number>;
+
+const UNTIL_HEX_DIGITS = 12;
+
+export function replayRowKey(until: number, digest: string): string {
+  return `${until.toString(16).padStart(UNTIL_HEX_DIGITS, '0')}/${digest}`;
+}
+
+/** The row key that sorts before every row still to keep at `now`. */
+export function replayCutoff(now: number): string {
+  return now.toString(16).padStart(UNTIL_HEX_DIGITS, '0');
+}
+
 export class Authenticator {
   private credentials = new Map<string, Credential>();
-  /** Digest of signing string -> time after which it may be forgotten; insertion-ordered. */
-  private readonly seen = new Map<string, number>();
+  /** Credential key id -> digests of its recent signing strings (P5: each its own share). */
+  private readonly seen = new Map<string, Seen>();
 
   /** The external discovery interface refuses with its own code (SPEC L). */
-  constructor(private readonly options: { skewMs: number; replayEntriesMax: number; code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' }) {}
+  constructor(private readonly options: {
+    skewMs: number;
+    /** Each credential's share of the replay memory (P5): one credential cannot fill another's. */
+    replayEntriesPerCredentialMax: number;
+    code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated';
+  }) {}
 
   load(credentials: readonly Credential[]): void {
     this.credentials = new Map(credentials.filter((c) => c.revoked_at === null).map((c) => [c.key_id, c]));
   }
 
-  authenticate(request: SignedRequest, now: number): Caller | Refusal {
+  authenticate(request: SignedRequest, now: number): Authenticated | Refusal {
     const fail = (reason: AuthFailure) => unauthenticated(reason, this.options.code);
     const { keyId, timestamp, signature } = request;
     if (!keyId || !timestamp || !signature) return fail('missing');
@@ -51,21 +79,73 @@ export class Authenticator {
     const text = signingString({ ...request, timestamp });
     const verdict = verifyBytes(Buffer.from(text, 'utf8'), signature, credential.public_key);
     if (!verdict.valid) return fail('bad_signature');
-    const digest = createHash('sha256').update(keyId).update('\n').update(text).digest('base64');
-    this.forgetExpired(now);
-    if (this.seen.has(digest)) return fail('replayed');
-    if (this.seen.size >= this.options.replayEntriesMax) {
-      return refusal('path.core.unavailable', 'too many recent requests to check for replay', { retry_after_seconds: 1 });
+    // 128 bits of the digest tell signing strings apart as well as all 256, in half the memory.
+    const digest = createHash('sha256').update(keyId).update('\n').update(text).digest()
+      .subarray(0, DIGEST_BYTES).toString('base64url');
+    const seen = this.seenOf(keyId);
+    forgetExpired(seen, now);
+    if (seen.has(digest)) return fail('replayed');
+    if (seen.size >= this.options.replayEntriesPerCredentialMax) {
+      return refusal('path.core.unavailable', 'this credential has too many recent requests to check for replay', { retry_after_seconds: 1 });
     }
-    this.seen.set(digest, now + 2 * this.options.skewMs);
-    return { member: credential.member, local: credential.local };
+    // Kept until the timestamp can no longer be fresh, whatever the client's clock said; `now`
+    // based, so each credential's entries stay in the order they expire.
+    const until = now + 2 * this.options.skewMs;
+    seen.set(digest, until);
+    return { member: credential.member, local: credential.local, replay: { key: replayRowKey(until, digest), keyId } };
   }
 
-  /** Entries older than the freshness window can never match a fresh request again. */
-  private forgetExpired(now: number): void {
-    for (const [digest, until] of this.seen) {
-      if (until > now) break;
-      this.seen.delete(digest);
+  /** Takes back what an earlier run remembered (rows of the `replay` table still to keep). */
+  restore(rows: Iterable<{ key: string; keyId: string }>, now: number): number {
+    const kept: { until: number; digest: string; keyId: string }[] = [];
+    for (const row of rows) {
+      const cut = row.key.indexOf('/');
+      const until = Number.parseInt(row.key.slice(0, cut), 16);
+      if (until > now) kept.push({ until, digest: row.key.slice(cut + 1), keyId: row.keyId });
     }
+    kept.sort((a, b) => a.until - b.until);
+    for (const { until, digest, keyId } of kept) this.seenOf(keyId).set(digest, until);
+    return kept.length;
+  }
+
+  /** Everything remembered now, as replay rows (written on an orderly stop). */
+  *remembered(): Iterable<ReplayMark> {
+    for (const [keyId, seen] of this.seen) {
+      for (const [digest, until] of seen) yield { key: replayRowKey(until, digest), keyId };
+    }
+  }
+
+  /** Entries in memory, for every credential (diagnostics and tests). */
+  size(): number {
+    let n = 0;
+    for (const seen of this.seen.values()) n += seen.size;
+    return n;
+  }
+
+  /** Drops what no fresh request can match any more, for every credential. */
+  forget(now: number): void {
+    for (const [keyId, seen] of this.seen) {
+      forgetExpired(seen, now);
+      if (seen.size === 0) this.seen.delete(keyId);
+    }
+  }
+
+  private seenOf(keyId: string): Seen {
+    let seen = this.seen.get(keyId);
+    if (seen === undefined) {
+      seen = new Map();
+      this.seen.set(keyId, seen);
+    }
+    return seen;
+  }
+}
+
+const DIGEST_BYTES = 16;
+
+/** Entries older than the freshness window can never match a fresh request again. */
+function forgetExpired(seen: Seen, now: number): void {
+  for (const [digest, until] of seen) {
+    if (until > now) break;
+    seen.delete(digest);
   }
 }

@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import type { Caller } from '../actors/types.js';
+import type { Caller, ReplayMark } from '../actors/types.js';
 import { API_PREFIXES, API_VERSION, SERVED_API_VERSIONS, type Limits } from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/signing.js';
@@ -25,6 +25,8 @@ export interface RequestContext {
   now: number;
   /** Set on creating calls that carried `Path-Idempotency-Key` (P7). */
   idempotency?: { scope: string; requestHash: string };
+  /** Set on signed calls: what the commit of their command remembers (P5, replays across restarts). */
+  replay?: ReplayMark;
   route: RouteSpec<Handler>;
 }
 
@@ -151,7 +153,8 @@ export class HttpServer {
       }, context.now);
       if (isRefusal(verdict)) return done(failure(verdict));
       if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
-      context.caller = verdict;
+      context.caller = { member: verdict.member, local: verdict.local };
+      context.replay = verdict.replay;
     }
     if (context.route.idempotent && signed.idempotencyKey !== undefined) {
       const outcome = this.idempotency(context, signed.idempotencyKey);

@@ -4,6 +4,7 @@ import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import type { Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
+import { DamagedRowError } from '../log/record.js';
 import { refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
 
 const EXPIRED_MESSAGES: Partial<Record<ErrorCode, string>> = {
@@ -43,7 +44,7 @@ export function viewReply(services: Services, key: string): HttpReply | null {
   const bytes = services.log.get('views', key);
   if (bytes === undefined) return null;
   const view = decodeView(bytes);
-  if (view === null) throw new Error(`stored answer for a public read failed its checksum`);
+  if (view === null) throw new DamagedRowError('views', key);
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
     const code = view.expiry.code as ErrorCode;
     return failure(refusal(code, EXPIRED_MESSAGES[code] ?? 'this object has expired'));
@@ -101,7 +102,8 @@ export function ownerOf(services: Services, id: string): string | null {
   const bytes = services.log.get('views', `route/${id}`);
   if (bytes === undefined) return null;
   const view = decodeView(bytes);
-  return view === null ? null : view.body.toString('utf8');
+  if (view === null) throw new DamagedRowError('views', `route/${id}`);
+  return view.body.toString('utf8');
 }
 
 /** Parses a query string into its parameters. */
@@ -109,9 +111,14 @@ export function queryParams(context: RequestContext): URLSearchParams {
   return new URLSearchParams(context.query);
 }
 
-/** Sends a command to its aggregate and takes in what its commit changed before anyone is answered. */
-export async function submit(services: Services, routed: RoutedCommand): Promise<CommandResult> {
-  const result = await services.pool.submit(routed);
+/**
+ * Sends a command to its aggregate and takes in what its commit changed before anyone is
+ * answered. Given the request that carried it, the command's commit also remembers that
+ * request, so that it is refused as a replay after a restart (P5).
+ */
+export async function submit(services: Services, routed: RoutedCommand, from?: RequestContext): Promise<CommandResult> {
+  const replay = from?.replay;
+  const result = await services.pool.submit(replay === undefined ? routed : { ...routed, replay });
   // The worker committed before answering; make sure this thread's reads see that commit, so
   // a read or an idempotent retry right after this answer finds what it wrote.
   if (result.committed) services.log.refresh();
@@ -125,7 +132,7 @@ export async function runCommand(services: Services, context: RequestContext, ag
   const result = await submit(services, {
     aggregate, key, command: { name, input, caller: context.caller },
     ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
-  });
+  }, context);
   const reply = result.reply;
   return { status: reply.status, body: reply.body, signed: reply.signed, ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}) };
 }

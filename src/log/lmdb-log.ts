@@ -8,7 +8,7 @@
 // before it resolves: acknowledging on "committed" alone is never enough. Writes that arrive
 // while a commit is in progress are batched by lmdb-js into the next transaction: that is the
 // group commit.
-import { mkdirSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
@@ -23,18 +23,71 @@ export interface LmdbEnvironment {
 export const ENV_FILE = 'node.mdb';
 const MAX_DATABASES = 32;
 
+export class DataFileError extends Error {
+  override name = 'DataFileError';
+}
+
 export function openEnvironment(dataDir: string): LmdbEnvironment {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const root = open({ path: join(dataDir, ENV_FILE), maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });
+  const path = join(dataDir, ENV_FILE);
+  if (existsSync(path)) checkDataFile(path);
+  const root = open({ path, maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });
   const table = (name: Table) => root.openDB<Buffer, string>({ name, encoding: 'binary' });
   return {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
     tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage'),
-      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'),
+      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'), replay: table('replay'),
     },
   };
+}
+
+// LMDB's file header: two meta pages, at page 0 and page 1. Offsets within a meta page of
+// the 64-bit layout lmdb-js writes: magic, the page size (kept in the free-page database's pad),
+// the last page in use and the transaction id (the newer meta page is the current one).
+const META_MAGIC = 0xbeefc0de;
+const META = { magic: 0x18, pageSize: 0x30, lastPage: 0x90, txnId: 0x98, bytes: 0xa0 } as const;
+
+/**
+ * Refuses a data file shorter than its last commit needs. LMDB maps the file and trusts its
+ * header: a page past the end of a truncated file is read as a SIGBUS that kills the process
+ * with no word said. Checked before the environment is opened (P14: a clear refusal instead).
+ */
+export function checkDataFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    // An empty file is one LMDB has created but not yet initialised: it writes the header.
+    if (size === 0) return;
+    const header = Buffer.alloc(META.bytes);
+    const readMeta = (offset: number) => {
+      if (readSync(fd, header, 0, META.bytes, offset) < META.bytes) return null;
+      if (header.readUInt32LE(META.magic) !== META_MAGIC) return null;
+      return {
+        pageSize: header.readUInt32LE(META.pageSize),
+        lastPage: Number(header.readBigUInt64LE(META.lastPage)),
+        txnId: header.readBigUInt64LE(META.txnId),
+      };
+    };
+    const first = readMeta(0);
+    const pageSizeValid = first !== null && first.pageSize >= 512 && first.pageSize <= 65_536
+      && (first.pageSize & (first.pageSize - 1)) === 0;
+    const second = pageSizeValid ? readMeta(first.pageSize) : null;
+    if (first === null || second === null) {
+      throw new DataFileError(`${path} is not a complete LMDB data file (${size} bytes, header `
+        + 'unreadable); restore the data directory from the latest backup');
+    }
+    const current = second.txnId > first.txnId ? second : first;
+    const needed = (current.lastPage + 1) * first.pageSize;
+    if (size < needed) {
+      throw new DataFileError(`${path} is truncated: ${size} bytes, but its last commit needs `
+        + `${needed}; the node will not read past the end of the file. Restore the data directory `
+        + 'from the latest backup');
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export class LmdbLog implements Log {
@@ -87,11 +140,6 @@ export class LmdbLog implements Log {
 
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     await this.env.snapshots.put(partition, bytes);
-    await this.env.root.flushed;
-  }
-
-  async discardTail(partition: number, seq: number): Promise<void> {
-    await this.env.log.remove([partition, seq]);
     await this.env.root.flushed;
   }
 

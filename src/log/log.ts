@@ -18,7 +18,8 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage' | 'feed' | 'feed_state' | 'replica' | 'cursors';
+export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage' | 'feed' | 'feed_state' | 'replica' | 'cursors'
+  | 'replay';
 
 export interface ScanRange {
   start?: string;
@@ -55,8 +56,6 @@ export interface Log {
   readSnapshot(partition: number): Buffer | undefined;
   /** Resolves once the snapshot is durable. */
   writeSnapshot(partition: number, bytes: Buffer): Promise<void>;
-  /** Removes one damaged tail record (recovery only). */
-  discardTail(partition: number, seq: number): Promise<void>;
   close(): Promise<void>;
 }
 

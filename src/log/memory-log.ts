@@ -10,7 +10,7 @@ export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
   private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map(),
-    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(),
+    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(), replay: new Map(),
   };
   private pending: Pending[] = [];
 
@@ -100,10 +100,6 @@ export class MemoryLog implements Log {
 
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     this.snapshots.set(partition, bytes);
-  }
-
-  async discardTail(partition: number, seq: number): Promise<void> {
-    this.records.set(partition, (this.records.get(partition) ?? []).filter((r) => r.seq !== seq));
   }
 
   async close(): Promise<void> {}

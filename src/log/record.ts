@@ -10,6 +10,15 @@ export class ChecksumError extends Error {
   override name = 'ChecksumError';
 }
 
+/** A table row that fails its checksum: names the table and the key, so an operator can act. */
+export class DamagedRowError extends ChecksumError {
+  override name = 'DamagedRowError';
+  constructor(readonly table: string, readonly key: string) {
+    super(`table '${table}' row '${key}' fails its checksum (damaged at rest); `
+      + 'restore the data directory from a backup');
+  }
+}
+
 export function frame(value: unknown): Buffer {
   const payload = packr.pack(value);
   const out = Buffer.allocUnsafe(CHECKSUM_BYTES + payload.length);
@@ -24,4 +33,14 @@ export function unframe<T>(bytes: Uint8Array): T {
   const payload = buffer.subarray(CHECKSUM_BYTES);
   if (crc32(payload) !== buffer.readUInt32BE(0)) throw new ChecksumError('record checksum does not match');
   return packr.unpack(payload) as T;
+}
+
+/** Unframes a row of a keyed table (P14): damage is reported with the table and the key. */
+export function unframeRow<T>(table: string, key: string, bytes: Uint8Array): T {
+  try {
+    return unframe<T>(bytes);
+  } catch (error) {
+    if (error instanceof ChecksumError) throw new DamagedRowError(table, key);
+    throw error;
+  }
 }

@@ -5,7 +5,7 @@
 // `feed_state` remembers what the feed last said of each key, so a start after a crash appends
 // whatever the feed missed: the feed converges on the directory whatever happened in between.
 import type { Log, TableWrite } from '../log/log.js';
-import { frame, unframe } from '../log/record.js';
+import { frame, unframeRow } from '../log/record.js';
 import type { IndexVisibility } from '../directory/index.js';
 import { envelopeFields, signObject, type SigningKey } from '../protocol/signing.js';
 import { isoTime } from '../protocol/time.js';
@@ -75,12 +75,12 @@ export class FeedPublisher {
   private statedDuringLoad(hash: string | null): FeedState | undefined {
     const walk = this.loading!;
     while (!walk.next.done && (hash === null || walk.next.value.key < hash)) {
-      const state = unframe<FeedState>(walk.next.value.bytes);
+      const state = unframeRow<FeedState>('feed_state', walk.next.value.key, walk.next.value.bytes);
       if (state.v !== null) this.append(walk.next.value.key, state.t, null);
       walk.next = walk.rows.next();
     }
     if (hash === null || walk.next.done || walk.next.value.key !== hash) return undefined;
-    const state = unframe<FeedState>(walk.next.value.bytes);
+    const state = unframeRow<FeedState>('feed_state', hash, walk.next.value.bytes);
     walk.next = walk.rows.next();
     return state;
   }
@@ -109,7 +109,8 @@ export class FeedPublisher {
   page(after: number, limit: number, member: string, endpoint: string, signer: SigningKey): string {
     const entries: FeedEntry[] = [];
     for (const { key, bytes } of this.log.scan('feed', { start: seqKey(after + 1), limit })) {
-      const e = unframe<{ t: string; h: string; v: FeedEntry['visibility']; at: string }>(bytes);
+      type Stored = { t: string; h: string; v: FeedEntry['visibility']; at: string };
+      const e = unframeRow<Stored>('feed', key, bytes);
       entries.push({ seq: Number(key), identifier_type: e.t, identifier_hash: e.h, visibility: e.v, at: e.at });
     }
     const next = entries.length === 0 ? after : entries[entries.length - 1]!.seq;
@@ -123,7 +124,7 @@ export class FeedPublisher {
     const pending = this.pendingState.get(hash);
     if (pending !== undefined) return pending;
     const bytes = this.log.get('feed_state', hash);
-    return bytes === undefined ? undefined : unframe<FeedState>(bytes);
+    return bytes === undefined ? undefined : unframeRow<FeedState>('feed_state', hash, bytes);
   }
 
   private append(hash: string, identifierType: string, v: FeedState['v']): void {

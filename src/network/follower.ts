@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import type { DirectoryIndex } from '../directory/index.js';
 import type { Log, TableWrite } from '../log/log.js';
-import { frame, unframe } from '../log/record.js';
+import { frame, unframeRow } from '../log/record.js';
 import { verifyObject, type SigningKey } from '../protocol/signing.js';
 import type { FeedEntry } from './feed.js';
 import type { MemberRegistry } from './members.js';
@@ -41,12 +41,12 @@ export class Follower {
     const { log, index, member } = this.options;
     let rows = 0;
     for (const { key, bytes } of log.scan('replica', { start: `${member}/`, end: `${member}0` })) {
-      const row = unframe<ReplicaRow>(bytes);
+      const row = unframeRow<ReplicaRow>('replica', key, bytes);
       index.set(key.slice(member.length + 1), row.t, index.holderId({ member, endpoint: row.e }), row.v);
       rows++;
     }
     const cursor = log.get('cursors', member);
-    this.cursor = cursor === undefined ? 0 : unframe<{ after: number }>(cursor).after;
+    this.cursor = cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
     return rows;
   }
 

@@ -2,7 +2,7 @@
 // connection's aggregate and is found through the route index. Usage logs are read from the
 // `usage` table after the aggregate has said the caller is a party.
 import { validateConsume, validateCreateConnection, validateCreateDelegation, validateDelegationConsume, validateRevoke } from '../../domain/connection/schema.js';
-import { unframe } from '../../log/record.js';
+import { unframeRow } from '../../log/record.js';
 import { invalid } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
 import { failure, isReply, json, type HttpReply } from '../reply.js';
@@ -43,11 +43,11 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
     const result = await submit(services, {
       aggregate: 'connection', key: connection,
       command: { name, input: reference.startsWith('dlg_') ? { delegation: reference } : {}, caller: context.caller },
-    });
+    }, context);
     if (result.reply.status !== 200) return { status: result.reply.status, body: result.reply.body, signed: false };
     // The most recent rows, given oldest first.
     const rows = [...services.log.scan('usage', { start: `${reference}/`, end: `${reference}0`, reverse: true, limit })].reverse();
-    return json(200, { reference, count: rows.length, total: JSON.parse(result.reply.body).count, usage: rows.map((r) => unframe(r.bytes)) });
+    return json(200, { reference, count: rows.length, total: JSON.parse(result.reply.body).count, usage: rows.map((r) => unframeRow('usage', r.key, r.bytes)) });
   };
 
   return [

@@ -64,7 +64,7 @@ export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
         const charged = await submit(services, {
           aggregate: 'budget', key: budgetKey(context.caller.member),
           command: { name: 'charge-payee-check', input: { allowance: limits.payee_check_daily_max }, caller: context.caller },
-        });
+        }, context);
         if (charged.reply.status !== 200) return { status: charged.reply.status, body: charged.reply.body, signed: false };
       }
       const requester = context.caller?.member ?? (given!.request !== undefined ? `request:${contextRef}` : `instruction:${contextRef}`);

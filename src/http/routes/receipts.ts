@@ -22,7 +22,7 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
         // An instruction of this node named by a receipt is used from then on (docs/decisions.md).
         const instruction = input.value.instruction;
         if (issued.status === 201 && typeof instruction === 'string' && services.log.get('views', instruction) !== undefined) {
-          await submit(services, { aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } });
+          await submit(services, { aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } }, context);
         }
         return issued;
       },

@@ -53,7 +53,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     const journal = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found }));
     const input: ChargeLookups = { counts, allowances, answers: journal };
     const [result, signedText] = await Promise.all([
-      submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }),
+      submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }, context),
       signed ? signSpread(services, answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
     ]);
     const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;

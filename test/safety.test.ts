@@ -1,0 +1,237 @@
+// Safety over the real node and real LMDB: replays refused across restarts (P5), each
+// credential's own share of the replay memory (P5), recovery that refuses damage at rest
+// instead of keeping half a commit (P14), and a bound on the commands awaiting a worker (P7).
+import { openSync, closeSync, ftruncateSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  Client, createCredential, PREFIX, removeDir, signRequest, startNode, tempDir, type Credential, type NodeProcess,
+} from './support/harness.js';
+import { partitionOf } from '../src/log/log.js';
+
+let lastStamp = 0;
+function stamp(): string {
+  const t = Math.max(Date.now(), lastStamp + 1);
+  lastStamp = t;
+  return new Date(t).toISOString();
+}
+
+const running: NodeProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const node of running.splice(0)) {
+    if (node.process.exitCode === null && node.process.signalCode === null) await node.kill9();
+  }
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+async function boot(dir: string, env?: Record<string, string>): Promise<NodeProcess> {
+  const node = await startNode({ dataDir: dir, ...(env === undefined ? {} : { env }) });
+  running.push(node);
+  return node;
+}
+
+interface Setup { dir: string; local: Credential; beta: Credential }
+
+function setup(label: string): Setup {
+  const dir = tempDir(label);
+  dirs.push(dir);
+  return { dir, local: createCredential(dir, 'local', { local: true }), beta: createCredential(dir, 'beta', { local: false }) };
+}
+
+async function newConnection(local: Client, maxTotal: string): Promise<string> {
+  const subject = await local.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() });
+  expect(subject.status, subject.text).toBe(201);
+  const created = await local.post('/connect/connections', {
+    grantee: 'beta', subject_id: subject.json.id, capabilities: { payment_request: true }, mode: 'persistent_consent',
+    max_single: '10', max_total: maxTotal, currency: 'EUR', expires_at: new Date(Date.now() + 7_200_000).toISOString(),
+  }, { timestamp: stamp() });
+  expect(created.status, created.text).toBe(201);
+  return created.json.reference as string;
+}
+
+/** One signed consume, frozen: the same bytes and headers every time it is sent. */
+function frozenConsume(credential: Credential, reference: string, operation: string) {
+  const target = `${PREFIX}/connect/connections/${reference}/consume`;
+  const body = Buffer.from(JSON.stringify({ capability: 'payment_request', amount: '10', currency: 'EUR', operation_ref: operation }));
+  const headers = { 'content-type': 'application/json', ...signRequest(credential, { method: 'POST', target, timestamp: stamp(), body }) };
+  return async (baseUrl: string) => {
+    const res = await fetch(baseUrl + target, { method: 'POST', headers, body });
+    return { status: res.status, json: await res.json() as any };
+  };
+}
+
+async function consumedOperations(baseUrl: string, local: Credential, reference: string): Promise<number> {
+  const read = await new Client(baseUrl, local).get(`/connect/connections/${reference}`, { timestamp: stamp() });
+  expect(read.status, read.text).toBe(200);
+  return read.json.consumed_operations as number;
+}
+
+describe('P5: a request accepted before a restart is refused after it while fresh', () => {
+  it('the same signed consume sent again after a SIGTERM restart and after a kill -9 restart is refused as replayed', async () => {
+    const { dir, local, beta } = setup('replay-restart');
+    let node = await boot(dir);
+    const reference = await newConnection(new Client(node.baseUrl, local), '100');
+    const first = frozenConsume(beta, reference, 'op-first');
+    expect((await first(node.baseUrl)).status).toBe(200);
+    expect((await first(node.baseUrl)).json.error.detail.reason).toBe('replayed');
+
+    expect(await node.stop()).toBe(0);
+    node = await boot(dir);
+    const afterStop = await first(node.baseUrl);
+    expect(afterStop.status).toBe(401);
+    expect(afterStop.json.error.detail.reason).toBe('replayed');
+
+    // Accepted by this run, then kill -9: only what the consume's own commit remembered survives.
+    const second = frozenConsume(beta, reference, 'op-second');
+    expect((await second(node.baseUrl)).status).toBe(200);
+    await node.kill9();
+    node = await boot(dir);
+    for (const replay of [first, second]) {
+      const res = await replay(node.baseUrl);
+      expect(res.status).toBe(401);
+      expect(res.json.error.detail.reason).toBe('replayed');
+    }
+    expect(await consumedOperations(node.baseUrl, local, reference)).toBe(2);
+  });
+
+  it('a request that changed nothing, accepted before an orderly stop, is refused after it', async () => {
+    const { dir, local } = setup('replay-read');
+    let node = await boot(dir);
+    const target = `${PREFIX}/receipts`;
+    const body = Buffer.from('{}');
+    const headers = { 'content-type': 'application/json', ...signRequest(local, { method: 'POST', target, timestamp: stamp(), body }) };
+    const send = async () => (await fetch(node.baseUrl + target, { method: 'POST', headers, body })).json() as Promise<any>;
+    expect((await send()).error.code).toBe('path.core.invalid_request');
+    expect(await node.stop()).toBe(0);
+    node = await boot(dir);
+    expect((await send()).error.detail.reason).toBe('replayed');
+  });
+});
+
+describe('P5: each credential has its own share of the replay memory', () => {
+  it('a member that fills its share is refused with 503 alone; the local member goes on', async () => {
+    const { dir, local, beta } = setup('replay-share');
+    const share = 150;
+    const node = await boot(dir, { PATH_LIMIT_REPLAY_ENTRIES_PER_CREDENTIAL_MAX: String(share) });
+    const noisy = new Client(node.baseUrl, beta);
+    for (let sent = 0; sent < share; sent += 25) {
+      const batch = await Promise.all(Array.from({ length: 25 }, () => noisy.post('/receipts', {}, { timestamp: stamp() })));
+      for (const res of batch) expect(res.status, res.text).toBe(400);
+    }
+    const refused = await noisy.post('/receipts', {}, { timestamp: stamp() });
+    expect(refused.status).toBe(503);
+    expect(refused.json.error.code).toBe('path.core.unavailable');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    const own = await new Client(node.baseUrl, local).post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() });
+    expect(own.status, own.text).toBe(201);
+  });
+});
+
+/** Flips one byte of the last log record of a partition, the node stopped (damage at rest). */
+async function damageLastRecord(dir: string, partition: number): Promise<number> {
+  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+  const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
+  const last = [...log.getRange({ start: [partition + 1, 0], end: [partition, 0], reverse: true, limit: 1 })][0]!;
+  const damaged = Buffer.from(last.value);
+  damaged[damaged.length - 1] ^= 0xff;
+  await log.put(last.key, damaged);
+  await env.flushed;
+  await env.close();
+  return last.key[1];
+}
+
+/** Flips one byte of the first row of a table, the node stopped; returns the row's key. */
+async function damageFirstRow(dir: string, table: string): Promise<string> {
+  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+  const db = env.openDB<Buffer, string>({ name: table, encoding: 'binary' });
+  const row = [...db.getRange({ limit: 1 })][0]!;
+  const damaged = Buffer.from(row.value);
+  damaged[damaged.length - 1] ^= 0xff;
+  await db.put(row.key, damaged);
+  await env.flushed;
+  await env.close();
+  return row.key;
+}
+
+async function refusedStart(dir: string): Promise<string> {
+  const error = await startNode({ dataDir: dir }).then(() => null, (e: Error) => e);
+  expect(error, 'the node started on a damaged data directory').not.toBeNull();
+  return error!.message;
+}
+
+describe('P14: recovery never keeps half a commit', () => {
+  it('a damaged last record refuses the start, naming its partition and sequence and the way back', async () => {
+    const { dir, local, beta } = setup('damaged-tail');
+    const node = await boot(dir);
+    const reference = await newConnection(new Client(node.baseUrl, local), '20');
+    const grantee = new Client(node.baseUrl, beta);
+    for (const op of ['op-a', 'op-b']) {
+      const res = await grantee.post(`/connect/connections/${reference}/consume`,
+        { capability: 'payment_request', amount: '10', currency: 'EUR', operation_ref: op }, { timestamp: stamp() });
+      expect(res.status, res.text).toBe(200);
+    }
+    await node.kill9();
+    const partition = partitionOf(reference);
+    const seq = await damageLastRecord(dir, partition);
+    const message = await refusedStart(dir);
+    expect(message).toContain(`log record ${seq} of partition ${partition} fails its checksum`);
+    expect(message).toContain('restore the data directory from the latest backup');
+  });
+
+  it('a damaged idempotency row and a damaged directory row refuse the start, naming the table and key', async () => {
+    const { dir, local } = setup('damaged-rows');
+    const node = await boot(dir);
+    const client = new Client(node.baseUrl, local);
+    const subject = await client.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp(), idempotencyKey: 'k-1' });
+    expect(subject.status).toBe(201);
+    const identifier = await client.post('/identifiers',
+      { subject_id: subject.json.id, identifier_type: 'email', identifier: 'row.damage@example.org' }, { timestamp: stamp() });
+    expect(identifier.status, identifier.text).toBe(201);
+    expect(await node.stop()).toBe(0);
+
+    const idempotencyKey = await damageFirstRow(dir, 'idempotency');
+    expect(await refusedStart(dir)).toContain(`table 'idempotency' row '${idempotencyKey}' fails its checksum`);
+    // Mend it by removing the row, then damage the directory.
+    const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+    await env.openDB({ name: 'idempotency', encoding: 'binary' }).remove(idempotencyKey);
+    await env.flushed;
+    await env.close();
+    const directoryKey = await damageFirstRow(dir, 'directory');
+    expect(await refusedStart(dir)).toContain(`table 'directory' row '${directoryKey}' fails its checksum`);
+  });
+
+  it('a truncated data file is a clear refusal, not a bus error', async () => {
+    const { dir, local } = setup('truncated');
+    const node = await boot(dir);
+    const client = new Client(node.baseUrl, local);
+    await Promise.all(Array.from({ length: 200 }, () => client.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() })));
+    expect(await node.stop()).toBe(0);
+    const file = join(dir, 'node.mdb');
+    const fd = openSync(file, 'r+');
+    ftruncateSync(fd, Math.floor(statSync(file).size / 2));
+    closeSync(fd);
+    const message = await refusedStart(dir);
+    expect(message).toContain('is truncated');
+    expect(message).not.toContain('SIGBUS');
+  });
+});
+
+describe('P7: commands awaiting a worker are bounded', () => {
+  it('past pending_commands_max the node answers 503 with Retry-After, and every other call succeeds', async () => {
+    const { dir, local } = setup('pending-bound');
+    const node = await boot(dir, { PATH_LIMIT_PENDING_COMMANDS_MAX: '4' });
+    const client = new Client(node.baseUrl, local);
+    const answers = await Promise.all(Array.from({ length: 120 }, () => client.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s !== 201 && s !== 503)).toEqual([]);
+    const refused = answers.filter((a) => a.status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect(r.json.error.code).toBe('path.core.unavailable');
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(0);
+  });
+});
