@@ -3,7 +3,9 @@
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication runs a subset.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'versus'] as const;
+/** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
+const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
 
 export interface LoadShape {
@@ -18,6 +20,8 @@ export interface BenchConfig {
   log: { concurrent_in_flight: number; concurrent_records: number; single_records: number };
   get: { duration_seconds: number; warmup_seconds: number; rounds: number; shapes: readonly LoadShape[] };
   post: { requests: number; warmup_requests: number; connections: number; floor_time_ms: number };
+  /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
+  versus: { baseline_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
     records: number;
     /** Records per LMDB transaction while the data directory is built. */
@@ -139,6 +143,13 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       poll_interval_ms: 20,
       arrival_timeout_ms: 120_000,
     },
+    versus: {
+      baseline_cli: env.BENCH_BASELINE ?? null,
+      rounds: quick ? 2 : positiveInteger(env.BENCH_VERSUS_ROUNDS, 5, 'BENCH_VERSUS_ROUNDS'),
+      post: { count: quick ? 1_000 : 10_000, warmup: quick ? 256 : 1_000, connections: 256 },
+      get_seconds: quick ? 1 : 4,
+      get_shape: { connections: 32, pipelining: 1 },
+    },
     child_timeout_ms: 600_000,
   };
 }
@@ -151,7 +162,7 @@ function positiveInteger(raw: string | undefined, fallback: number, name: string
 }
 
 function sectionsFrom(raw: string | undefined): ReadonlySet<SectionName> {
-  if (raw === undefined || raw.trim() === '') return new Set(SECTION_NAMES);
+  if (raw === undefined || raw.trim() === '') return new Set(DEFAULT_SECTIONS);
   const chosen = raw.split(',').map((s) => s.trim());
   for (const name of chosen) {
     if (!(SECTION_NAMES as readonly string[]).includes(name)) throw new RangeError(`BENCH_ONLY: unknown section '${name}' (known: ${SECTION_NAMES.join(', ')})`);

@@ -95,8 +95,8 @@ export function anonymousMiB(pid: number): number | null {
 }
 
 /** Runs the node's command line to completion (credentials, keys). */
-export function runCli(args: string[]): string {
-  return execFileSync(process.execPath, [NODE_CLI, ...args], { encoding: 'utf8' });
+export function runCli(args: string[], cli = NODE_CLI): string {
+  return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
 }
 
 export interface LocalCredential {
@@ -104,13 +104,14 @@ export interface LocalCredential {
   seedHex: string;
 }
 
-export function createLocalCredential(dataDir: string): LocalCredential {
-  return createCredential(dataDir, 'local', true);
+export function createLocalCredential(dataDir: string, cli = NODE_CLI): LocalCredential {
+  return createCredential(dataDir, 'local', true, cli);
 }
 
 /** A credential of `member` at the node of `dataDir` (`credentials create`); local: the operator's own. */
-export function createCredential(dataDir: string, member: string, local: boolean): LocalCredential {
-  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', member, ...(local ? ['--local'] : [])])) as { key_id: string; private_key: string };
+export function createCredential(dataDir: string, member: string, local: boolean, cli = NODE_CLI): LocalCredential {
+  const args = ['credentials', 'create', '--data-dir', dataDir, '--member', member, ...(local ? ['--local'] : [])];
+  const out = JSON.parse(runCli(args, cli)) as { key_id: string; private_key: string };
   return { keyId: out.key_id, seedHex: out.private_key };
 }
 
@@ -175,6 +176,8 @@ export interface NodeOptions {
   env?: Record<string, string>;
   /** Options of the node runtime itself, before the script (for example a heap snapshot signal). */
   runtimeArgs?: readonly string[];
+  /** Another build's command line (the `versus` section's baseline); this build's by default. */
+  cli?: string;
 }
 
 /**
@@ -184,7 +187,7 @@ export interface NodeOptions {
  */
 export function startNodeProcess(options: NodeOptions): Promise<RunningServer> {
   const member = options.member ?? 'local';
-  return startServer([...(options.runtimeArgs ?? []), NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
+  return startServer([...(options.runtimeArgs ?? []), options.cli ?? NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
     options.timeoutMs, `the node (${member})`, options.env);
 }
 

@@ -15,6 +15,7 @@ import { Report } from './report.js';
 import { runRequests } from './requests.js';
 import { runResolver } from './resolver.js';
 import { runRestart } from './restart.js';
+import { runVersus } from './versus.js';
 
 const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => void | Promise<void>> = {
   micro: runMicro,
@@ -27,6 +28,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   lookup: runLookup,
   consume: runConsume,
   replication: runReplication,
+  versus: runVersus,
 };
 
 async function main(): Promise<void> {
