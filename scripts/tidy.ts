@@ -1,0 +1,119 @@
+// The habits a machine can check (STYLE.md 5, 9, 14), run by `npm test` before the tests:
+// no function in src/ over FUNCTION_LINES_MAX lines (test files aside), no line over LINE_COLUMNS_MAX columns, and
+// no limit written inline outside src/config.ts (a top-level numeric constant named like a limit:
+// *_MAX, *_MIN, *_MS, *_BYTES, *_SECONDS, *_DEFAULT, *_LIMIT). A constant that is a fact of a
+// format rather than a setting says so on its line: `// tidy: format (why)`.
+// Usage: node dist/scripts/tidy.js [root]   (exits 1 and lists every finding when there is one)
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+
+const FUNCTION_LINES_MAX = 70;
+const LINE_COLUMNS_MAX = 100;
+const LIMIT_NAME = /^[A-Z][A-Z0-9_]*_(MAX|MIN|MS|BYTES|SECONDS|DEFAULT|LIMIT)$/;
+const EXEMPT = /\/\/ tidy: format\b/;
+const CONFIG_FILE = join('src', 'config.ts');
+const TEST_FILE = /\.(test|contract)\.ts$/;
+
+export interface Finding {
+  file: string;
+  line: number;
+  rule: 'function-length' | 'line-width' | 'inline-limit';
+  message: string;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
+    else if (name.endsWith('.ts')) out.push(path);
+  }
+  return out;
+}
+
+function functionName(node: ts.Node, source: ts.SourceFile): string {
+  const named = node as ts.Node & { name?: ts.Node };
+  if (named.name !== undefined) return named.name.getText(source);
+  const parent = node.parent;
+  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) return parent.name.getText(source);
+  return '(anonymous)';
+}
+
+/** Functions, methods and arrow functions longer than the limit (their whole span). */
+function longFunctions(file: string, source: ts.SourceFile): Finding[] {
+  const found: Finding[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && (node as ts.FunctionLikeDeclaration).body !== undefined) {
+      const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+      const lines = end - start + 1;
+      if (lines > FUNCTION_LINES_MAX) {
+        found.push({
+          file, line: start + 1, rule: 'function-length',
+          message: `${functionName(node, source)} is ${lines} lines (at most ${FUNCTION_LINES_MAX})`,
+        });
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** Top-level numeric constants named like limits, outside config.ts. */
+function inlineLimits(file: string, source: ts.SourceFile, lines: readonly string[]): Finding[] {
+  const found: Finding[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isVariableStatement(statement)) continue;
+    for (const declaration of statement.declarationList.declarations) {
+      const name = declaration.name.getText(source);
+      const init = declaration.initializer;
+      if (!LIMIT_NAME.test(name) || init === undefined || !isNumeric(init)) continue;
+      const line = source.getLineAndCharacterOfPosition(declaration.getStart(source)).line;
+      if (EXEMPT.test(lines[line] ?? '')) continue;
+      found.push({ file, line: line + 1, rule: 'inline-limit', message: `${name} is a limit: give it a home in ${CONFIG_FILE}` });
+    }
+  }
+  return found;
+}
+
+function isNumeric(node: ts.Expression): boolean {
+  if (ts.isNumericLiteral(node)) return true;
+  if (ts.isPrefixUnaryExpression(node)) return isNumeric(node.operand);
+  if (ts.isParenthesizedExpression(node)) return isNumeric(node.expression);
+  if (ts.isBinaryExpression(node)) return isNumeric(node.left) && isNumeric(node.right);
+  return false;
+}
+
+export function tidy(root: string): Finding[] {
+  const findings: Finding[] = [];
+  for (const path of sourceFiles(join(root, 'src'))) {
+    const file = relative(root, path);
+    const text = readFileSync(path, 'utf8');
+    const lines = text.split('\n');
+    lines.forEach((line, i) => {
+      if (line.length > LINE_COLUMNS_MAX) {
+        findings.push({ file, line: i + 1, rule: 'line-width', message: `${line.length} columns (at most ${LINE_COLUMNS_MAX})` });
+      }
+    });
+    const source = ts.createSourceFile(path, text, ts.ScriptTarget.ES2022, true);
+    // A test file's describe blocks are lists of cases, not functions to read at once.
+    if (!TEST_FILE.test(file)) findings.push(...longFunctions(file, source));
+    if (file !== CONFIG_FILE) findings.push(...inlineLimits(file, source, lines));
+  }
+  return findings;
+}
+
+function main(): void {
+  const root = process.argv[2] ?? process.cwd();
+  const findings = tidy(root);
+  for (const f of findings) process.stderr.write(`${f.file}:${f.line}: ${f.rule}: ${f.message}\n`);
+  if (findings.length > 0) {
+    process.stderr.write(`tidy: ${findings.length} finding(s)\n`);
+    process.exit(1);
+  }
+  process.stdout.write('tidy: src/ keeps the checked habits\n');
+}
+
+if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) main();
