@@ -58,6 +58,14 @@ export interface Config {
   limits: Limits;
 }
 
+/**
+ * P16: what the node creates is readable by its user alone. The command line sets this umask
+ * before it creates anything, so no file ever exists with a wider mode, even for a moment.
+ */
+export const PRIVATE_UMASK = 0o077;
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
+
 export const API_VERSION = '2026-11-21.genesis';
 export const SERVED_API_VERSIONS = [API_VERSION] as const;
 export const API_PREFIXES = ['/api/path/v1', '/api/path/genesis/v1'] as const;

@@ -58,6 +58,21 @@ function bodyDigest(context: RequestContext): string {
   return context.bodySha256Hex;
 }
 
+/**
+ * uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT: the typings declare that enum, but the binding
+ * exports no such object to read it from.
+ */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
+type ListenCallback = (socket: uws.us_listen_socket | false) => void;
+type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
+
+/** The binding's listen(host, port, options, callback), an overload its typings lack. */
+function listenExclusive(app: uws.TemplatedApp, host: string, port: number,
+  done: ListenCallback): void {
+  (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
+}
+
 export class HttpServer {
   private readonly router: Router<Handler>;
   private readonly app = uws.App();
@@ -73,10 +88,18 @@ export class HttpServer {
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
+  /**
+   * Binds the port for this process alone (P16). uWS otherwise listens with SO_REUSEPORT, and a
+   * second node on the same port would start and the kernel would split the traffic between
+   * them. uWS gives no reason for a refusal; in use is by far the likeliest.
+   */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+      listenExclusive(this.app, host, port, (socket) => {
+        if (!socket) {
+          return reject(new Error(`cannot listen on ${host}:${port}: port in use by another `
+            + 'process (or the address is not available here)'));
+        }
         this.listenSocket = socket;
         resolve(uws.us_socket_local_port(socket));
       });
