@@ -1,12 +1,14 @@
 // Wire schemas of SPEC K (connections, mandates, delegations).
 import { Type } from '@sinclair/typebox';
-import { Decimal, MemberName, Rfc3339, Text, validator } from '../../protocol/schemas.js';
+import {
+  Decimal, MemberName, Reference, Rfc3339, Text, validator,
+} from '../../protocol/schemas.js';
 
 const Currency = Text({ maxLength: 64 });
 
 export const CreateConnection = Type.Object({
   grantee: MemberName,
-  subject_id: Type.String({ pattern: '^sub_[0-9a-f]{32}$' }),
+  subject_id: Reference('sub', 'a subject id'),
   capabilities: Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Type.Boolean(), { maxProperties: 64 }),
   mode: Type.Union([Type.Literal('per_operation_signature'), Type.Literal('persistent_consent')]),
   max_single: Decimal,

@@ -1,6 +1,8 @@
 // Wire schemas of the receipt routes (SPEC J).
 import { Type, type Static } from '@sinclair/typebox';
-import { Amount, Capability, Fee, MemberName, RailReference, Text, validator } from '../../protocol/schemas.js';
+import {
+  Amount, Capability, Fee, MemberName, RailReference, Reference, Text, validator,
+} from '../../protocol/schemas.js';
 
 export const REASON_CODES = [
   'rail_unavailable', 'rail_rejected', 'destination_unknown', 'destination_closed',
@@ -11,11 +13,13 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 const ReasonCodeSchema = Type.Union(REASON_CODES.map((c) => Type.Literal(c)));
 const RAIL_REFERENCES_MAX = 64;
 const Party = Type.Object({ member: MemberName });
+const RequestReference = Reference('req', 'a request reference');
+const InstructionReference = Reference('ins', 'an instruction reference');
 
 export const IssueReceipt = Type.Object({
   issued_by: Type.Union([Type.Literal('payer'), Type.Literal('payee')]),
-  request: Type.Optional(Type.Union([Type.Null(), Type.String({ pattern: '^req_[0-9a-f]{32}$' })])),
-  instruction: Type.Optional(Type.Union([Type.Null(), Type.String({ pattern: '^ins_[0-9a-f]{32}$' })])),
+  request: Type.Optional(Type.Union([Type.Null(), RequestReference])),
+  instruction: Type.Optional(Type.Union([Type.Null(), InstructionReference])),
   via: Capability,
   sent: Type.Optional(Type.Union([Type.Null(), Amount])),
   received: Type.Optional(Type.Union([Type.Null(), Amount])),

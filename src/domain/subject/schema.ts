@@ -2,7 +2,7 @@
 // ownership bindings, addresses, targets, standing intents).
 import { Type, type Static } from '@sinclair/typebox';
 import { IDENTIFIER_TYPES } from '../../protocol/identifiers.js';
-import { Capability, Rfc3339, Text, validator } from '../../protocol/schemas.js';
+import { Capability, Reference, Rfc3339, Text, validator } from '../../protocol/schemas.js';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((v) => Type.Literal(v)));
 
@@ -27,7 +27,7 @@ export const CLAIMS = ['kyc_level', 'kyb_level', 'aml', 'sanctions', 'pep', 'ris
 export const LIVE_RAILS = ['book', 'blockchain', 'mobile_money'] as const;
 export const ACCOUNT_KINDS = ['own_ledger', 'virtual_account', 'external_account', 'wallet'] as const;
 
-const SubjectId = Type.String({ pattern: '^sub_[0-9a-f]{32}$' });
+const SubjectId = Reference('sub', 'a subject id');
 
 export const CreateSubject = Type.Object({
   subject_type: literals(['natural_person', 'legal_entity'] as const),

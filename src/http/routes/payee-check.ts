@@ -9,7 +9,7 @@ import { untitledWords } from '../../domain/payee/names.js';
 import { addressInfoKey, type AddressInfo } from '../../domain/subject/resolver.js';
 import { invalid, refusal } from '../../protocol/errors.js';
 import { isReferenceShaped } from '../../protocol/ids.js';
-import { validator } from '../../protocol/schemas.js';
+import { PathAddress, Reference, validator } from '../../protocol/schemas.js';
 import { unauthenticated } from '../auth.js';
 import { failure } from '../reply.js';
 import type { RouteSpec } from '../router.js';
@@ -17,12 +17,12 @@ import type { Handler } from '../server.js';
 import { notFound, runCommand, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
 
 const validatePayeeCheck = validator(Type.Object({
-  key: Type.String({ pattern: '^path:[A-Za-z0-9]{1,64}$' }),
+  key: PathAddress,
   mode: Type.Union([Type.Literal('verify'), Type.Literal('display')]),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   context: Type.Optional(Type.Object({
-    request: Type.Optional(Type.String({ pattern: '^req_[0-9a-f]{32}$' })),
-    instruction: Type.Optional(Type.String({ pattern: '^ins_[0-9a-f]{32}$' })),
+    request: Type.Optional(Reference('req', 'a request reference')),
+    instruction: Type.Optional(Reference('ins', 'an instruction reference')),
   })),
   nonce: Type.String({ minLength: 1, maxLength: 128 }),
 }));

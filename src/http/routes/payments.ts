@@ -36,7 +36,7 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
     return { object, text };
   };
   const by = (prefix: 'req' | 'ins' | 'chk', aggregate: string, name: string, what: string): Handler => (context) => {
-    const reference = context.params.reference ?? context.params.handle!;
+    const reference = context.params.reference!;
     return isReferenceShaped(reference, prefix) ? runCommand(services, context, aggregate, reference, name, {}) : notFound(what);
   };
   const publicRead = (prefix: 'req' | 'ins', what: string): Handler => (context) => {
@@ -103,16 +103,28 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'checkout.get', method: 'GET', path: '/checkout/sessions/:handle', auth: 'member',
+      // SPEC I: the merchant reads a session by its id (cs_); the payer-facing moves below take
+      // the reference (chk_), so the two names never share a parameter.
+      operation: 'checkout.get', method: 'GET', path: '/checkout/sessions/:id', auth: 'member',
       handler: (context) => {
-        const id = context.params.handle!;
+        const id = context.params.id!;
         const reference = isReferenceShaped(id, 'cs') ? ownerOf(services, id) : null;
         return reference === null ? notFound('checkout session') : runCommand(services, context, 'checkout', reference, 'read', {});
       },
     },
-    { operation: 'checkout.attempt', method: 'POST', path: '/checkout/sessions/:handle/attempt', auth: 'member', handler: by('chk', 'checkout', 'attempt', 'checkout session') },
-    { operation: 'checkout.complete', method: 'POST', path: '/checkout/sessions/:handle/complete', auth: 'member', handler: by('chk', 'checkout', 'complete', 'checkout session') },
-    { operation: 'checkout.revoke', method: 'POST', path: '/checkout/sessions/:handle/revoke', auth: 'local', handler: by('chk', 'checkout', 'revoke', 'checkout session') },
+    {
+      operation: 'checkout.attempt', method: 'POST', path: '/checkout/sessions/:reference/attempt',
+      auth: 'member', handler: by('chk', 'checkout', 'attempt', 'checkout session'),
+    },
+    {
+      operation: 'checkout.complete', method: 'POST',
+      path: '/checkout/sessions/:reference/complete', auth: 'member',
+      handler: by('chk', 'checkout', 'complete', 'checkout session'),
+    },
+    {
+      operation: 'checkout.revoke', method: 'POST', path: '/checkout/sessions/:reference/revoke',
+      auth: 'local', handler: by('chk', 'checkout', 'revoke', 'checkout session'),
+    },
   ];
 }
 

@@ -5,9 +5,11 @@
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
 import { budgetKey, signAnswers, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
-import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
+import {
+  hashKeys, keyShapeRefusal, type KeyHash, type KeyItem,
+} from '../../protocol/identifiers.js';
 import { invalid, refusal } from '../../protocol/errors.js';
-import { validator } from '../../protocol/schemas.js';
+import { Sha256Hex, validator } from '../../protocol/schemas.js';
 import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
 import { failure, json, type HttpReply } from '../reply.js';
@@ -20,7 +22,7 @@ const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
 const Item = Type.Object({
   identifier_type: KeyType,
   identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-  identifier_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  identifier_hash: Type.Optional(Sha256Hex),
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 const validateLookup = validator(Item);
@@ -61,6 +63,47 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     return { result, headers, signedText };
   };
 
+  /**
+   * P17: a key that does not normalise is answered at its index with its refusal, and is neither
+   * looked up, journalled nor charged; the others are answered as usual. A body that is not a
+   * batch (no items, too many, an item of the wrong shape) is still refused whole.
+   */
+  const lookupBatch = async (context: RequestContext): Promise<HttpReply> => {
+    const body = validBody(context, validateBatch);
+    if (!body.ok) return failure(body.refusal);
+    const { items, signed = false } = body.value;
+    if (items.length === 0 || items.length > limits.lookup_batch_max) {
+      return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
+    }
+    const shape = keyShapeRefusal(items, true);
+    if (shape !== null) return failure(shape);
+    const hashed = await hashSpread(services, items);
+    const answers: AnswerBody[] = [];
+    items.forEach((item, i) => {
+      const hash = hashed[i]!;
+      if (typeof hash === 'string') answers.push(answerFor(item, hash));
+    });
+    let headers: Record<string, string> | undefined;
+    let signedText = '[]';
+    if (answers.length > 0) {
+      const charged = await charge(context, answers, signed);
+      headers = charged.headers;
+      const reply = charged.result.reply;
+      if (reply.status !== 200) return { ...fromReply(reply), headers };
+      signedText = charged.signedText;
+    }
+    let results: string;
+    if (signed && answers.length === items.length) results = signedText;
+    else {
+      // Signed answers are spliced between the errors as parsed objects: the signature covers
+      // the canonical form, so writing them out again keeps them verifiable.
+      const shown = signed ? JSON.parse(signedText) as object[] : answers.map(unsignedResult);
+      results = batchResults(items, hashed, shown);
+    }
+    const text = `{"count":${items.length},"signed":${signed},"results":${results}}`;
+    return { status: 200, body: text, signed, headers };
+  };
+
   return [
     {
       operation: 'sonar.lookup', method: 'POST', path: '/sonar/lookup', auth: 'member',
@@ -69,9 +112,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (!body.ok) return failure(body.refusal);
         const shape = keyShapeRefusal([body.value], false);
         if (shape !== null) return failure(shape);
-        const hashed = hashKeys(services.pepper, [body.value], 0, false);
-        if (!hashed.ok) return failure(hashed.refusal);
-        const { result, headers, signedText } = await charge(context, [answerFor(body.value, hashed.hashes[0]!)], true);
+        const [hash] = hashKeys(services.pepper, [body.value], 0, false);
+        if (typeof hash !== 'string') return failure(hash!);
+        const answer = answerFor(body.value, hash);
+        const { result, headers, signedText } = await charge(context, [answer], true);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
         // A one-element array of the signed answer.
         return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
@@ -79,24 +123,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     },
     {
       operation: 'sonar.lookup_batch', method: 'POST', path: '/sonar/lookup/batch', auth: 'member',
-      handler: async (context) => {
-        const body = validBody(context, validateBatch);
-        if (!body.ok) return failure(body.refusal);
-        const { items, signed = false } = body.value;
-        if (items.length === 0 || items.length > limits.lookup_batch_max) {
-          return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
-        }
-        const shape = keyShapeRefusal(items, true);
-        if (shape !== null) return failure(shape);
-        const hashed = await hashSpread(services, items);
-        if (!hashed.ok) return failure(hashed.refusal);
-        const answers = items.map((item, i) => answerFor(item, hashed.hashes[i]!));
-        const { result, headers, signedText } = await charge(context, answers, signed);
-        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedText}}`, signed: true, headers };
-        const results = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, member: a.member, endpoint: a.endpoint }));
-        return { ...json(200, { count: results.length, signed: false, results }), headers };
-      },
+      handler: lookupBatch,
     },
     {
       operation: 'sonar.confirm', method: 'POST', path: '/sonar/confirm', auth: 'public',
@@ -109,19 +136,39 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   ];
 }
 
+/** An answer of an unsigned batch (SPEC D): no nonce, no signature. */
+function unsignedResult(a: AnswerBody): object {
+  const { identifier_type, identifier_hash, found, member, endpoint } = a;
+  return { identifier_type, identifier_hash, found, member, endpoint };
+}
+
+/**
+ * The results array of a batch, as JSON text: the answers of the keys that normalised, in order,
+ * with each key that did not at its own index as `{ identifier_type, error }` (P17). The error
+ * comes from normalisation, whose messages never quote the value.
+ */
+function batchResults(
+  items: readonly KeyItem[], hashed: readonly KeyHash[], answers: readonly object[],
+): string {
+  let next = 0;
+  const results = items.map((item, i) => {
+    const hash = hashed[i]!;
+    if (typeof hash === 'string') return answers[next++];
+    return { identifier_type: item.identifier_type, error: hash };
+  });
+  return JSON.stringify(results);
+}
+
 /**
  * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
  * while the front end does the rest. Small batches stay on the front end.
  */
-async function hashSpread(services: Services, items: KeyItem[]): Promise<ReturnType<typeof hashKeys>> {
+async function hashSpread(services: Services, items: KeyItem[]): Promise<KeyHash[]> {
   if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
   const local = hashKeys(services.pepper, items.slice(cut), cut, true);
-  const first = await remote;
-  if (!first.ok) return first;
-  if (!local.ok) return local;
-  return { ok: true, hashes: [...first.hashes, ...local.hashes] };
+  return [...await remote, ...local];
 }
 
 /** The share of a large batch's keys the front end hashes itself (the worker also charges and journals). */
