@@ -271,8 +271,11 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
     c.write(chunkedHead());
     let sent = 0;
     // At most 1 MiB waits in this process, so `sent` stays near what reached the node.
+    // Bounded per tick and in all, and stopped once the socket is done: a socket that drops
+    // writes must not turn this into a loop that starves the event loop.
     const pump = setInterval(() => {
-      while (!c.isClosed && c.socket.writableLength < MiB) {
+      for (let i = 0; i < 16 && sent < 64 * MiB; i++) {
+        if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
         c.write(CHUNK);
         sent += 64 * 1024;
       }
