@@ -11,6 +11,11 @@ export interface Limits {
   replay_entries_per_credential_max: number;
   replay_sweep_interval_ms: number;
   mailbox_depth_max: number;
+  /** Commands of one aggregate decided together and made durable in one write. */
+  batch_commands_max: number;
+  /** A follow-up that could not be routed is tried again after this, doubling up to the max. */
+  follow_up_retry_ms: number;
+  follow_up_retry_max_ms: number;
   snapshot_every_records: number;
   shutdown_drain_ms: number;
   credentials_poll_interval_ms: number;
@@ -71,6 +76,9 @@ export const DEFAULT_LIMITS: Limits = {
   replay_entries_per_credential_max: 2_000_000,
   replay_sweep_interval_ms: 60_000,
   mailbox_depth_max: 1024,
+  batch_commands_max: 256,
+  follow_up_retry_ms: 100,
+  follow_up_retry_max_ms: 10_000,
   snapshot_every_records: 2_048,
   shutdown_drain_ms: 10_000,
   credentials_poll_interval_ms: 500,

@@ -1,11 +1,12 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
-import type { IdempotencyEntry } from './actors/types.js';
 import type { Config, Limits } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
-import { replayWrite } from './actors/shard.js';
+import { followUpRows, idempotencyRows, replayRows } from './log/rows.js';
+import { storedFollowUp } from './actors/decision.js';
+import type { PendingFollowUp } from './actors/types.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { paymentRoutes } from './http/routes/payments.js';
@@ -21,7 +22,6 @@ import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
-import { unframeRow } from './log/record.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
@@ -49,8 +49,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const { pool, stats } = await ShardPool.start({
     workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'), pepperHex: pepper.hex,
     limits: config.limits, onFatal,
-    // A tick's commit (an expiry) may carry events to deliver and index rows to apply.
-    onEffects: (result) => {
+    afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
       if (result.directory.length > 0) directory.apply(result.directory);
@@ -68,6 +67,8 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const loadCredentials = () => authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
   const { directoryRows, replicaRows } = await network.start();
+  // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
+  const followedUp = await pool.resumeFollowUps(unfinishedFollowUps(log));
 
   const services: Services = {
     config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey,
@@ -110,7 +111,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   events.start();
   logger.info({
     port, external_port: external.port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats,
-    directory_rows: directoryRows, replica_rows: replicaRows, replay_rows: replayed, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
+    directory_rows: directoryRows, replica_rows: replicaRows, replay_rows: replayed, follow_ups: followedUp, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
   }, 'listening');
 
   return {
@@ -122,7 +123,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       clearInterval(replaySweep);
       await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
       // Requests that changed nothing durable are remembered too, once no new one can arrive.
-      await log.write([...authenticator.remembered()].map(replayWrite));
+      await log.write([...authenticator.remembered()].map(replayRows.mark));
       await events.stop();
       await network.stop();
       await pool.drain();
@@ -166,7 +167,7 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
     stored(scope) {
       const bytes = log.get('idempotency', scope);
       if (bytes === undefined) return undefined;
-      const entry = unframeRow<IdempotencyEntry>('idempotency', scope, bytes);
+      const entry = idempotencyRows.read(scope, bytes);
       return entry.at + retentionMs < Date.now() ? undefined : entry;
     },
   };
@@ -175,8 +176,13 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
 /** The requests earlier runs accepted and still remember (P5). */
 function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> {
   for (const { key, bytes } of log.scan('replay', { start: replayCutoff(Date.now()) })) {
-    yield { key, keyId: unframeRow<{ c: string }>('replay', key, bytes).c };
+    yield { key, keyId: replayRows.read(key, bytes).c };
   }
+}
+
+/** Follow-ups written by commits and not yet decided by their aggregates. */
+function* unfinishedFollowUps(log: Log): Iterable<PendingFollowUp> {
+  for (const { key, bytes } of log.scan('followups')) yield storedFollowUp(key, followUpRows.read(key, bytes));
 }
 
 /** Replay rows sort by the time they may be forgotten: the expired ones are one range. */
@@ -195,7 +201,7 @@ export async function housekeeping(log: Log, limits: Limits): Promise<void> {
   const now = Date.now();
   const writes: TableWrite[] = [];
   for (const { key, bytes } of log.scan('idempotency')) {
-    if (unframeRow<IdempotencyEntry>('idempotency', key, bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
+    if (idempotencyRows.read(key, bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
   }
   const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
   for (const { key } of log.scan('journal', { end: cutoff })) writes.push({ table: 'journal', key, bytes: null });

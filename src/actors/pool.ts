@@ -6,7 +6,7 @@ import { refusal } from '../protocol/errors.js';
 import type { Limits } from '../config.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
-import type { CommandResult, RoutedCommand } from './types.js';
+import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
@@ -23,8 +23,11 @@ export interface PoolOptions {
   limits: Limits;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
-  /** What a worker's time-driven command committed (outbox events, index rows). */
-  onEffects: (result: CommandResult) => void;
+  /**
+   * The one fan-out after every commit, whoever caused it (a call, a follow-up, a tick): the
+   * front end refreshes its reads, delivers the outbox events and applies index rows.
+   */
+  afterCommit: (result: CommandResult) => void;
 }
 
 export class ShardPool {
@@ -50,9 +53,37 @@ export class ShardPool {
     return { pool, stats };
   }
 
-  /** Runs a command on the worker that owns its aggregate's partition. */
-  submit(routed: RoutedCommand): Promise<CommandResult> {
-    return this.call(this.workers[partitionOf(routed.key) % this.workers.length]!, (id) => ({ t: 'command', id, routed }));
+  /**
+   * Runs a command on the worker that owns its aggregate's partition. The follow-ups its commit
+   * wrote are carried out before the answer, so a caller sees their effect; were the node to
+   * stop first, the next start carries them out from their rows (resumeFollowUps).
+   */
+  async submit(routed: RoutedCommand): Promise<CommandResult> {
+    const worker = this.workers[partitionOf(routed.key) % this.workers.length]!;
+    const result = await this.call<CommandResult>(worker, (id) => ({ t: 'command', id, routed }));
+    if (result.committed) this.options.afterCommit(result);
+    if (result.followUps.length > 0) await Promise.all(result.followUps.map((f) => this.carryOut(f)));
+    return result;
+  }
+
+  /** Carries out the follow-ups earlier runs wrote and did not finish (at start). */
+  async resumeFollowUps(pending: Iterable<PendingFollowUp>): Promise<number> {
+    const all = [...pending];
+    await Promise.all(all.map((f) => this.carryOut(f)));
+    return all.length;
+  }
+
+  /** At least once: a follow-up that cannot be routed now is tried again until the node stops. */
+  private async carryOut(f: PendingFollowUp): Promise<void> {
+    const { limits } = this.options;
+    for (let attempt = 0; !this.stopping; attempt++) {
+      try {
+        await this.submit({ ...f.routed, followUp: f.id });
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, Math.min(limits.follow_up_retry_ms * 2 ** attempt, limits.follow_up_retry_max_ms)));
+      }
+    }
   }
 
   /** Signs lookup answers on the next worker in turn (stateless work, spread over the shards). */
@@ -120,7 +151,10 @@ export class ShardPool {
           case 'hashed': this.settle(m.id)?.resolve(m.outcome as never); break;
           case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
           case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
-          case 'effects': this.options.onEffects(m.result); break;
+          case 'effects':
+            this.options.afterCommit(m.result);
+            for (const f of m.result.followUps) void this.carryOut(f);
+            break;
           case 'drained': break;
         }
       });

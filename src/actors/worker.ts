@@ -33,6 +33,7 @@ const shard = new Shard({
   unseal: (sealed) => unseal(sealingKey, sealed),
   snapshotEveryRecords: data.limits.snapshot_every_records,
   mailboxDepthMax: data.limits.mailbox_depth_max,
+  limits: data.limits,
   onFatal: fatal,
   onEffects: (result) => send({ t: 'effects', result }),
 });

@@ -7,11 +7,12 @@
 // target has acknowledged it or its window has passed.
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
-import type { OutboxEvent } from '../actors/types.js';
+import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import type { Log, TableWrite } from '../log/log.js';
 import { frame, unframeRow } from '../log/record.js';
+import { outboxRows } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import { resolvedAllowed } from './url-policy.js';
@@ -100,7 +101,7 @@ export class WebhookDelivery {
   private async deliver(id: string): Promise<void> {
     const bytes = this.options.log.get('outbox', id);
     if (bytes === undefined) return;
-    const event = unframeRow<OutboxEvent>('outbox', id, bytes);
+    const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
     const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));

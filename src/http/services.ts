@@ -118,13 +118,9 @@ export function queryParams(context: RequestContext): URLSearchParams {
  */
 export async function submit(services: Services, routed: RoutedCommand, from?: RequestContext): Promise<CommandResult> {
   const replay = from?.replay;
-  const result = await services.pool.submit(replay === undefined ? routed : { ...routed, replay });
-  // The worker committed before answering; make sure this thread's reads see that commit, so
-  // a read or an idempotent retry right after this answer finds what it wrote.
-  if (result.committed) services.log.refresh();
-  if (result.outbox.length > 0) services.events?.notify(result.outbox);
-  if (result.directory.length > 0) services.directory?.apply(result.directory);
-  return result;
+  // The pool's after-commit fan-out (node.ts) has run when this resolves: this thread's reads
+  // see the commit, so a read or an idempotent retry right after this answer finds it.
+  return services.pool.submit(replay === undefined ? routed : { ...routed, replay });
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */

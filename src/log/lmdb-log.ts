@@ -38,7 +38,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
     tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage'),
-      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'), replay: table('replay'),
+      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'), replay: table('replay'), followups: table('followups'),
     },
   };
 }

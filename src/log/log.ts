@@ -19,7 +19,7 @@ export interface LogEntry {
 
 /** Tables written in the same commit as the records that cause them. */
 export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage' | 'feed' | 'feed_state' | 'replica' | 'cursors'
-  | 'replay';
+  | 'replay' | 'followups';
 
 export interface ScanRange {
   start?: string;

@@ -10,7 +10,7 @@ export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
   private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map(),
-    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(), replay: new Map(),
+    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(), replay: new Map(), followups: new Map(),
   };
   private pending: Pending[] = [];
 

@@ -7,12 +7,12 @@
 //   settled  -> reversed
 //   failed, reversed: nowhere
 // A payee receipt is issued settled; a payer receipt is issued pending or failed.
-import type { Command, DecideContext, Decider, Decision, Publication } from '../../actors/types.js';
+import type { CommandOf, DecideContext, Decider, Decision, InputOf, Publication } from '../decider.js';
 import { digestOf } from '../../protocol/digest.js';
-import { invalid, refusal } from '../../protocol/errors.js';
+import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime } from '../../protocol/time.js';
-import type { IssueReceiptInput, ReasonCode, TransitionReceiptInput } from './schema.js';
+import { receiptCommands, type ReasonCode, type TransitionReceiptInput } from './schema.js';
 
 export type ReceiptStatus = 'pending' | 'settled' | 'failed' | 'reversed';
 
@@ -46,33 +46,34 @@ export type ReceiptEvent =
   | { type: 'issued'; reference: string; step: Step; envelope: string }
   | { type: 'moved'; step: Step; envelope: string };
 
-/** The command inputs, validated against schema.ts by the front end. */
-export type IssueCommand = IssueReceiptInput & { reference: string };
+type Commands = typeof receiptCommands;
+type Command = CommandOf<Commands>;
+export type IssueCommand = InputOf<Commands, 'issue'>;
 
 type Envelope = Record<string, unknown>;
 
 export const RECEIPT_EVENT = 'receipt.issued';
 
-export const receiptDecider: Decider<ReceiptState, ReceiptEvent> = {
+export const receiptDecider: Decider<ReceiptState, Commands, ReceiptEvent> = {
   type: 'receipt',
+  prefix: 'rcp',
+  commands: receiptCommands,
 
   reads(command: Command, state: ReceiptState | null): string[] {
     return command.name === 'transition' && state !== null ? [state.reference, transitionsViewKey(state.reference)] : [];
   },
 
-  decide(command: Command, state: ReceiptState | null, context: DecideContext): Decision<ReceiptEvent> {
+  decide(command: Command, state: ReceiptState | null, context: DecideContext): Decision<ReceiptEvent> | Refusal {
     switch (command.name) {
       case 'issue':
         if (state !== null) return refusal('path.core.invalid_request', 'reference already in use', { field: 'reference' });
-        return issue(command.input as IssueCommand, context);
+        return issue(command.input, context);
       case 'transition':
         if (state === null) return refusal('path.core.not_found', 'no such receipt');
         if (command.caller === null || !command.caller.local) {
           return refusal('path.auth.forbidden', 'only the issuer of a receipt may move it');
         }
-        return transition(state, command.input as TransitionReceiptInput, context);
-      default:
-        return refusal('path.core.not_found', 'no such operation on a receipt');
+        return transition(state, command.input, context);
     }
   },
 
@@ -87,7 +88,7 @@ export function transitionsViewKey(reference: string): string {
   return `${reference}/transitions`;
 }
 
-function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEvent> {
+function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEvent> | Refusal {
   const status = input.status ?? (input.issued_by === 'payee' ? 'settled' : 'pending');
   const reasonCode = input.reason_code ?? null;
   const railReferences = input.rail_references ?? [];
@@ -129,19 +130,24 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
   const step: Step = { from: null, to: status, reason_code: reasonCode, occurred_at: occurredAt };
   return {
     events: [{ type: 'issued', reference: input.reference, step, envelope: text }],
-    reply: { status: 201, body: text, signed: true },
+    answer: { text, signed: true, created: true },
     outbox: [{ id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data_json: text }],
     // The transitions list of a new receipt derives from its envelope (firstTransitions): not written until it moves.
-    publications: [{ key: input.reference, reply: { status: 200, body: text, signed: true } }],
+    publications: [{ key: input.reference, view: { text, signed: true } }],
+    // An instruction named by a receipt is used from then on (docs/decisions.md): decided by the
+    // instruction itself, after this commit and again after a crash (STYLE 12). One that is not
+    // this node's is not found there, which ends the follow-up.
+    followUps: typeof input.instruction === 'string'
+      ? [{ aggregate: 'instruction', key: input.instruction, name: 'use', input: { receipt: input.reference } }] : [],
   };
 }
 
-function transition(state: ReceiptState, input: TransitionReceiptInput, context: DecideContext): Decision<ReceiptEvent> {
-  const current = context.views?.get(state.reference);
-  if (current === undefined) throw new Error(`receipt ${state.reference} has no committed envelope`);
-  const listed = context.views?.get(transitionsViewKey(state.reference)) ?? firstTransitions(current);
+function transition(state: ReceiptState, input: TransitionReceiptInput, context: DecideContext): Decision<ReceiptEvent> | Refusal {
+  const current = context.views.get(state.reference)?.text;
+  if (current === undefined || current === null) throw new Error(`receipt ${state.reference} has no committed envelope`);
+  const listed = context.views.get(transitionsViewKey(state.reference))?.text ?? firstTransitions(current);
   // Re-stating the state already held answers the current envelope and appends nothing.
-  if (input.to === state.status) return { events: [], reply: { status: 200, body: current, signed: true } };
+  if (input.to === state.status) return { events: [], answer: { text: current, signed: true } };
   if (!MOVES[state.status].includes(input.to)) {
     return refusal('path.settlement.transition_invalid', `a ${state.status} receipt cannot move to ${input.to}`, { from: state.status, to: input.to });
   }
@@ -172,7 +178,7 @@ function transition(state: ReceiptState, input: TransitionReceiptInput, context:
   const earlier = (JSON.parse(listed) as { transitions: (Step & { envelope: unknown })[] }).transitions;
   return {
     events: [{ type: 'moved', step, envelope: text }],
-    reply: { status: 201, body: text, signed: true },
+    answer: { text, signed: true, created: true },
     publications: published(state.reference, text, transitionsDocument(state.reference, input.to, [...earlier, { ...step, envelope }])),
   };
 }
@@ -180,8 +186,8 @@ function transition(state: ReceiptState, input: TransitionReceiptInput, context:
 /** `GET /receipts/{reference}` (and `/path/{reference}`) and `GET /receipts/{reference}/transitions`. */
 function published(reference: string, envelope: string, transitions: string): Publication[] {
   return [
-    { key: reference, reply: { status: 200, body: envelope, signed: true } },
-    { key: transitionsViewKey(reference), reply: { status: 200, body: transitions, signed: true } },
+    { key: reference, view: { text: envelope, signed: true } },
+    { key: transitionsViewKey(reference), view: { text: transitions, signed: true } },
   ];
 }
 

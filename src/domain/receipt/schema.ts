@@ -9,7 +9,7 @@ export const REASON_CODES = [
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 const ReasonCodeSchema = Type.Union(REASON_CODES.map((c) => Type.Literal(c)));
-const RAIL_REFERENCES_MAX = 64;
+const RAIL_REFERENCES_MAX = 64; // tidy: format (SPEC J bounds a receipt's rail references)
 const Party = Type.Object({ member: MemberName });
 
 export const IssueReceipt = Type.Object({
@@ -47,3 +47,11 @@ export const VerifyReceipt = Type.Object({
 export const validateIssue = validator(IssueReceipt);
 export const validateTransition = validator(TransitionReceipt);
 export const validateVerify = validator(VerifyReceipt);
+
+/** The receipt aggregate's commands and their inputs. */
+export const receiptCommands = {
+  /** Issue a receipt under a fresh reference (made by the route). */
+  issue: Type.Intersect([IssueReceipt, Type.Object({ reference: Type.String() })]),
+  /** Move it (its issuer only). */
+  transition: TransitionReceipt,
+};

@@ -5,7 +5,8 @@
 //   paid, revoked, expired: nowhere
 // The signed `path.request` object is re-signed at each move and served as committed bytes.
 import type { Command, DecideContext, Decider, Decision, Publication, Reply } from '../../actors/types.js';
-import { errorBody, invalid, refusal } from '../../protocol/errors.js';
+import { errorBody, invalid, refusal, type Refusal } from '../../protocol/errors.js';
+import type { ReadView } from '../decider.js';
 import type { AmountT, CapabilityT } from '../../protocol/schemas.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
@@ -36,6 +37,28 @@ export type RequestEvent =
 export const REQUEST_PAID_EVENT = 'request.paid';
 
 const ok = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value), signed: false });
+
+/** What other aggregates read of a request: its current signed object. */
+export interface RequestObject {
+  reference: string;
+  status: RequestStatus;
+  payee: { member: string; address: string | null };
+  amount: AmountT | null;
+  accepts: CapabilityT[];
+  expires_at: string | null;
+}
+
+/**
+ * The request behind a committed view when it is open (SPEC H: created and not past its
+ * expiry); its refusal when it is not (P7: 410 where SPEC has a code, else 409); null: none.
+ */
+export function openRequestOf(view: ReadView | undefined): RequestObject | Refusal | null {
+  if (view === undefined) return null;
+  if (view.gone !== null) return view.gone;
+  const object = JSON.parse(view.text) as RequestObject;
+  if (object.status !== 'created') return refusal('path.request.not_open', `this request is ${object.status}`);
+  return object;
+}
 
 export function requestUrl(baseUrl: string, reference: string): string {
   return `${baseUrl}/path/${reference}`;
