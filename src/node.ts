@@ -4,12 +4,12 @@ import { ShardPool } from './actors/pool.js';
 import type { Config, Limits } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
-import { followUpRows, idempotencyRows, replayRows } from './log/rows.js';
-import { storedFollowUp } from './actors/decision.js';
-import type { PendingFollowUp } from './actors/types.js';
+import { idempotencyRows, replayRows } from './log/rows.js';
+import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { paymentRoutes } from './http/routes/payments.js';
+import { instructionRoutes } from './http/routes/instructions.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import { sonarRoutes } from './http/routes/sonar.js';
 import { connectRoutes } from './http/routes/connect.js';
@@ -146,7 +146,7 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
 function allRoutes(services: Services, network: Network, documents: { keys: string; configuration: string }): RouteSpec<Handler>[] {
   return [
     ...fixedRoutes(services, { keys: () => documents.keys, configuration: () => documents.configuration }),
-    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services),
+    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...instructionRoutes(services), ...sonarRoutes(services),
     ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed),
   ];
 }
@@ -178,11 +178,6 @@ function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> 
   for (const { key, bytes } of log.scan('replay', { start: replayCutoff(Date.now()) })) {
     yield { key, keyId: replayRows.read(key, bytes).c };
   }
-}
-
-/** Follow-ups written by commits and not yet decided by their aggregates. */
-function* unfinishedFollowUps(log: Log): Iterable<PendingFollowUp> {
-  for (const { key, bytes } of log.scan('followups')) yield storedFollowUp(key, followUpRows.read(key, bytes));
 }
 
 /** Replay rows sort by the time they may be forgotten: the expired ones are one range. */

@@ -10,7 +10,7 @@ import {
   type StoredFollowUp,
 } from '../log/rows.js';
 import { encodeView, type View as StoredView } from '../log/views.js';
-import { errorBody, refusal, statusOf, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import { errorBody, expiredRefusal, refusal, statusOf, type ErrorCode, type Refusal } from '../protocol/errors.js';
 import type { PendingFollowUp, Reply, RoutedCommand } from './types.js';
 
 export function errorReply(r: Refusal): Reply {
@@ -36,7 +36,7 @@ export function viewReply(view: View): Reply {
 /** A stored view as a decision reads it: a gone object (or one past its deadline) as its refusal. */
 export function readView(view: StoredView, now: number): ReadView {
   if (view.expiry !== null && now >= view.expiry.at) {
-    return { text: null, gone: refusal(view.expiry.code as ErrorCode, 'this object has expired') };
+    return { text: null, gone: expiredRefusal(view.expiry.code as ErrorCode) };
   }
   if (view.status === 200) return { text: view.body.toString('utf8'), gone: null };
   const { error } = JSON.parse(view.body.toString('utf8')) as { error: Refusal };

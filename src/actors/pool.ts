@@ -7,6 +7,7 @@ import type { Limits } from '../config.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
+import { carryOut } from './follow-ups.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
@@ -73,17 +74,12 @@ export class ShardPool {
     return all.length;
   }
 
-  /** At least once: a follow-up that cannot be routed now is tried again until the node stops. */
-  private async carryOut(f: PendingFollowUp): Promise<void> {
+  private carryOut(f: PendingFollowUp): Promise<void> {
     const { limits } = this.options;
-    for (let attempt = 0; !this.stopping; attempt++) {
-      try {
-        await this.submit({ ...f.routed, followUp: f.id });
-        return;
-      } catch {
-        await new Promise((r) => setTimeout(r, Math.min(limits.follow_up_retry_ms * 2 ** attempt, limits.follow_up_retry_max_ms)));
-      }
-    }
+    return carryOut(f, {
+      submit: (routed) => this.submit(routed), retryMs: limits.follow_up_retry_ms,
+      retryMaxMs: limits.follow_up_retry_max_ms, stopped: () => this.stopping,
+    });
   }
 
   /** Signs lookup answers on the next worker in turn (stateless work, spread over the shards). */

@@ -10,7 +10,9 @@ import { decodeView } from '../log/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { RecoveryError, Shard } from './shard.js';
-import type { Decider } from './types.js';
+import { Type } from '@sinclair/typebox';
+import { DEFAULT_LIMITS } from '../config.js';
+import type { Decider } from '../domain/decider.js';
 
 const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
@@ -19,14 +21,17 @@ const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 
 /** A toy aggregate with a deadline, to drive the scheduler: it expires at `at`. */
 type Timed = { at: number; expired: boolean };
-const timedDecider: Decider<Timed, { type: 'opened'; at: number } | { type: 'expired' }> = {
+const timedCommands = { open: Type.Number(), tick: Type.Null() };
+const timedDecider: Decider<Timed, typeof timedCommands, { type: 'opened'; at: number } | { type: 'expired' }> = {
   type: 'timed',
+  prefix: null,
+  commands: timedCommands,
   decide(command, state, context) {
-    if (command.name === 'open') return { events: [{ type: 'opened', at: command.input as number }], reply: { status: 201, body: '{}', signed: false } };
+    if (command.name === 'open') return { events: [{ type: 'opened', at: command.input }], answer: { value: {}, created: true } };
     if (command.name === 'tick' && state !== null && !state.expired && context.now >= state.at) {
-      return { events: [{ type: 'expired' }], reply: { status: 200, body: '{}', signed: false } };
+      return { events: [{ type: 'expired' }], answer: { value: {} } };
     }
-    return { events: [], reply: { status: 200, body: '{}', signed: false } };
+    return { events: [], answer: { value: {} } };
   },
   evolve: (state, event) => (event.type === 'opened' ? { at: event.at, expired: false } : { ...state!, expired: true }),
   publications: () => [],
@@ -37,7 +42,7 @@ function shardOver(log: MemoryLog, options: { clock?: SimulatedClock; snapshotEv
   return new Shard({
     partitions: ALL, log, deciders: [receiptDecider, timedDecider], clock: options.clock ?? new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
     member: 'alpha', signer: () => signer, newId: newReference, snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
-    mailboxDepthMax: 1024, onFatal: (e) => { throw e; },
+    mailboxDepthMax: 1024, limits: DEFAULT_LIMITS, onFatal: (e) => { throw e; },
   });
 }
 
@@ -165,7 +170,7 @@ describe('the mailbox', () => {
     const log = new MemoryLog({ autoFlush: false });
     const shard = new Shard({
       partitions: ALL, log, deciders: [receiptDecider], clock: new SimulatedClock(0), member: 'alpha', signer: () => signer,
-      newId: newReference, snapshotEveryRecords: 1000, mailboxDepthMax: 2, onFatal: (e) => { throw e; },
+      newId: newReference, snapshotEveryRecords: 1000, mailboxDepthMax: 2, limits: DEFAULT_LIMITS, onFatal: (e) => { throw e; },
     });
     await shard.recover();
     const reference = newReference('rcp');

@@ -5,12 +5,8 @@ import type { Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { DamagedRowError } from '../log/record.js';
-import { refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import { expiredRefusal, refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
 
-const EXPIRED_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  'path.request.expired': 'this request has expired',
-  'path.instruction.expired': 'this instruction has expired',
-};
 import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
 import type { LocalDirectory } from '../directory/directory.js';
@@ -46,8 +42,7 @@ export function viewReply(services: Services, key: string): HttpReply | null {
   const view = decodeView(bytes);
   if (view === null) throw new DamagedRowError('views', key);
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
-    const code = view.expiry.code as ErrorCode;
-    return failure(refusal(code, EXPIRED_MESSAGES[code] ?? 'this object has expired'));
+    return failure(expiredRefusal(view.expiry.code as ErrorCode));
   }
   return { status: view.status, body: view.body, signed: view.signed };
 }

@@ -58,6 +58,15 @@ export function errorBody(r: Refusal): string {
   return JSON.stringify({ error: r });
 }
 
+/**
+ * The refusal a read answers once an object's deadline has passed (a view's expiry, exact to the
+ * millisecond before any tick records it).
+ */
+export function expiredRefusal(code: ErrorCode): Refusal {
+  const what = code.startsWith('path.request.') ? 'request' : code.startsWith('path.instruction.') ? 'instruction' : 'object';
+  return refusal(code, `this ${what} has expired`);
+}
+
 export function invalid(field: string, message: string): Refusal {
   return refusal('path.core.invalid_request', message, { field });
 }
