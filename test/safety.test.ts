@@ -156,9 +156,10 @@ async function damageFirstRow(dir: string, table: string): Promise<string> {
 }
 
 async function refusedStart(dir: string): Promise<string> {
-  const error = await startNode({ dataDir: dir }).then(() => null, (e: Error) => e);
-  expect(error, 'the node started on a damaged data directory').not.toBeNull();
-  return error!.message;
+  const started = await startNode({ dataDir: dir }).then((node) => node, (e: Error) => e);
+  if (!(started instanceof Error)) await started.kill9();
+  expect(started, 'the node started on a damaged data directory').toBeInstanceOf(Error);
+  return (started as Error).message;
 }
 
 describe('P14: recovery never keeps half a commit', () => {
