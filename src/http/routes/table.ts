@@ -56,6 +56,17 @@ export function commandRoute<C extends CommandSchemas, K extends keyof C & strin
   };
 }
 
+/**
+ * Sends one typed command from a handler that is more than a table entry (a query parameter to
+ * refuse, a second command first): the compiler still ties the input to the decider's schema.
+ */
+export function sendCommand<C extends CommandSchemas, K extends keyof C & string>(
+  services: Services, context: RequestContext, decider: Decider<any, C, any>, key: string,
+  command: K, input: InputOf<C, K>,
+): Promise<HttpReply> {
+  return runCommand(services, context, decider.type, key, command, input);
+}
+
 /** A path parameter that must be a reference of the aggregate's own prefix (P9), or null. */
 export function ownReference(decider: AnyDecider, name = 'reference') {
   return (context: RequestContext): string | null => {
