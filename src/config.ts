@@ -34,6 +34,9 @@ export interface Limits {
   payee_check_daily_max: number;
   payee_check_context_max: number;
   payee_check_names_per_day_max: number;
+  /** Rows of a connection's or delegation's usage log in one page (SPEC K, P12). */
+  usage_page_default: number;
+  usage_page_max: number;
   replication_poll_interval_ms: number;
   replication_page_size: number;
   member_keys_refresh_interval_ms: number;
@@ -97,6 +100,8 @@ export const DEFAULT_LIMITS: Limits = {
   payee_check_daily_max: 10_000,
   payee_check_context_max: 10,
   payee_check_names_per_day_max: 3,
+  usage_page_default: 100,
+  usage_page_max: 500,
   replication_poll_interval_ms: 250,
   replication_page_size: 1000,
   member_keys_refresh_interval_ms: 60_000,

@@ -4,7 +4,9 @@
 // a key that does not exist or one that exists but is not visible, takes the same path: one
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
-import { budgetKey, signAnswers, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
+import {
+  budgetDecider, budgetKey, signAnswers, type AnswerBody, type ChargeLookups,
+} from '../../domain/budget/budget.js';
 import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
 import { invalid, refusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
@@ -41,25 +43,7 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     };
   };
 
-  /** Charges the member's budget for the answers (all or nothing) and journals them; signs them meanwhile when asked. */
-  const charge = async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
-    const member = context.caller!.member;
-    const counts: Record<string, number> = {};
-    const allowances: Record<string, number> = {};
-    for (const a of answers) {
-      counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
-      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
-    }
-    const journal = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found }));
-    const input: ChargeLookups = { counts, allowances, answers: journal };
-    const [result, signedText] = await Promise.all([
-      submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }, context),
-      signed ? signSpread(services, answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
-    ]);
-    const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;
-    const headers = rateLimitHeaders(allowances, remaining, context.now);
-    return { result, headers, signedText };
-  };
+  const charge = budgetCharge(services);
 
   return [
     {
@@ -71,7 +55,8 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         if (shape !== null) return failure(shape);
         const hashed = hashKeys(services.pepper, [body.value], 0, false);
         if (!hashed.ok) return failure(hashed.refusal);
-        const { result, headers, signedText } = await charge(context, [answerFor(body.value, hashed.hashes[0]!)], true);
+        const answer = answerFor(body.value, hashed.hashes[0]!);
+        const { result, headers, signedText } = await charge(context, [answer], true);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
         // A one-element array of the signed answer.
         return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
@@ -107,6 +92,38 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
   ];
+}
+
+/**
+ * Charges the member's budget for a call's answers (all or nothing) and journals them, signing
+ * them meanwhile when asked. The allowance of each type is the front end's to know (P12: base +
+ * factor x the member's contributions to the in-memory directory index); the charge is the
+ * budget decider's.
+ */
+function budgetCharge(services: Services) {
+  return async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
+    const member = context.caller!.member;
+    const counts: Record<string, number> = {};
+    const allowances: Record<string, number> = {};
+    for (const a of answers) {
+      counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
+      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
+    }
+    const journal = answers.map((a) => ({
+      identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found,
+    }));
+    const input: ChargeLookups = { counts, allowances, answers: journal };
+    const command = { name: 'charge-lookups', input, caller: context.caller };
+    const signedAt = new Date(context.now).toISOString();
+    const [result, signedText] = await Promise.all([
+      submit(services, { aggregate: budgetDecider.type, key: budgetKey(member), command }, context),
+      signed ? signSpread(services, answers, member, signedAt) : Promise.resolve('[]'),
+    ]);
+    const remaining = result.reply.status === 200
+      ? result.reply.meta!.remaining as Record<string, number> : null;
+    const headers = rateLimitHeaders(allowances, remaining, context.now);
+    return { result, headers, signedText };
+  };
 }
 
 /**
@@ -151,15 +168,19 @@ function fromReply(reply: { status: number; body: string; signed: boolean }): Ht
 /** P12: base + factor x entries the member contributes of that type, per calendar month. */
 export function allowanceOf(services: Services, member: string, identifierType: string): number {
   const contributed = services.directory!.index.contribution(member, identifierType);
-  return Math.floor(services.config.lookupBudgetBase + services.config.lookupBudgetFactor * contributed);
+  const { lookupBudgetBase, lookupBudgetFactor } = services.config;
+  return Math.floor(lookupBudgetBase + lookupBudgetFactor * contributed);
 }
 
 /** RateLimit headers (IETF httpapi draft) for the most constrained type of the call. */
-function rateLimitHeaders(allowances: Record<string, number>, remaining: Record<string, number> | null, now: number): Record<string, string> {
+function rateLimitHeaders(
+  allowances: Record<string, number>, remaining: Record<string, number> | null, now: number,
+): Record<string, string> {
   const types = Object.keys(allowances);
   const tightest = types.reduce((a, b) => ((remaining?.[a] ?? 0) <= (remaining?.[b] ?? 0) ? a : b));
   const date = new Date(now);
-  const reset = Math.ceil((Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) - now) / 1000);
+  const nextMonth = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  const reset = Math.ceil((nextMonth - now) / 1000);
   const left = remaining?.[tightest] ?? 0;
   return {
     'ratelimit-policy': `"lookup-${tightest}";q=${allowances[tightest]};w=${reset}`,
