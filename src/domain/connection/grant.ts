@@ -18,11 +18,7 @@ type Result = Decision<ConnectionEvent> | Refusal;
 
 const outOfScope = (message: string) => refusal('path.connect.delegation_out_of_scope', message);
 
-/**
- * The committed view that says a subject exists, published by the subject aggregate. Its text
- * is not read: its presence is the fact.
- */
-export const subjectViewKey = (subjectId: string) => `subject/${subjectId}`;
+export { subjectViewKey } from '../subject/resolver.js';
 /** The route index entry that finds a delegation's parent connection (services.ownerOf). */
 export const routeViewKey = (id: string) => `route/${id}`;
 

@@ -9,6 +9,11 @@ import { GRAMMAR, envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime } from '../../protocol/time.js';
 import { activeIntent, liveTargets, type AddressEntry } from './state.js';
 
+/**
+ * The internal view that says a subject exists (never served: not reference-shaped), read by
+ * the connection aggregate. Its text is not read: its presence is the fact.
+ */
+export const subjectViewKey = (subjectId: string) => `subject/${subjectId}`;
 export const resolverViewKey = (address: string) => `resolver/${address}`;
 export const commitmentViewKey = (address: string) => `commitment/${address}`;
 /** Internal view (never served): what requests and instructions need to know of an address. */

@@ -14,6 +14,7 @@ import {
   notFound, unchanged, type Handler, type Input, type Result, type SubjectCommandName,
   type SubjectCommands,
 } from './decision.js';
+import { subjectViewKey } from './resolver.js';
 import { payeeCheck, payeeCheckReads } from './payee-check.js';
 import {
   addAttestation, addBinding, listAttestations, readAttestation, readBinding, revokeAttestation,
@@ -77,6 +78,12 @@ export const subjectDecider: Decider<SubjectState, SubjectCommands, SubjectEvent
   prefix: 'sub',
   commands: subjectCommands,
   evolve: evolveSubject,
+
+  /**
+   * Published with every commit of the subject: a subject made before this view existed gains
+   * it at its next change (docs/decisions.md).
+   */
+  publications: (state: SubjectState) => [{ key: subjectViewKey(state.id), view: { text: JSON.stringify({ id: state.id }), signed: false } }],
 
   reads(command: Command): string[] {
     return command.name === 'payee-check' ? payeeCheckReads(command.input) : [];
