@@ -41,7 +41,7 @@ export function freshSigningKey(): SigningKey {
 export function issueReceipt(key: SigningKey, now: number, reference = newReference('rcp')): IssuedReceipt {
   const input = { ...PAYEE_RECEIPT_BODY, via: { ...PAYEE_RECEIPT_BODY.via }, received: { ...PAYEE_RECEIPT_BODY.received },
     rail_references: [...PAYEE_RECEIPT_BODY.rail_references], payer: { ...PAYEE_RECEIPT_BODY.payer }, reference };
-  const context: DecideContext = { now, member: MEMBER, signer: key, newId: newReference, limits: DEFAULT_LIMITS, views: new Map() };
+  const context: DecideContext = { now, member: MEMBER, signer: key, newId: newReference, limits: DEFAULT_LIMITS, views: new Map(), dev: false };
   const decision = receiptDecider.decide({ name: 'issue', input, caller: { member: MEMBER, local: true } }, null, context);
   if (isRefusal(decision)) throw new Error(`the receipt fixture was refused: ${decision.message}`);
   if (!('text' in decision.answer)) throw new Error('the receipt decider answered no signed text');

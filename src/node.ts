@@ -8,8 +8,8 @@ import { idempotencyRows, replayRows } from './log/rows.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
-import { paymentRoutes } from './http/routes/payments.js';
 import { instructionRoutes } from './http/routes/instructions.js';
+import { paymentRoutes } from './http/routes/payments.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import { sonarRoutes } from './http/routes/sonar.js';
 import { connectRoutes } from './http/routes/connect.js';
@@ -48,7 +48,7 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   const directory = new LocalDirectory(log, localHolder);
   const { pool, stats } = await ShardPool.start({
     workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'), pepperHex: pepper.hex,
-    limits: config.limits, onFatal,
+    limits: config.limits, dev: config.dev, onFatal,
     afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
@@ -146,7 +146,8 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
 function allRoutes(services: Services, network: Network, documents: { keys: string; configuration: string }): RouteSpec<Handler>[] {
   return [
     ...fixedRoutes(services, { keys: () => documents.keys, configuration: () => documents.configuration }),
-    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...instructionRoutes(services), ...sonarRoutes(services),
+    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services),
+    ...instructionRoutes(services), ...sonarRoutes(services),
     ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed),
   ];
 }

@@ -22,6 +22,8 @@ export interface PoolOptions {
   sealingKeyHex: string;
   pepperHex: string;
   limits: Limits;
+  /** The node runs with `--dev` (its deciders allow plain-http and loopback webhook targets). */
+  dev: boolean;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
   /**
@@ -132,6 +134,7 @@ export class ShardPool {
     const data: WorkerData = {
       index, dataDir: this.options.dataDir, partitions, member: this.options.member,
       seedHex: this.options.seedHex, sealingKeyHex: this.options.sealingKeyHex, pepperHex: this.options.pepperHex, limits: this.options.limits,
+      dev: this.options.dev,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,

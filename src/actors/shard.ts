@@ -22,6 +22,8 @@ export interface ShardOptions {
   log: Log;
   deciders: readonly AnyDecider[];
   limits: Limits;
+  /** The node runs with `--dev` (DecideContext); absent: it does not. */
+  dev?: boolean;
   clock: Clock;
   member: string;
   signer: () => SigningKey;
@@ -275,6 +277,7 @@ export class Shard {
     const now = this.options.clock.now();
     const decision = decider.decide(command, draft.state, {
       now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId, limits: this.options.limits,
+      dev: this.options.dev ?? false,
       views: this.readViews(decider, command, draft.state, now),
       ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
     });

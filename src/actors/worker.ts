@@ -34,6 +34,7 @@ const shard = new Shard({
   snapshotEveryRecords: data.limits.snapshot_every_records,
   mailboxDepthMax: data.limits.mailbox_depth_max,
   limits: data.limits,
+  dev: data.dev,
   onFatal: fatal,
   onEffects: (result) => send({ t: 'effects', result }),
 });

@@ -39,6 +39,8 @@ export interface DecideContext {
   newId: (prefix: ReferencePrefix) => string;
   /** Every limit of the node (config.ts): a new limit is one line there and one in the rule. */
   limits: Limits;
+  /** The node runs with `--dev` (config.ts): plain-http and loopback webhook targets (P11). */
+  dev: boolean;
   /** Opens a sealed value (a registered name) where a rule must compare it. */
   unseal?: (sealed: string) => string;
   /** The committed answers this decision asked for (`Decider.reads`), by key; absent: none. */

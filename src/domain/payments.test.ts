@@ -7,14 +7,16 @@ import { SimulatedClock } from '../clock.js';
 import type { OutboxEvent } from '../actors/types.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { unframe } from '../log/record.js';
-import { decodeView } from '../log/views.js';
+import { decodeView, encodeView } from '../log/views.js';
 import { PARTITION_COUNT } from '../log/log.js';
+import { DEFAULT_LIMITS } from '../config.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { isoTime } from '../protocol/time.js';
 import { checkoutDecider, type SessionState } from './checkout/checkout.js';
 import { instructionDecider, type InstructionState } from './instruction/instruction.js';
 import { requestDecider, type RequestState } from './request/request.js';
+import { addressInfoKey, type AddressInfo } from './subject/resolver.js';
 
 const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
@@ -29,6 +31,7 @@ function setup() {
   const log = new MemoryLog();
   const shard = new Shard({
     partitions: ALL, log, deciders: [requestDecider, instructionDecider, checkoutDecider], clock, member: 'alpha',
+    limits: DEFAULT_LIMITS,
     signer: () => signer, newId: newReference, snapshotEveryRecords: 1_000_000, mailboxDepthMax: 1024, onFatal: (e) => { throw e; },
   });
   return { clock, log, shard };
@@ -48,7 +51,7 @@ async function createRequest({ shard }: Setup, expiresAt: number | null) {
     command: {
       name: 'create', caller: LOCAL,
       input: {
-        reference, url: `http://node.test/path/${reference}`, accepts: [EUR], address: ADDRESS, intent_version: 1,
+        reference, url: `http://node.test/path/${reference}`, accepts: [EUR],
         ...(expiresAt === null ? {} : { expires_at: isoTime(expiresAt) }),
       },
     },
@@ -155,14 +158,23 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
 });
 
 describe('"States and transitions: Payment instruction" with a simulated clock (P12)', () => {
-  async function issue(s: Setup, lifetimeMs: number) {
+  /** The address's committed terms, as the subject aggregate publishes them. */
+  async function withAddress(s: Setup) {
+    const info: AddressInfo = {
+      id: newReference('adr'), address: ADDRESS, revoked: false, intent_version: 1, accepts: [EUR],
+      targets: [{ ...EUR, is_default: true, beneficiary_format: null, beneficiary: null }],
+    };
+    const bytes = encodeView({ status: 200, body: JSON.stringify(info), signed: false });
+    await s.log.write([{ table: 'views', key: addressInfoKey(ADDRESS), bytes }]);
+  }
+
+  /** Issued for the address alone, for the configured lifetime (DEFAULT_LIMITS: 5 minutes). */
+  async function issue(s: Setup) {
+    await withAddress(s);
     const reference = newReference('ins');
     const result = await s.shard.submit({
       aggregate: 'instruction', key: reference,
-      command: {
-        name: 'issue', caller: null,
-        input: { reference, address: ADDRESS, request: null, intent_version: 1, via: EUR, beneficiary: { format: 'path_address', value: ADDRESS }, lifetime_ms: lifetimeMs },
-      },
+      command: { name: 'issue', caller: BETA, input: { reference, address: ADDRESS, via: EUR } },
     });
     expect(result.reply.status).toBe(201);
     return { reference, object: JSON.parse(result.reply.body) };
@@ -170,7 +182,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
 
   it('open -> expired at expires_at (issued for the configured lifetime), not before', async () => {
     const s = setup();
-    const { reference, object } = await issue(s, 300_000);
+    const { reference, object } = await issue(s);
     expect(object.expires_at).toBe(isoTime(T0 + 300_000));
     expect(object).toMatchObject({ status: 'open', single_use: true });
     s.clock.advance(299_999);
@@ -186,7 +198,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
 
   it('a used instruction stays used (410 path.instruction.used) and does not expire afterwards', async () => {
     const s = setup();
-    const { reference } = await issue(s, 300_000);
+    const { reference } = await issue(s);
     const used = await s.shard.submit({ aggregate: 'instruction', key: reference, command: { name: 'use', input: { receipt: newReference('rcp') }, caller: LOCAL } });
     expect(used.reply.status).toBe(200);
     s.clock.advance(400_000);
@@ -207,7 +219,6 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
         name: 'open', caller: LOCAL,
         input: {
           id, reference, url: `http://node.test/path/${reference}`, request_reference: request,
-          request_object: JSON.stringify({ type: 'path.request', reference: request }),
           success_url: 'https://merchant.example/ok', cancel_url: 'https://merchant.example/cancel', webhook_url: webhookUrl, expires_at: isoTime(expiresAt),
         },
       },

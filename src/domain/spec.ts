@@ -24,6 +24,7 @@ export interface SpecContext {
   views?: Record<string, ReadView>;
   member?: string;
   limits?: Partial<DecideContext['limits']>;
+  dev?: boolean;
   unseal?: (sealed: string) => string;
 }
 
@@ -52,6 +53,7 @@ export function deciderSpec<S, C extends CommandSchemas, E>(decider: Decider<S, 
             now: context.now ?? SPEC_NOW, member: context.member ?? 'local', signer: signingKeyFromSeed(SEED),
             newId: (prefix: ReferencePrefix) => `${prefix}_${(++ids).toString(16).padStart(32, '0')}`,
             limits: { ...DEFAULT_LIMITS, ...context.limits },
+            dev: context.dev ?? false,
             views: new Map(Object.entries(context.views ?? {})),
             ...(context.unseal === undefined ? {} : { unseal: context.unseal }),
           });

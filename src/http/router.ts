@@ -18,8 +18,10 @@ export interface RouteSpec<H> {
 
 interface Node<H> {
   literal: Map<string, Node<H>>;
-  param: { name: string; node: Node<H> } | null;
-  routes: Map<string, RouteSpec<H>>;
+  /** A parameter segment. Routes through it name it each their own way (`:id`, `:reference`). */
+  param: Node<H> | null;
+  /** By method: the route and the names of its parameters, in path order. */
+  routes: Map<string, { route: RouteSpec<H>; names: string[] }>;
 }
 
 export type Match<H> =
@@ -39,7 +41,7 @@ export class Router<H> {
   }
 
   match(method: string, path: string): Match<H> {
-    const params: Record<string, string> = {};
+    const values: string[] = [];
     let node = this.root;
     let start = 1;
     while (start <= path.length) {
@@ -49,25 +51,29 @@ export class Router<H> {
       const next = node.literal.get(segment);
       if (next !== undefined) node = next;
       else if (node.param !== null && segment !== '') {
-        params[node.param.name] = segment;
-        node = node.param.node;
+        values.push(segment);
+        node = node.param;
       } else return { kind: 'not_found' };
       start = end + 1;
     }
     if (node.routes.size === 0) return { kind: 'not_found' };
-    const route = node.routes.get(method);
-    if (route === undefined) return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
-    return { kind: 'found', route, params };
+    const entry = node.routes.get(method);
+    if (entry === undefined) {
+      return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
+    }
+    const params: Record<string, string> = {};
+    entry.names.forEach((name, i) => { params[name] = values[i]!; });
+    return { kind: 'found', route: entry.route, params };
   }
 
   private add(path: string, route: RouteSpec<H>): void {
     let node = this.root;
+    const names: string[] = [];
     for (const segment of path.split('/').slice(1)) {
       if (segment.startsWith(':')) {
-        const name = segment.slice(1);
-        if (node.param !== null && node.param.name !== name) throw new Error(`conflicting parameter names at ${path}`);
-        node.param ??= { name, node: newNode<H>() };
-        node = node.param.node;
+        names.push(segment.slice(1));
+        node.param ??= newNode<H>();
+        node = node.param;
       } else {
         let next = node.literal.get(segment);
         if (next === undefined) {
@@ -78,6 +84,6 @@ export class Router<H> {
       }
     }
     if (node.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${path}`);
-    node.routes.set(route.method, route);
+    node.routes.set(route.method, { route, names });
   }
 }
