@@ -1,12 +1,15 @@
 // Figure 1: the per-object costs every signed answer pays (tinybench, one core): canonical JSON
-// of a receipt envelope (P2), signing it, verifying it. Also the floor figure 4 is measured
-// against: one request verification (P5) plus one envelope signature.
+// of a receipt envelope (P2), signing it, verifying it, and reading a request body strictly (P2:
+// I-JSON) beside JSON.parse alone. Also the floor figure 4 is measured against: one request
+// verification (P5) plus one envelope signature.
 import { Bench } from 'tinybench';
 import { signingString } from '../src/http/auth.js';
+import { BODY_DEPTH_MAX } from '../src/config.js';
 import { canonicalJson } from '../src/protocol/canonical.js';
+import { parseStrictObject } from '../src/protocol/strict-json.js';
 import { signBytes, signObject, verifyBytes, verifyObject, type SigningKey } from '../src/protocol/signing.js';
 import type { BenchConfig } from './config.js';
-import { freshSigningKey, issueReceipt } from './fixtures.js';
+import { freshSigningKey, issueReceipt, PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { rate, ratio, type Report } from './report.js';
 
 export interface TaskRate {
@@ -55,6 +58,36 @@ export function runMicro(config: BenchConfig, report: Report): void {
     },
   }, config.micro.task_time_ms);
   for (const r of rates) report.add({ section: '1 micro', figure: `${r.name} (ops/s, mean ${r.meanUs.toFixed(1)} us)`, value: rate(r.perSecond) });
+  runBodyParse(config, report);
+}
+
+/**
+ * The body of a POST /receipts read as the front end reads it (parseStrictObject), against
+ * JSON.parse of the same bytes; and a valid body the cheap checks cannot clear (a string that
+ * holds `":`), which pays for the strict read.
+ */
+function runBodyParse(config: BenchConfig, report: Report): void {
+  const text = JSON.stringify(PAYEE_RECEIPT_BODY);
+  const plain = Buffer.from(text);
+  const quoted = Buffer.from(text.replace('"rail":"book"', '"rail":"book","x_note":"a\\":b"'));
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const strict = (body: Buffer) => () => {
+    const parsed = parseStrictObject(body, { depthMax: BODY_DEPTH_MAX });
+    if (!parsed.ok) throw new Error('the fixture body was refused');
+  };
+  const rates = measureTasks({
+    'JSON.parse of a POST /receipts body': () => { JSON.parse(utf8.decode(plain)); },
+    'strict body read, fast path': strict(plain),
+    'strict body read, strict path': strict(quoted),
+  }, config.micro.task_time_ms);
+  report.line(`  POST /receipts body: ${plain.length} bytes`);
+  for (const r of rates) {
+    const figure = `${r.name} (ops/s, mean ${r.meanUs.toFixed(1)} us)`;
+    report.add({ section: '1 micro', figure, value: rate(r.perSecond) });
+  }
+  const [base, fast, slow] = rates.map((r) => r.meanUs) as [number, number, number];
+  const figure = 'strict body read / JSON.parse (fast path, strict path)';
+  report.add({ section: '1 micro', figure, value: `${ratio(fast / base)}, ${ratio(slow / base)}` });
 }
 
 /**

@@ -4,6 +4,10 @@ import { availableParallelism } from 'node:os';
 
 export interface Limits {
   body_bytes_max: number;
+  /** Bytes of a refused (413) body read and dropped, so that its client can read the answer. */
+  body_drain_bytes_max: number;
+  /** Silence after which a refused body is no longer waited for and the connection is closed. */
+  body_linger_ms: number;
   timestamp_skew_ms: number;
   idempotency_key_length_max: number;
   idempotency_retention_ms: number;
@@ -66,12 +70,28 @@ export interface Config {
   limits: Limits;
 }
 
+/**
+ * P16: what the node creates is readable by its user alone. The command line sets this umask
+ * before it creates anything, so no file ever exists with a wider mode, even for a moment.
+ */
+export const PRIVATE_UMASK = 0o077;
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
+
 export const API_VERSION = '2026-11-21.genesis';
 export const SERVED_API_VERSIONS = [API_VERSION] as const;
 export const API_PREFIXES = ['/api/path/v1', '/api/path/genesis/v1'] as const;
 
+/**
+ * Deepest nesting of objects and arrays a body may have: ample for every schema, far below any
+ * stack limit (the strict JSON reader of P2 recurses once per level).
+ */
+export const BODY_DEPTH_MAX = 32;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
+  body_drain_bytes_max: 16 * 1024 * 1024,
+  body_linger_ms: 2_000,
   timestamp_skew_ms: 300_000,
   idempotency_key_length_max: 255,
   idempotency_retention_ms: 48 * 3600_000,

@@ -21,6 +21,7 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
+import { lockDataDir, tightenDataDir } from './log/data-dir.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
@@ -35,6 +36,9 @@ export interface RunningNode {
 
 export async function startNode(config: Config, logger: Logger, onFatal: (message: string) => void): Promise<RunningNode> {
   const started = Date.now();
+  // P16: the directory is this process's before anything in it is opened.
+  const lock = lockDataDir(config.dataDir);
+  announceDataDir(config, logger);
   const env = openEnvironment(config.dataDir);
   const { store, signingKey, pepper, sealingKey } = await openIdentity(env, config);
   const log = new LmdbLog(env);
@@ -128,9 +132,30 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       await network.stop();
       await pool.drain();
       await log.close();
+      lock.release();
       logger.info('stopped');
     },
   };
+}
+
+/**
+ * Narrows the node's files left open by a data directory made before P16, and tells once at start
+ * which secrets live in the data directory: whoever can copy it holds them. The signing key has
+ * no variable yet; it always lives there.
+ */
+function announceDataDir(config: Config, logger: Logger): void {
+  const narrowed = tightenDataDir(config.dataDir);
+  if (narrowed.length > 0) {
+    logger.warn({ data_dir: config.dataDir, files: narrowed },
+      'files in the data directory were open to other users; narrowed to 0600');
+  }
+  const secrets = ['the signing key (no variable moves it out yet)'];
+  if (config.pepper === undefined) {
+    secrets.push('the pepper (set PATH_PEPPER and PATH_PEPPER_VERSION)');
+  }
+  if (config.sealingKeyHex === undefined) secrets.push('the sealing key (set PATH_SEALING_KEY)');
+  logger.warn({ data_dir: config.dataDir },
+    `secrets stored in the data directory: ${secrets.join(', ')}`);
 }
 
 /** The node's own records: its signing key, the network pepper and the sealing key (made on first start). */

@@ -237,7 +237,11 @@ describe('P15 usage errors', () => {
     dirs.push(dir);
     const child = spawn(process.execPath, [CLI, 'serve'], {
       cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PATH_DATA_DIR: dir, PATH_PORT: '0', PATH_HOST: '127.0.0.1', PATH_MEMBER: 'envmember', PATH_WORKERS: '1' },
+      // Port 0 for both listeners: ports are exclusive (P16), and other nodes may run beside.
+      env: {
+        ...process.env, PATH_DATA_DIR: dir, PATH_PORT: '0', PATH_EXTERNAL_PORT: '0', PATH_HOST: '127.0.0.1',
+        PATH_MEMBER: 'envmember', PATH_WORKERS: '1',
+      },
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });

@@ -1,5 +1,5 @@
 // The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate.
-import { ConfigError, loadConfig, parseFlags } from '../config.js';
+import { ConfigError, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
 import { createLogger } from '../logger.js';
 import { openEnvironment } from '../log/lmdb-log.js';
 import { startNode } from '../node.js';
@@ -56,6 +56,8 @@ async function serve(flags: Record<string, string | true>): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  // P16: every command may create the data directory and its files; they are private from birth.
+  process.umask(PRIVATE_UMASK);
   const { positional, flags } = parseFlags(argv);
   const [command, sub] = positional;
   const print = (value: unknown): void => { process.stdout.write(`${JSON.stringify(value)}\n`); };
@@ -111,6 +113,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`path-node: ${error.message}\n${USAGE}\n`);
     process.exit(2);
   }
-  process.stderr.write(`path-node: ${(error as Error).message}\n`);
+  // Whatever failed at start (data directory in use, port in use), one line and no stack.
+  process.stderr.write(`path-node: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });

@@ -10,6 +10,7 @@ import { API_PREFIXES, API_VERSION, SERVED_API_VERSIONS, type Limits } from '../
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/signing.js';
 import type { Authenticator } from './auth.js';
+import { framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
 import { failure, statusLine, type HttpReply } from './reply.js';
 import { Router, type RouteSpec } from './router.js';
 
@@ -49,14 +50,41 @@ export interface ServerOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
-/** Bodies up to this many times the limit are drained before the 413 is sent. */
-const DISCARD_FACTOR = 16;
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 function bodyDigest(context: RequestContext): string {
   context.bodySha256Hex ??= context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
   return context.bodySha256Hex;
 }
+
+/**
+ * uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT: the typings declare that enum, but the binding
+ * exports no such object to read it from.
+ */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
+type ListenCallback = (socket: uws.us_listen_socket | false) => void;
+type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
+
+/** The binding's listen(host, port, options, callback), an overload its typings lack. */
+function listenExclusive(app: uws.TemplatedApp, host: string, port: number,
+  done: ListenCallback): void {
+  (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
+}
+
+type Base = { requestId: string; pinned: boolean };
+
+/** What outlives the request handler: whether the client went away, and a refusal in progress. */
+interface RequestState {
+  aborted: boolean;
+  lingering?: LingeringRefusal;
+}
+
+const UNSUPPORTED_MEDIA_TYPE = refusal(
+  'path.core.unsupported_media_type',
+  'request body must be sent as Content-Type: application/json',
+  { supported: ['application/json'] },
+);
 
 export class HttpServer {
   private readonly router: Router<Handler>;
@@ -73,10 +101,18 @@ export class HttpServer {
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
+  /**
+   * Binds the port for this process alone (P16). uWS otherwise listens with SO_REUSEPORT, and a
+   * second node on the same port would start and the kernel would split the traffic between
+   * them. uWS gives no reason for a refusal; in use is by far the likeliest.
+   */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+      listenExclusive(this.app, host, port, (socket) => {
+        if (!socket) {
+          return reject(new Error(`cannot listen on ${host}:${port}: port in use by another `
+            + 'process (or the address is not available here)'));
+        }
         this.listenSocket = socket;
         resolve(uws.us_socket_local_port(socket));
       });
@@ -100,6 +136,13 @@ export class HttpServer {
     const pinned = req.getHeader('path-version');
     const base = { requestId, pinned: pinned !== '' };
 
+    const framing = framingOf(req);
+    if (framing.ambiguous) {
+      // RFC 9112 6.3: where this body ends is unknown, so nothing more is read from this
+      // connection; the answer closes it.
+      const message = 'a request carries at most one Content-Length header';
+      return this.send(res, failure(invalid('content-length', message)), base, true);
+    }
     if (this.closing) return this.send(res, failure(refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 })), base);
     if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
       return this.send(res, failure(refusal('path.core.version_unknown', 'unknown Path-Version', { served: [...SERVED_API_VERSIONS] })), base);
@@ -121,19 +164,20 @@ export class HttpServer {
       signature: req.getHeader('path-signature') || undefined,
       idempotencyKey: req.getHeader('path-idempotency-key') || undefined,
     };
-    // A body over the limit is read and discarded, then refused, so the client sees the 413
-    // instead of a reset; only an absurd declared length is refused at once.
-    const declaredLength = req.getHeader('content-length');
-    if (declaredLength !== '' && Number(declaredLength) > DISCARD_FACTOR * this.options.limits.body_bytes_max) {
-      return this.send(res, failure(refusal('path.core.payload_too_large', 'request body is over the limit', { limit_bytes: this.options.limits.body_bytes_max })), base, true);
+    if (framing.declared !== null && framing.declared > this.options.limits.body_bytes_max) {
+      return this.refuseDeclared(res, base, framing.declared);
     }
-    const state = { aborted: false };
-    res.onAborted(() => { state.aborted = true; });
+    const contentType = req.getHeader('content-type');
+    const state: RequestState = { aborted: false };
+    res.onAborted(() => {
+      state.aborted = true;
+      state.lingering?.onAborted();
+    });
     this.active++;
-    this.readBody(res, (body) => {
-      if (body === null) {
+    this.readBody(res, base, state, (body) => {
+      if (body.length > 0 && !isJsonMediaType(contentType)) {
         this.active--;
-        return this.send(res, failure(refusal('path.core.payload_too_large', 'request body is over the limit', { limit_bytes: this.options.limits.body_bytes_max })), base, true, state);
+        return this.send(res, failure(UNSUPPORTED_MEDIA_TYPE), base, false, state);
       }
       context.body = body;
       const target = query === '' ? path : `${path}?${query}`;
@@ -141,8 +185,31 @@ export class HttpServer {
     });
   }
 
+  /**
+   * P12: a declared length over the limit is refused before any of the body is read. The
+   * answer is whole at once and says `Connection: close`, but does not close the connection:
+   * uWebSockets.js drops the declared bytes that still come without keeping them, so a client
+   * that sends its body anyway reads the 413 instead of a reset (closing here made 29 of 30
+   * fetches of a 2-8 MiB body fail with EPIPE). The client closes, as told; if it does not,
+   * uWebSockets.js closes about 10 s after the answer (its socket timeout, which the dropped
+   * bytes do not renew). A length beyond `body_drain_bytes_max` is not waited for: that answer
+   * closes the connection at once.
+   */
+  private refuseDeclared(res: uws.HttpResponse, base: Base, declared: number): void {
+    const reply = this.tooLarge();
+    const drainable = declared <= this.options.limits.body_drain_bytes_max;
+    if (!drainable) return this.send(res, reply, base, true);
+    this.send(res, { ...reply, headers: { ...reply.headers, connection: 'close' } }, base);
+  }
+
+  private tooLarge(): HttpReply {
+    const limit = this.options.limits.body_bytes_max;
+    const message = 'request body is over the limit';
+    return failure(refusal('path.core.payload_too_large', message, { limit_bytes: limit }));
+  }
+
   private authenticateAndRun(
-    res: uws.HttpResponse, context: RequestContext, base: { requestId: string; pinned: boolean }, state: { aborted: boolean },
+    res: uws.HttpResponse, context: RequestContext, base: Base, state: { aborted: boolean },
     signed: { method: string; target: string; keyId?: string; timestamp?: string; signature?: string; idempotencyKey?: string },
   ): void {
     const done = (reply: HttpReply) => { this.active--; this.send(res, reply, base, false, state); };
@@ -187,7 +254,7 @@ export class HttpServer {
   }
 
   private finish(
-    res: uws.HttpResponse, context: RequestContext, base: { requestId: string; pinned: boolean },
+    res: uws.HttpResponse, context: RequestContext, base: Base,
     state: { aborted: boolean } | null, after?: () => void, counted = false,
   ): void {
     let result: HttpReply | Promise<HttpReply>;
@@ -215,32 +282,56 @@ export class HttpServer {
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
   }
 
-  private readBody(res: uws.HttpResponse, done: (body: Buffer | null) => void): void {
+  /**
+   * Keeps the body while it is within the limit. A chunked body that passes it is answered 413
+   * at that moment and the rest is dropped (LingeringRefusal); a body that passes it with its
+   * very last chunk is answered whole and the connection closed, the client having sent it all.
+   */
+  private readBody(
+    res: uws.HttpResponse, base: Base, state: RequestState, done: (body: Buffer) => void,
+  ): void {
     const limit = this.options.limits.body_bytes_max;
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
     res.onData((chunk, isLast) => {
-      if (!over) {
-        size += chunk.byteLength;
-        if (size > limit) over = true;
-        else chunks.push(Buffer.from(chunk.slice(0)));
+      if (state.lingering !== undefined) return state.lingering.onData(chunk, isLast);
+      size += chunk.byteLength;
+      if (size <= limit) {
+        chunks.push(Buffer.from(chunk.slice(0)));
+        if (isLast) done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+        return;
       }
-      if (isLast) done(over ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      this.active--;
+      chunks.length = 0;
+      if (isLast) return this.send(res, this.tooLarge(), base, true, state);
+      const reply = this.tooLarge();
+      res.cork(() => {
+        this.writeHead(res, { ...reply, headers: { ...reply.headers, connection: 'close' } }, base);
+        res.write(reply.body);
+      });
+      state.lingering = new LingeringRefusal(res, this.options.limits, size);
     });
   }
 
-  private send(res: uws.HttpResponse, reply: HttpReply, base: { requestId: string; pinned: boolean }, close = false, state?: { aborted: boolean }): void {
+  private send(
+    res: uws.HttpResponse, reply: HttpReply, base: Base, close = false, state?: RequestState,
+  ): void {
     if (state?.aborted) return;
     res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
-      res.writeHeader('content-type', 'application/json');
-      res.writeHeader('path-version', API_VERSION);
-      res.writeHeader('path-version-pinned', base.pinned ? 'true' : 'false');
-      res.writeHeader('path-request-id', base.requestId);
-      if (reply.signed) res.writeHeader('path-protocol-version', PROTOCOL_VERSION);
-      if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
+      this.writeHead(res, reply, base);
       res.end(reply.body, close);
     });
+  }
+
+  /** Status and headers of every answer (P7 content type, P10 version and request id). */
+  private writeHead(res: uws.HttpResponse, reply: HttpReply, base: Base): void {
+    res.writeStatus(statusLine(reply.status));
+    res.writeHeader('content-type', 'application/json');
+    res.writeHeader('path-version', API_VERSION);
+    res.writeHeader('path-version-pinned', base.pinned ? 'true' : 'false');
+    res.writeHeader('path-request-id', base.requestId);
+    if (reply.signed) res.writeHeader('path-protocol-version', PROTOCOL_VERSION);
+    if (reply.headers === undefined) return;
+    for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
   }
 }

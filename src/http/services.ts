@@ -1,11 +1,12 @@
 // What route handlers may use: the shards, the committed views, the node's identity.
 import type { ShardPool } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
-import type { Config } from '../config.js';
+import { BODY_DEPTH_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { DamagedRowError } from '../log/record.js';
-import { expiredRefusal, refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import { expiredRefusal, invalid, refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import { parseStrictObject } from '../protocol/strict-json.js';
 
 import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
@@ -53,37 +54,14 @@ export function notFound(what: string): HttpReply {
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
 
-/** Deepest nesting of objects and arrays a body may have: ample for every schema, far below any stack limit. */
-export const BODY_DEPTH_MAX = 32;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** The JSON body as an object, or a 400 refusal (P7): invalid UTF-8, invalid JSON, too deep, non-finite numbers. */
+/**
+ * The JSON body as an object, or a 400 refusal naming the field (P7): invalid UTF-8, invalid
+ * JSON, not an object, too deep, or not I-JSON (P2: nothing is signed that parsing changed).
+ */
 export function parseBody(context: RequestContext): Parsed<Record<string, unknown>> {
-  const bad = (message: string, field = '(body)') => ({ ok: false as const, refusal: refusal('path.core.invalid_request', message, { field }) });
-  if (context.body.length === 0) return bad('request body must be a JSON object');
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8.decode(context.body));
-  } catch {
-    return bad('request body is not valid UTF-8 JSON');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad('request body must be a JSON object');
-  const problem = shapeProblem(value);
-  return problem === null ? { ok: true, value: value as Record<string, unknown> } : bad(problem.message, problem.field);
-}
-
-/** Walks the parsed body without recursion: nesting beyond BODY_DEPTH_MAX or a number out of range is refused. */
-function shapeProblem(root: object): { field: string; message: string } | null {
-  const stack: [unknown, string, number][] = [[root, '', 0]];
-  while (stack.length > 0) {
-    const [value, path, depth] = stack.pop()!;
-    const field = path === '' ? '(body)' : path;
-    if (typeof value === 'number' && !Number.isFinite(value)) return { field, message: `${field}: number out of range` };
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= BODY_DEPTH_MAX) return { field, message: `${field}: nested deeper than ${BODY_DEPTH_MAX} levels` };
-    for (const [key, child] of Object.entries(value)) stack.push([child, path === '' ? key : `${path}.${key}`, depth + 1]);
-  }
-  return null;
+  const parsed = parseStrictObject(context.body, { depthMax: BODY_DEPTH_MAX });
+  if (parsed.ok) return parsed;
+  return { ok: false, refusal: invalid(parsed.problem.field, parsed.problem.message) };
 }
 
 /** Parses and validates the body against a route schema. */

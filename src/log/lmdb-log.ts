@@ -10,6 +10,7 @@
 // group commit.
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE } from '../config.js';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
@@ -21,6 +22,8 @@ export interface LmdbEnvironment {
 }
 
 export const ENV_FILE = 'node.mdb';
+/** LMDB's lock file beside the data file (lmdb-js opens the environment without a subdirectory). */
+export const ENV_LOCK_FILE = `${ENV_FILE}-lock`;
 const MAX_DATABASES = 32;
 
 export class DataFileError extends Error {
@@ -28,7 +31,7 @@ export class DataFileError extends Error {
 }
 
 export function openEnvironment(dataDir: string): LmdbEnvironment {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
   if (existsSync(path)) checkDataFile(path);
   const root = open({ path, maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });

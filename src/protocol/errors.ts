@@ -5,6 +5,7 @@
 export const ERROR_STATUS = {
   'path.core.invalid_request': 400,
   'path.core.payload_too_large': 413,
+  'path.core.unsupported_media_type': 415,
   'path.core.version_unknown': 400,
   'path.core.not_found': 404,
   'path.core.method_not_allowed': 405,

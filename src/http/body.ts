@@ -1,0 +1,85 @@
+// Request bodies on uWebSockets.js v20.30: how a request frames its body, which media type the
+// node reads (P7), and the refusal of a chunked body that passes the size limit (P12).
+//
+// What uWebSockets.js decides before any handler runs (measured; the node cannot change it): a
+// request line or header it cannot parse (`GARBAGE`, `HTTP/9.9`, also `HTTP/1.0`) gets no
+// answer: the bytes wait for more, and the connection is closed once 4 KiB of them pile up or
+// after about 10 s of silence. A Content-Length that is not digits or is above 999,999,999, and
+// Content-Length beside Transfer-Encoding, close the connection at once without an answer.
+// `Expect: 100-continue` is answered `100 Continue` before the handler runs.
+import type uws from 'uWebSockets.js';
+import type { Limits } from '../config.js';
+
+export interface Framing {
+  /** More than one Content-Length header: where the body ends is ambiguous (RFC 9112 6.3). */
+  ambiguous: boolean;
+  /** The declared length, or null without Content-Length (chunked, or no body). */
+  declared: number | null;
+}
+
+/** Reads the framing headers; walks the header list only when Content-Length is present. */
+export function framingOf(req: uws.HttpRequest): Framing {
+  const first = req.getHeader('content-length');
+  if (first === '') return { ambiguous: false, declared: null };
+  let count = 0;
+  req.forEach((name) => {
+    if (name === 'content-length') count++;
+  });
+  return { ambiguous: count > 1, declared: Number(first) };
+}
+
+/** `application/json`, any case, with or without parameters (`; charset=utf-8`) (P7). */
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(?:;.*)?$/i;
+
+export function isJsonMediaType(contentType: string): boolean {
+  return JSON_MEDIA_TYPE.test(contentType);
+}
+
+/**
+ * A chunked body past the limit: the 413 has gone out at once as the first chunk of a chunked
+ * answer that says `Connection: close` (the caller wrote it), and the node closes in stages
+ * (RFC 9112 9.6). What the client still sends is read and dropped, never kept. When the client
+ * has sent its last chunk the answer ends (the client closes, or uWebSockets.js about 10 s
+ * later); when it has sent `body_drain_bytes_max` in all, or falls silent for `body_linger_ms`,
+ * the connection is closed. Closing at once instead makes a client that is still sending meet
+ * a reset and lose the answer; and uWebSockets.js cannot end an answer now and close the
+ * connection later, so the answer stays open until one of those things happens.
+ */
+export class LingeringRefusal {
+  private readonly timer: NodeJS.Timeout;
+  private read: number;
+  private open = true;
+
+  constructor(
+    private readonly res: uws.HttpResponse,
+    private readonly limits: Limits,
+    read: number,
+  ) {
+    this.read = read;
+    this.timer = setTimeout(() => this.finish(false), limits.body_linger_ms);
+  }
+
+  /** The rest of the body, as uWebSockets.js hands it over. */
+  onData(chunk: ArrayBuffer, isLast: boolean): void {
+    if (!this.open) return;
+    this.read += chunk.byteLength;
+    if (isLast) this.finish(true);
+    else if (this.read >= this.limits.body_drain_bytes_max) this.finish(false);
+    else this.timer.refresh();
+  }
+
+  /** The client went away: nothing more may touch the response. */
+  onAborted(): void {
+    this.open = false;
+    clearTimeout(this.timer);
+  }
+
+  /** Ends the answer when the body is complete; otherwise only closing can stop the client. */
+  private finish(complete: boolean): void {
+    if (!this.open) return;
+    this.open = false;
+    clearTimeout(this.timer);
+    if (complete) this.res.cork(() => this.res.end());
+    else this.res.close();
+  }
+}
