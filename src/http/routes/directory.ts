@@ -109,7 +109,7 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     subjectRoute(services, {
       operation: 'identifiers.create', method: 'POST', path: '/identifiers', idempotent: true,
       command: 'add-identifier', what, body: validateCreateIdentifier,
-      key: (_context, body) => body.subject_id,
+      keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { identifier_type, verification_method, discoverability } = body;
         const normalised = normaliseIdentifier(identifier_type, body.identifier);
@@ -141,7 +141,7 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     subjectRoute(services, {
       operation: 'attestations.create', method: 'POST', path: '/attestations', idempotent: true,
       command: 'add-attestation', what: 'subject', body: validateCreateAttestation,
-      key: (_context, body) => body.subject_id,
+      keyOf: (_context, body) => body.subject_id,
       input: (_context, { claim, value, expires_at }) => ({
         reference: newReference('att'), claim, value, expires_at,
       }),
@@ -161,7 +161,7 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     subjectRoute(services, {
       operation: 'ownership_bindings.create', method: 'POST', path: '/ownership-bindings',
       idempotent: true, command: 'add-binding', what: 'subject', body: validateCreateBinding,
-      key: (_context, body) => body.subject_id,
+      keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { binding_type, target_kind, proof_method, expires_at } = body;
         const hash = bindingTargetHash(use, target_kind, body.target);
@@ -194,7 +194,7 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     subjectRoute(services, {
       operation: 'addresses.create', method: 'POST', path: '/addresses', idempotent: true,
       command: 'create-address', what: 'subject', body: validateCreateAddress,
-      key: (_context, body) => body.subject_id,
+      keyOf: (_context, body) => body.subject_id,
       input: (_context, { profile, discoverability, is_primary }) => ({
         ...use.freshAddress(), profile, discoverability, is_primary,
       }),

@@ -24,9 +24,12 @@ export interface CommandRoute<C extends CommandSchemas, K extends keyof C & stri
   body?: Validator<B>;
   /**
    * The aggregate instance the command goes to: a path parameter, a fresh reference, or a
-   * lookup of the route index. Null: no such object (404 naming `what`).
+   * lookup of the route index. Null: no such object (404 naming `what`), answered before the
+   * body is read, as for any unknown object.
    */
-  key: (request: RequestContext, body: B) => string | null;
+  key?: (request: RequestContext) => string | null;
+  /** The same, for an aggregate named in the body (a subject id): found after the body is read. */
+  keyOf?: (request: RequestContext, body: B) => string | null;
   /** The command's input, from the body and the key; a refusal for what the wire cannot say. */
   input: (request: RequestContext, body: B, key: string) => InputOf<C, K> | Refusal;
   /** What the route names, in its 404 (`no such <what>`). */
@@ -37,15 +40,18 @@ export interface CommandRoute<C extends CommandSchemas, K extends keyof C & stri
 export function commandRoute<C extends CommandSchemas, K extends keyof C & string, B = Record<string, never>>(
   services: Services, route: CommandRoute<C, K, B>,
 ): RouteSpec<Handler> {
+  const notFound = () => failure(refusal('path.core.not_found', `no such ${route.what}`));
   const handler: Handler = (context) => {
+    let key = route.key?.(context) ?? null;
+    if (route.key !== undefined && key === null) return notFound();
     let body = {} as B;
     if (route.body !== undefined) {
       const parsed = validBody(context, route.body);
       if (!parsed.ok) return failure(parsed.refusal);
       body = parsed.value;
     }
-    const key = route.key(context, body);
-    if (key === null) return failure(refusal('path.core.not_found', `no such ${route.what}`));
+    if (route.keyOf !== undefined) key = route.keyOf(context, body);
+    if (key === null) return notFound();
     const input = route.input(context, body, key);
     if (isRefusal(input)) return failure(input);
     return runCommand(services, context, route.decider.type, key, route.command, input);
