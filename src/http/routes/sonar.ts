@@ -8,10 +8,9 @@ import {
   budgetDecider, budgetKey, signAnswers, type AnswerBody, type ChargeLookups,
 } from '../../domain/budget/budget.js';
 import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
-import { invalid, refusal } from '../../protocol/errors.js';
+import { confirmAnswer } from '../../domain/sonar/confirm.js';
+import { invalid, isRefusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
-import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
-import { isoTime, parseTime } from '../../protocol/time.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
@@ -191,27 +190,13 @@ function rateLimitHeaders(
   };
 }
 
-type ConfirmFailure = 'malformed' | 'unknown_key' | 'invalid_signature' | 'stale' | 'wrong_holder';
-
+/** Facts the front end holds for a confirmation; the rule is in src/domain/sonar/confirm.ts. */
 function confirm(services: Services, answer: Record<string, unknown>, now: number): HttpReply {
-  const refuse = (reason: ConfirmFailure) => failure(refusal('path.sonar.confirmation_refused', 'the lookup answer cannot be confirmed', { reason }));
-  if (answer.kind !== 'sonar_answer' || typeof answer.identifier_hash !== 'string' || typeof answer.identifier_type !== 'string'
-    || typeof answer.kid !== 'string' || typeof answer.signed_at !== 'string') return refuse('malformed');
-  // An answer signed by this node or by any member of the network, under its published keys.
-  const key = services.store.signingKeys().find((k) => k.kid === answer.kid) ?? services.members?.keyFor(answer.kid);
-  if (key === undefined) return refuse('unknown_key');
-  if (!verifyObject(answer, key.public_key).valid) return refuse('invalid_signature');
-  const signedAt = parseTime(answer.signed_at);
-  const freshness = services.config.limits.lookup_confirm_freshness_ms;
-  if (signedAt === null || now - signedAt >= freshness || signedAt - now > services.config.limits.timestamp_skew_ms) return refuse('stale');
-  if (answer.member !== services.config.member || answer.found !== true) return refuse('wrong_holder');
-  const holder = services.directory!.index.find(answer.identifier_hash, answer.identifier_type);
-  const signer = services.signer!();
-  const confirmation = signObject({
-    kind: 'holder_confirmation', identifier_type: answer.identifier_type, identifier_hash: answer.identifier_hash,
-    member: services.config.member, requester: answer.requester ?? null, nonce: answer.nonce ?? null,
-    held: holder !== null && holder.member === services.config.member,
-    ...envelopeFields(signer, isoTime(now)),
-  }, signer);
-  return json(200, confirmation, true);
+  const { member, limits } = services.config;
+  const confirmed = confirmAnswer(answer, {
+    now, member, limits, signer: services.signer!(),
+    keyFor: (kid) => (services.store.signingKeys().find((k) => k.kid === kid) ?? services.members?.keyFor(kid))?.public_key,
+    holds: (hash, type) => services.directory!.index.find(hash, type)?.member === member,
+  });
+  return isRefusal(confirmed) ? failure(confirmed) : json(200, confirmed, true);
 }
