@@ -21,7 +21,7 @@ export interface BenchConfig {
   get: { duration_seconds: number; warmup_seconds: number; rounds: number; shapes: readonly LoadShape[] };
   post: { requests: number; warmup_requests: number; connections: number; floor_time_ms: number };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
-  versus: { baseline_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
+  versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
     records: number;
     /** Records per LMDB transaction while the data directory is built. */
@@ -145,6 +145,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     },
     versus: {
       baseline_cli: env.BENCH_BASELINE ?? null,
+      current_cli: env.BENCH_CURRENT ?? null,
       rounds: quick ? 2 : positiveInteger(env.BENCH_VERSUS_ROUNDS, 5, 'BENCH_VERSUS_ROUNDS'),
       post: { count: quick ? 1_000 : 10_000, warmup: quick ? 256 : 1_000, connections: 256 },
       get_seconds: quick ? 1 : 4,

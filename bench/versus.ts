@@ -1,5 +1,5 @@
 // This build against another, side by side: `BENCH_ONLY=versus BENCH_BASELINE=<other checkout>/
-// dist/src/cli/main.js npm run bench`. Both nodes run at once, each in its own process and data
+// dist/src/cli/main.js npm run bench` (BENCH_CURRENT names another build in place of this one). Both nodes run at once, each in its own process and data
 // directory; every round loads one and then the other with the same signed POST /receipts and
 // the same public GET, the order swapped each round, and reports this/baseline per round and
 // the median. A change's cost (or gain) is that ratio, free of the machine's drift.
@@ -44,9 +44,9 @@ export async function runVersus(config: BenchConfig, report: Report): Promise<vo
   if (baselineCli === null) throw new RangeError('BENCH_ONLY=versus needs BENCH_BASELINE: the baseline build\'s dist/src/cli/main.js');
   const sides: Side[] = [];
   try {
-    sides.push(await startSide(config, 'this', undefined), await startSide(config, 'baseline', baselineCli));
+    sides.push(await startSide(config, 'this', config.versus.current_cli ?? undefined), await startSide(config, 'baseline', baselineCli));
     const [current, baseline] = sides as [Side, Side];
-    report.line(`  baseline: ${baselineCli}`);
+    report.line(`  this: ${config.versus.current_cli ?? 'this build'}; baseline: ${baselineCli}`);
     report.line(`  ${config.versus.rounds} rounds; POST /receipts ${config.versus.post.count} signed requests at ${config.versus.post.connections} connections; GET of a receipt ${config.versus.get_seconds} s at ${config.versus.get_shape.connections} connections`);
     const ratios = { post: [] as number[], get: [] as number[] };
     for (let round = 0; round < config.versus.rounds; round++) {
