@@ -146,18 +146,33 @@ export function parseFlags(argv: readonly string[]): { positional: string[]; fla
     }
     const eq = arg.indexOf('=');
     if (eq > 0) flags[arg.slice(2, eq)] = arg.slice(eq + 1);
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags[arg.slice(2)] = argv[++i]!;
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--'))
+      flags[arg.slice(2)] = argv[++i]!;
     else flags[arg.slice(2)] = true;
   }
   return { positional, flags };
 }
 
-const SERVE_FLAGS = ['port', 'host', 'data-dir', 'member', 'base-url', 'external-port', 'workers', 'dev',
-  'lookup-budget-base', 'lookup-budget-factor', 'webhook-urls', 'connectors-file', 'log-level'] as const;
+const SERVE_FLAGS = [
+  'port',
+  'host',
+  'data-dir',
+  'member',
+  'base-url',
+  'external-port',
+  'workers',
+  'dev',
+  'lookup-budget-base',
+  'lookup-budget-factor',
+  'webhook-urls',
+  'connectors-file',
+  'log-level',
+] as const;
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of Object.keys(flags)) {
-    if (!(SERVE_FLAGS as readonly string[]).includes(name)) throw new ConfigError(`unknown flag --${name}`);
+    if (!(SERVE_FLAGS as readonly string[]).includes(name))
+      throw new ConfigError(`unknown flag --${name}`);
   }
   const read = (name: (typeof SERVE_FLAGS)[number]): string | true | undefined =>
     flags[name] ?? env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
@@ -166,22 +181,31 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     if (v === true) throw new ConfigError(`--${name} needs a value`);
     return v ?? fallback;
   };
-  const integer = (name: (typeof SERVE_FLAGS)[number], fallback: number, min: number, max: number): number => {
+  const integer = (
+    name: (typeof SERVE_FLAGS)[number],
+    fallback: number,
+    min: number,
+    max: number,
+  ): number => {
     const raw = text(name, String(fallback));
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
     return n;
   };
   const port = integer('port', 8080, 0, 65535);
   const host = text('host', '127.0.0.1');
   const member = text('member', 'local');
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member)) throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member))
+    throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
   const devRaw = read('dev');
   const factor = Number(text('lookup-budget-factor', '10'));
-  if (!Number.isFinite(factor) || factor < 0) throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
+  if (!Number.isFinite(factor) || factor < 0)
+    throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
   // Empty: the node derives it from the address it listens on (port 0 picks a free one).
   const baseUrl = text('base-url', '').replace(/\/+$/, '');
-  if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl)) throw new ConfigError('--base-url must be an absolute http(s) origin');
+  if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl))
+    throw new ConfigError('--base-url must be an absolute http(s) origin');
   return {
     port,
     host,
@@ -194,8 +218,13 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
     lookupBudgetFactor: factor,
     ...secrets(env),
-    ...(read('connectors-file') === undefined ? {} : { connectorsFile: text('connectors-file', '') }),
-    webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
+    ...(read('connectors-file') === undefined
+      ? {}
+      : { connectorsFile: text('connectors-file', '') }),
+    webhookUrls: text('webhook-urls', '')
+      .split(',')
+      .map((u) => u.trim())
+      .filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
@@ -206,11 +235,15 @@ function secrets(env: NodeJS.ProcessEnv): Pick<Config, 'pepper' | 'sealingKeyHex
   const hex32 = /^[0-9a-f]{64}$/;
   const out: Pick<Config, 'pepper' | 'sealingKeyHex'> = {};
   if (env.PATH_PEPPER !== undefined) {
-    if (!hex32.test(env.PATH_PEPPER) || !env.PATH_PEPPER_VERSION) throw new ConfigError('PATH_PEPPER must be 32 bytes of lowercase hex, with PATH_PEPPER_VERSION naming it');
+    if (!hex32.test(env.PATH_PEPPER) || !env.PATH_PEPPER_VERSION)
+      throw new ConfigError(
+        'PATH_PEPPER must be 32 bytes of lowercase hex, with PATH_PEPPER_VERSION naming it',
+      );
     out.pepper = { version: env.PATH_PEPPER_VERSION, hex: env.PATH_PEPPER };
   }
   if (env.PATH_SEALING_KEY !== undefined) {
-    if (!hex32.test(env.PATH_SEALING_KEY)) throw new ConfigError('PATH_SEALING_KEY must be 32 bytes of lowercase hex');
+    if (!hex32.test(env.PATH_SEALING_KEY))
+      throw new ConfigError('PATH_SEALING_KEY must be 32 bytes of lowercase hex');
     out.sealingKeyHex = env.PATH_SEALING_KEY;
   }
   return out;
@@ -223,7 +256,8 @@ export function loadLimits(env: NodeJS.ProcessEnv): Limits {
     const raw = env[`PATH_LIMIT_${name.toUpperCase()}`];
     if (raw === undefined) continue;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`PATH_LIMIT_${name.toUpperCase()} must be a positive integer`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ConfigError(`PATH_LIMIT_${name.toUpperCase()} must be a positive integer`);
     limits[name] = n;
   }
   return limits;

@@ -34,7 +34,11 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
-export async function startNode(config: Config, logger: Logger, onFatal: (message: string) => void): Promise<RunningNode> {
+export async function startNode(
+  config: Config,
+  logger: Logger,
+  onFatal: (message: string) => void,
+): Promise<RunningNode> {
   const started = Date.now();
   // P16: the directory is this process's before anything in it is opened.
   const lock = lockDataDir(config.dataDir);
@@ -45,14 +49,27 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   let signer = signingKeyFromSeed(signingKey.seed_hex);
 
   const events = new WebhookDelivery({
-    log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
+    log,
+    clock: systemClock,
+    signer: () => signer,
+    operatorUrls: config.webhookUrls,
+    dev: config.dev,
+    limits: config.limits,
+    logger,
   });
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
   const { pool, stats } = await ShardPool.start({
-    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'), pepperHex: pepper.hex,
-    limits: config.limits, dev: config.dev, onFatal,
+    workers: config.workers,
+    dataDir: config.dataDir,
+    member: config.member,
+    seedHex: signingKey.seed_hex,
+    sealingKeyHex: sealingKey.toString('hex'),
+    pepperHex: pepper.hex,
+    limits: config.limits,
+    dev: config.dev,
+    onFatal,
     afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
@@ -62,32 +79,60 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
 
   // Credentials: those added with the command line, and the active signing keys of member nodes.
   const authenticator = new Authenticator({
-    skewMs: config.limits.timestamp_skew_ms, replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
+    skewMs: config.limits.timestamp_skew_ms,
+    replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
   });
   const replayed = authenticator.restore(rememberedReplays(log), Date.now());
   const network = new Network({
-    store, log, directory, member: config.member, signer: () => signer, limits: config.limits, logger, onKeys: () => loadCredentials(),
+    store,
+    log,
+    directory,
+    member: config.member,
+    signer: () => signer,
+    limits: config.limits,
+    logger,
+    onKeys: () => loadCredentials(),
   });
-  const loadCredentials = () => authenticator.load([...store.allCredentials(), ...network.credentials()]);
+  const loadCredentials = () =>
+    authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
   const { directoryRows, replicaRows } = await network.start();
   // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
   const followedUp = await pool.resumeFollowUps(unfinishedFollowUps(log));
 
   const services: Services = {
-    config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey,
-    events, directory, signer: () => signer, members: network.registry,
+    config: { ...config },
+    pool,
+    log,
+    store,
+    pepper: Buffer.from(pepper.hex, 'hex'),
+    pepperVersion: pepper.version,
+    sealingKey,
+    events,
+    directory,
+    signer: () => signer,
+    members: network.registry,
   };
   const documents = { keys: keysDocument(config.member, store.signingKeys()), configuration: '' };
   const routes = allRoutes(services, network, documents);
   const server = new HttpServer({
-    routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
+    routes,
+    authenticator,
+    idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms),
+    limits: config.limits,
+    logger,
+    now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
   const external = await startExternal(config, store, logger);
-  services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
+  services.config.baseUrl =
+    config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   localHolder.endpoint = services.config.baseUrl;
-  documents.configuration = configurationDocument(services, routes, `http://${config.host}:${external.port}`);
+  documents.configuration = configurationDocument(
+    services,
+    routes,
+    `http://${config.host}:${external.port}`,
+  );
 
   // The command line changes credentials, keys, clients and members in the same environment; follow it.
   let activeKid = signingKey.kid;
@@ -105,7 +150,10 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   });
-  const sweep = setInterval(() => void housekeeping(log, config.limits), config.limits.idempotency_sweep_interval_ms);
+  const sweep = setInterval(
+    () => void housekeeping(log, config.limits),
+    config.limits.idempotency_sweep_interval_ms,
+  );
   const replaySweep = setInterval(() => {
     authenticator.forget(Date.now());
     void forgetReplays(log, Date.now());
@@ -113,10 +161,23 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   events.start();
-  logger.info({
-    port, external_port: external.port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats,
-    directory_rows: directoryRows, replica_rows: replicaRows, replay_rows: replayed, follow_ups: followedUp, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
-  }, 'listening');
+  logger.info(
+    {
+      port,
+      external_port: external.port,
+      base_url: services.config.baseUrl,
+      member: config.member,
+      workers: config.workers,
+      recovery: stats,
+      directory_rows: directoryRows,
+      replica_rows: replicaRows,
+      replay_rows: replayed,
+      follow_ups: followedUp,
+      directory_keys: directory.index.size,
+      recovery_ms: Date.now() - started,
+    },
+    'listening',
+  );
 
   return {
     port,
@@ -125,7 +186,10 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
       clearInterval(poll);
       clearInterval(sweep);
       clearInterval(replaySweep);
-      await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
+      await Promise.all([
+        server.close(config.limits.shutdown_drain_ms),
+        external.close(config.limits.shutdown_drain_ms),
+      ]);
       // Requests that changed nothing durable are remembered too, once no new one can arrive.
       await log.write([...authenticator.remembered()].map(replayRows.mark));
       await events.stop();
@@ -146,16 +210,20 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
 function announceDataDir(config: Config, logger: Logger): void {
   const narrowed = tightenDataDir(config.dataDir);
   if (narrowed.length > 0) {
-    logger.warn({ data_dir: config.dataDir, files: narrowed },
-      'files in the data directory were open to other users; narrowed to 0600');
+    logger.warn(
+      { data_dir: config.dataDir, files: narrowed },
+      'files in the data directory were open to other users; narrowed to 0600',
+    );
   }
   const secrets = ['the signing key (no variable moves it out yet)'];
   if (config.pepper === undefined) {
     secrets.push('the pepper (set PATH_PEPPER and PATH_PEPPER_VERSION)');
   }
   if (config.sealingKeyHex === undefined) secrets.push('the sealing key (set PATH_SEALING_KEY)');
-  logger.warn({ data_dir: config.dataDir },
-    `secrets stored in the data directory: ${secrets.join(', ')}`);
+  logger.warn(
+    { data_dir: config.dataDir },
+    `secrets stored in the data directory: ${secrets.join(', ')}`,
+  );
 }
 
 /** The node's own records: its signing key, the network pepper and the sealing key (made on first start). */
@@ -168,12 +236,24 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
 }
 
 /** Every route of the main listener; the fixed documents are read at request time, so they can change. */
-function allRoutes(services: Services, network: Network, documents: { keys: string; configuration: string }): RouteSpec<Handler>[] {
+function allRoutes(
+  services: Services,
+  network: Network,
+  documents: { keys: string; configuration: string },
+): RouteSpec<Handler>[] {
   return [
-    ...fixedRoutes(services, { keys: () => documents.keys, configuration: () => documents.configuration }),
-    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services),
-    ...instructionRoutes(services), ...sonarRoutes(services),
-    ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed),
+    ...fixedRoutes(services, {
+      keys: () => documents.keys,
+      configuration: () => documents.configuration,
+    }),
+    ...receiptRoutes(services),
+    ...directoryRoutes(services),
+    ...paymentRoutes(services),
+    ...instructionRoutes(services),
+    ...sonarRoutes(services),
+    ...payeeCheckRoutes(services),
+    ...connectRoutes(services),
+    ...networkRoutes(services, network.feed),
   ];
 }
 
@@ -209,7 +289,8 @@ function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> 
 /** Replay rows sort by the time they may be forgotten: the expired ones are one range. */
 async function forgetReplays(log: Log, now: number): Promise<void> {
   const writes: TableWrite[] = [];
-  for (const { key } of log.scan('replay', { end: replayCutoff(now) })) writes.push({ table: 'replay', key, bytes: null });
+  for (const { key } of log.scan('replay', { end: replayCutoff(now) }))
+    writes.push({ table: 'replay', key, bytes: null });
   if (writes.length > 0) await log.write(writes);
 }
 
@@ -222,9 +303,11 @@ export async function housekeeping(log: Log, limits: Limits): Promise<void> {
   const now = Date.now();
   const writes: TableWrite[] = [];
   for (const { key, bytes } of log.scan('idempotency')) {
-    if (idempotencyRows.read(key, bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
+    if (idempotencyRows.read(key, bytes).at < now - limits.idempotency_retention_ms)
+      writes.push({ table: 'idempotency', key, bytes: null });
   }
   const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
-  for (const { key } of log.scan('journal', { end: cutoff })) writes.push({ table: 'journal', key, bytes: null });
+  for (const { key } of log.scan('journal', { end: cutoff }))
+    writes.push({ table: 'journal', key, bytes: null });
   if (writes.length > 0) await log.write(writes);
 }

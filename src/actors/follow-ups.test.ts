@@ -15,41 +15,80 @@ import { carryOut, unfinishedFollowUps } from './follow-ups.js';
 import { Shard } from './shard.js';
 import type { RoutedCommand } from './types.js';
 
-const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const signer = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
 const LOCAL = { member: 'alpha', local: true };
 const BOOK = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const ADDRESS = 'path:AbCdEfGhIjKlMnOpQrStUv';
 
 function shardOver(log: MemoryLog): Shard {
   return new Shard({
-    partitions: Array.from({ length: PARTITION_COUNT }, (_, p) => p), log, deciders: [receiptDecider, instructionDecider],
-    clock: new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')), member: 'alpha', signer: () => signer, newId: newReference,
-    snapshotEveryRecords: 1_000_000, mailboxDepthMax: 1024, limits: DEFAULT_LIMITS, onFatal: (e) => { throw e; },
+    partitions: Array.from({ length: PARTITION_COUNT }, (_, p) => p),
+    log,
+    deciders: [receiptDecider, instructionDecider],
+    clock: new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
+    member: 'alpha',
+    signer: () => signer,
+    newId: newReference,
+    snapshotEveryRecords: 1_000_000,
+    mailboxDepthMax: 1024,
+    limits: DEFAULT_LIMITS,
+    onFatal: (e) => {
+      throw e;
+    },
   });
 }
 
 async function withAddress(log: MemoryLog): Promise<void> {
   const info: AddressInfo = {
-    id: 'adr_1', address: ADDRESS, revoked: false, intent_version: null, accepts: [BOOK],
+    id: 'adr_1',
+    address: ADDRESS,
+    revoked: false,
+    intent_version: null,
+    accepts: [BOOK],
     targets: [{ ...BOOK, is_default: true, beneficiary_format: null, beneficiary: null }],
   };
-  await log.write([{ table: 'views', key: addressInfoKey(ADDRESS), bytes: encodeView({ status: 200, body: JSON.stringify(info), signed: false }) }]);
+  await log.write([
+    {
+      table: 'views',
+      key: addressInfoKey(ADDRESS),
+      bytes: encodeView({ status: 200, body: JSON.stringify(info), signed: false }),
+    },
+  ]);
 }
 
-const issueInstruction = (shard: Shard, reference: string) => shard.submit({
-  aggregate: 'instruction', key: reference, command: { name: 'issue', input: { reference, address: ADDRESS, via: BOOK }, caller: LOCAL },
-});
+const issueInstruction = (shard: Shard, reference: string) =>
+  shard.submit({
+    aggregate: 'instruction',
+    key: reference,
+    command: { name: 'issue', input: { reference, address: ADDRESS, via: BOOK }, caller: LOCAL },
+  });
 
 const receiptNaming = (instruction: string): RoutedCommand => {
   const reference = newReference('rcp');
-  return { aggregate: 'receipt', key: reference, command: { name: 'issue', input: { reference, issued_by: 'payer', via: BOOK, instruction }, caller: LOCAL } };
+  return {
+    aggregate: 'receipt',
+    key: reference,
+    command: {
+      name: 'issue',
+      input: { reference, issued_by: 'payer', via: BOOK, instruction },
+      caller: LOCAL,
+    },
+  };
 };
 
-const statusOf = (shard: Shard, reference: string) => (shard.stateOf(reference) as InstructionState).status;
-const options = (shard: Shard) => ({ submit: (routed: RoutedCommand) => shard.submit(routed), retryMs: 1, retryMaxMs: 10, stopped: () => false });
+const statusOf = (shard: Shard, reference: string) =>
+  (shard.stateOf(reference) as InstructionState).status;
+const options = (shard: Shard) => ({
+  submit: (routed: RoutedCommand) => shard.submit(routed),
+  retryMs: 1,
+  retryMaxMs: 10,
+  stopped: () => false,
+});
 
 describe('follow-ups (STYLE 12)', () => {
-  it('the receipt\'s commit writes the follow-up; carried out, the instruction is used and the row is gone', async () => {
+  it("the receipt's commit writes the follow-up; carried out, the instruction is used and the row is gone", async () => {
     const log = new MemoryLog();
     await withAddress(log);
     const shard = shardOver(log);
@@ -65,7 +104,7 @@ describe('follow-ups (STYLE 12)', () => {
     expect([...unfinishedFollowUps(log)]).toEqual([]);
   });
 
-  it('a crash between the receipt\'s commit and the instruction\'s use: the next start uses it', async () => {
+  it("a crash between the receipt's commit and the instruction's use: the next start uses it", async () => {
     const log = new MemoryLog();
     await withAddress(log);
     const first = shardOver(log);

@@ -26,11 +26,14 @@ export async function carryOut(f: PendingFollowUp, options: FollowUpOptions): Pr
     } catch {
       // Not decided: the row stays, and so does the duty.
     }
-    await new Promise((r) => setTimeout(r, Math.min(options.retryMs * 2 ** attempt, options.retryMaxMs)));
+    await new Promise((r) =>
+      setTimeout(r, Math.min(options.retryMs * 2 ** attempt, options.retryMaxMs)),
+    );
   }
 }
 
 /** The follow-ups written by commits and not yet decided by their aggregates (at start). */
 export function* unfinishedFollowUps(log: Log): Iterable<PendingFollowUp> {
-  for (const { key, bytes } of log.scan('followups')) yield storedFollowUp(key, followUpRows.read(key, bytes));
+  for (const { key, bytes } of log.scan('followups'))
+    yield storedFollowUp(key, followUpRows.read(key, bytes));
 }

@@ -12,9 +12,22 @@ import { ChecksumError, DamagedRowError, frame, unframe } from '../log/record.js
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
-import { isRefusal, type AnyDecider, type CommandOf, type CommandSchemas, type ReadView } from '../domain/decider.js';
+import {
+  isRefusal,
+  type AnyDecider,
+  type CommandOf,
+  type CommandSchemas,
+  type ReadView,
+} from '../domain/decider.js';
 import type { Limits } from '../config.js';
-import { CommandChecks, decisionWrites, errorReply, pendingFollowUps, readView, replyOf } from './decision.js';
+import {
+  CommandChecks,
+  decisionWrites,
+  errorReply,
+  pendingFollowUps,
+  readView,
+  replyOf,
+} from './decision.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 
 export interface ShardOptions {
@@ -118,7 +131,8 @@ export class Shard {
       const snapshot = this.options.log.readSnapshot(p);
       if (snapshot !== undefined) {
         const body = this.unframeOrFail<SnapshotBody>(snapshot, `snapshot of partition ${p}`);
-        for (const [key, type, state] of body.aggregates) slots.set(key, { type, state, queue: [], busy: false });
+        for (const [key, type, state] of body.aggregates)
+          slots.set(key, { type, state, queue: [], busy: false });
         last = body.seq;
         stats.snapshots++;
       }
@@ -161,7 +175,13 @@ export class Shard {
       slots.set(routed.key, slot);
     }
     if (slot.queue.length >= this.options.mailboxDepthMax) {
-      return Promise.resolve(refused(refusal('path.core.unavailable', 'too many commands are waiting for this object', { retry_after_seconds: 1 })));
+      return Promise.resolve(
+        refused(
+          refusal('path.core.unavailable', 'too many commands are waiting for this object', {
+            retry_after_seconds: 1,
+          }),
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       slot!.queue.push({ routed, resolve, reject });
@@ -172,12 +192,15 @@ export class Shard {
   /** Resolves once no command is running or waiting. */
   drained(): Promise<void> {
     if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => { this.idle = resolve; });
+    return new Promise((resolve) => {
+      this.idle = resolve;
+    });
   }
 
   /** Writes a snapshot of every owned partition (on shutdown, so that the next start is quick). */
   async snapshotAll(): Promise<void> {
-    for (const p of this.options.partitions) if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    for (const p of this.options.partitions)
+      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
   }
 
   stop(): void {
@@ -202,7 +225,12 @@ export class Shard {
       const jobs = slot.queue.splice(0, this.batchSize(slot));
       this.inFlight += jobs.length;
       try {
-        const results = await this.executeBatch(key, p, slot, jobs.map((j) => j.routed));
+        const results = await this.executeBatch(
+          key,
+          p,
+          slot,
+          jobs.map((j) => j.routed),
+        );
         jobs.forEach((job, i) => job.resolve(results[i]!));
       } catch (error) {
         for (const job of jobs) job.reject(error);
@@ -227,13 +255,20 @@ export class Shard {
     const none = new Map<string, ReadView>();
     for (let i = 0; i < max; i++) {
       const routed = slot.queue[i]!.routed;
-      const reads = this.deciders.get(routed.aggregate)?.reads?.(routed.command as never, slot.state, none) ?? [];
+      const reads =
+        this.deciders.get(routed.aggregate)?.reads?.(routed.command as never, slot.state, none) ??
+        [];
       if (reads.length > 0) return i === 0 ? 1 : i;
     }
     return max;
   }
 
-  private async executeBatch(key: string, p: number, slot: Slot, commands: RoutedCommand[]): Promise<CommandResult[]> {
+  private async executeBatch(
+    key: string,
+    p: number,
+    slot: Slot,
+    commands: RoutedCommand[],
+  ): Promise<CommandResult[]> {
     const results: CommandResult[] = [];
     const entries: LogEntry[] = [];
     const writes: TableWrite[] = [];
@@ -243,7 +278,8 @@ export class Shard {
       if (outcome.kind === 'answered') {
         results.push(outcome.result);
         // A follow-up decided without a change is done all the same: its row goes.
-        if (routed.followUp !== undefined) writes.push({ table: 'followups', key: routed.followUp, bytes: null });
+        if (routed.followUp !== undefined)
+          writes.push({ table: 'followups', key: routed.followUp, bytes: null });
         continue;
       }
       const seq = this.seq.get(p)! + 1;
@@ -266,17 +302,28 @@ export class Shard {
   }
 
   /** Decides one command against the draft; evolves the draft when it commits something. */
-  private decideOne(key: string, draft: { state: unknown; type: string }, routed: RoutedCommand): Decided {
+  private decideOne(
+    key: string,
+    draft: { state: unknown; type: string },
+    routed: RoutedCommand,
+  ): Decided {
     const decider = this.deciders.get(routed.aggregate);
     if (decider === undefined || (draft.state !== null && draft.type !== routed.aggregate)) {
-      return { kind: 'answered', result: refused(refusal('path.core.not_found', 'no such object')) };
+      return {
+        kind: 'answered',
+        result: refused(refusal('path.core.not_found', 'no such object')),
+      };
     }
     const problem = this.checks.problem(routed);
     if (problem !== null) return { kind: 'answered', result: refused(problem) };
     const command = routed.command as CommandOf<CommandSchemas>;
     const now = this.options.clock.now();
     const decision = decider.decide(command, draft.state, {
-      now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId, limits: this.options.limits,
+      now,
+      member: this.options.member,
+      signer: this.options.signer(),
+      newId: this.options.newId,
+      limits: this.options.limits,
       dev: this.options.dev ?? false,
       views: this.readViews(decider, command, draft.state, now),
       ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
@@ -284,11 +331,17 @@ export class Shard {
     if (isRefusal(decision)) return { kind: 'answered', result: refused(decision) };
     const reply = replyOf(decision.answer, decision.meta);
     if (decision.events.length === 0) {
-      return { kind: 'answered', result: { reply, committed: false, outbox: [], directory: [], followUps: [] } };
+      return {
+        kind: 'answered',
+        result: { reply, committed: false, outbox: [], directory: [], followUps: [] },
+      };
     }
     for (const event of decision.events) draft.state = decider.evolve(draft.state, event);
     draft.type = routed.aggregate;
-    const publications = [...(decision.publications ?? []), ...(decider.publications?.(draft.state) ?? [])];
+    const publications = [
+      ...(decision.publications ?? []),
+      ...(decider.publications?.(draft.state) ?? []),
+    ];
     const newId = () => this.options.newId('evt').slice(4);
     const followUps = pendingFollowUps(decision, newId);
     const writes = decisionWrites({ decision, publications, routed, reply, now, newId, followUps });
@@ -296,7 +349,13 @@ export class Shard {
       kind: 'committed',
       record: { a: routed.aggregate, k: key, e: decision.events, t: now },
       writes,
-      result: { reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [], followUps },
+      result: {
+        reply,
+        committed: true,
+        outbox: (decision.outbox ?? []).map((e) => e.id),
+        directory: decision.directory ?? [],
+        followUps,
+      },
     };
   }
 
@@ -307,7 +366,10 @@ export class Shard {
   private async appendInOrder(p: number, entries: LogEntry[], writes: TableWrite[]): Promise<void> {
     const appended = this.options.log.append(entries, writes);
     const ready = this.applied.get(p)!.then(() => appended);
-    this.applied.set(p, ready.catch(() => undefined));
+    this.applied.set(
+      p,
+      ready.catch(() => undefined),
+    );
     try {
       await ready;
     } catch (error) {
@@ -317,7 +379,12 @@ export class Shard {
   }
 
   /** The committed views a decision asked for, asked again while each round names new keys. */
-  private readViews(decider: AnyDecider, command: CommandOf<CommandSchemas>, state: unknown, now: number): Map<string, ReadView> {
+  private readViews(
+    decider: AnyDecider,
+    command: CommandOf<CommandSchemas>,
+    state: unknown,
+    now: number,
+  ): Map<string, ReadView> {
     const views = new Map<string, ReadView>();
     if (decider.reads === undefined) return views;
     const asked = new Set<string>();
@@ -339,7 +406,8 @@ export class Shard {
 
   private replay(slots: Map<string, Slot>, record: LogRecord): void {
     const decider = this.deciders.get(record.a);
-    if (decider === undefined) throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
+    if (decider === undefined)
+      throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
     let slot = slots.get(record.k);
     if (slot === undefined) {
       slot = { type: record.a, state: null, queue: [], busy: false };
@@ -357,7 +425,11 @@ export class Shard {
   private tick(key: string): void {
     const slot = this.slots.get(partitionOf(key))?.get(key);
     if (slot === undefined) return;
-    this.submit({ aggregate: slot.type, key, command: { name: 'tick', input: null, caller: null } }).then((result) => {
+    this.submit({
+      aggregate: slot.type,
+      key,
+      command: { name: 'tick', input: null, caller: null },
+    }).then((result) => {
       if (result.committed) this.options.onEffects?.(result);
     }, this.options.onFatal);
   }
@@ -370,7 +442,8 @@ export class Shard {
 
   private async snapshot(p: number): Promise<void> {
     const aggregates: SnapshotBody['aggregates'] = [];
-    for (const [key, slot] of this.slots.get(p)!) if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
+    for (const [key, slot] of this.slots.get(p)!)
+      if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
     // Taken synchronously after the last adoption: the states are the fold up to `seq`.
     const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
     this.sinceSnapshot.set(p, 0);
@@ -381,16 +454,20 @@ export class Shard {
     try {
       return unframe<T>(bytes);
     } catch (error) {
-      throw new RecoveryError(`${what} fails its checksum (${(error as Error).message}); refusing to start`);
+      throw new RecoveryError(
+        `${what} fails its checksum (${(error as Error).message}); refusing to start`,
+      );
     }
   }
 }
 
 /** What an operator reads when a record is damaged: where, why the node stops, what to do. */
 export function damagedRecordMessage(partition: number, seq: number): string {
-  return `log record ${seq} of partition ${partition} fails its checksum: the data directory is `
-    + 'damaged at rest (a commit is never half-written). The node will not serve state it cannot '
-    + 'verify (P14); restore the data directory from the latest backup and start again';
+  return (
+    `log record ${seq} of partition ${partition} fails its checksum: the data directory is ` +
+    'damaged at rest (a commit is never half-written). The node will not serve state it cannot ' +
+    'verify (P14); restore the data directory from the latest backup and start again'
+  );
 }
 
 function refused(r: Refusal): CommandResult {

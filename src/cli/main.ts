@@ -28,8 +28,15 @@ function need(flags: Record<string, string | true>, name: string): string {
   return v;
 }
 
-async function withStore<T>(flags: Record<string, string | true>, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  const env = openEnvironment(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : (process.env.PATH_DATA_DIR ?? './data'));
+async function withStore<T>(
+  flags: Record<string, string | true>,
+  action: (store: NodeStore) => Promise<T>,
+): Promise<T> {
+  const env = openEnvironment(
+    typeof flags['data-dir'] === 'string'
+      ? flags['data-dir']
+      : (process.env.PATH_DATA_DIR ?? './data'),
+  );
   try {
     return await action(new NodeStore(env));
   } finally {
@@ -49,7 +56,10 @@ async function serve(flags: Record<string, string | true>): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    node.stop().then(() => process.exit(0), (error: unknown) => fatal((error as Error).message));
+    node.stop().then(
+      () => process.exit(0),
+      (error: unknown) => fatal((error as Error).message),
+    );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
@@ -60,15 +70,23 @@ async function main(argv: string[]): Promise<void> {
   process.umask(PRIVATE_UMASK);
   const { positional, flags } = parseFlags(argv);
   const [command, sub] = positional;
-  const print = (value: unknown): void => { process.stdout.write(`${JSON.stringify(value)}\n`); };
+  const print = (value: unknown): void => {
+    process.stdout.write(`${JSON.stringify(value)}\n`);
+  };
   if (command === 'serve' || command === undefined) return serve(flags);
   if (command === 'credentials' && (sub === 'add' || sub === 'create')) {
     const member = need(flags, 'member');
     const local = flags.local === true || flags.local === 'true';
     const generated = sub === 'create' ? generateSeedHex() : null;
     const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
-    const credential = await withStore(flags, (store) => store.addCredential({ member, publicKeyHex, local, now: Date.now() }));
-    return print(generated === null ? { key_id: credential.key_id } : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex });
+    const credential = await withStore(flags, (store) =>
+      store.addCredential({ member, publicKeyHex, local, now: Date.now() }),
+    );
+    return print(
+      generated === null
+        ? { key_id: credential.key_id }
+        : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex },
+    );
   }
   if (command === 'credentials' && sub === 'revoke') {
     const keyId = need(flags, 'key-id');
@@ -79,26 +97,37 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'external-clients' && sub === 'add') {
     const client = need(flags, 'client');
     const publicKeyHex = need(flags, 'public-key').toLowerCase();
-    const registries = need(flags, 'registries').split(',').map((r) => r.trim()).filter((r) => r !== '');
-    const added = await withStore(flags, (store) => store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }));
+    const registries = need(flags, 'registries')
+      .split(',')
+      .map((r) => r.trim())
+      .filter((r) => r !== '');
+    const added = await withStore(flags, (store) =>
+      store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }),
+    );
     return print({ key_id: added.key_id });
   }
   if (command === 'external-clients' && sub === 'revoke') {
     const keyId = need(flags, 'key-id');
-    const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
+    const revoked = await withStore(flags, (store) =>
+      store.revokeExternalClient(keyId, Date.now()),
+    );
     if (!revoked) throw new UsageError('no external client with that key id');
     return print({ key_id: keyId, revoked: true });
   }
   if (command === 'members' && sub === 'add') {
     const member = need(flags, 'member');
     const baseUrl = need(flags, 'base-url');
-    if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl)) throw new UsageError('--base-url must be an absolute http(s) origin');
-    const added = await withStore(flags, (store) => store.addMember({ member, baseUrl, now: Date.now() }));
+    if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl))
+      throw new UsageError('--base-url must be an absolute http(s) origin');
+    const added = await withStore(flags, (store) =>
+      store.addMember({ member, baseUrl, now: Date.now() }),
+    );
     return print({ member: added.member, base_url: added.base_url });
   }
   if (command === 'members' && sub === 'remove') {
     const member = need(flags, 'member');
-    if (!(await withStore(flags, (store) => store.removeMember(member)))) throw new UsageError('no such member');
+    if (!(await withStore(flags, (store) => store.removeMember(member))))
+      throw new UsageError('no such member');
     return print({ member, removed: true });
   }
   if (command === 'keys' && sub === 'rotate') {

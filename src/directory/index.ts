@@ -9,7 +9,15 @@
 
 export const VISIBILITY = { none: 0, network: 1, public: 2 } as const;
 /** Identifier types as index codes; a key answers only a lookup of its own type. */
-const TYPE_CODES: Record<string, number> = { phone: 0, email: 1, bank_account: 2, lei: 3, reg: 4, tax: 5, address: 6 };
+const TYPE_CODES: Record<string, number> = {
+  phone: 0,
+  email: 1,
+  bank_account: 2,
+  lei: 3,
+  reg: 4,
+  tax: 5,
+  address: 6,
+};
 const HOLDER_SHIFT = 5;
 const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] ?? 7;
 export type IndexVisibility = keyof typeof VISIBILITY;
@@ -74,7 +82,11 @@ export class DirectoryIndex {
     const slot = this.slotOf(hashHex, true);
     const previous = this.values[slot]!;
     if (visibility === 'none' && previous !== 0 && previous >>> HOLDER_SHIFT !== holder) return;
-    const next = visibility === 'none' ? 0 : ((holder << HOLDER_SHIFT) | (typeCode(identifierType) << 2) | VISIBILITY[visibility]) >>> 0;
+    const next =
+      visibility === 'none'
+        ? 0
+        : ((holder << HOLDER_SHIFT) | (typeCode(identifierType) << 2) | VISIBILITY[visibility]) >>>
+          0;
     if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
@@ -99,7 +111,8 @@ export class DirectoryIndex {
   /** The slot holding the key, or the empty slot where it would go (claimed when `claim`). */
   private slotOf(hashHex: string, claim: boolean): number {
     const p = this.probe;
-    for (let w = 0; w < WORDS_PER_KEY; w++) p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
+    for (let w = 0; w < WORDS_PER_KEY; w++)
+      p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
     let slot = (p[0]! ^ p[3]!) & this.mask;
     for (;;) {
       const base = slot * WORDS_PER_KEY;
@@ -112,7 +125,8 @@ export class DirectoryIndex {
         }
         return slot;
       }
-      if (k[base] === p[0] && k[base + 1] === p[1] && k[base + 2] === p[2] && k[base + 3] === p[3]) return slot;
+      if (k[base] === p[0] && k[base + 1] === p[1] && k[base + 2] === p[2] && k[base + 3] === p[3])
+        return slot;
       slot = (slot + 1) & this.mask;
     }
   }

@@ -59,8 +59,7 @@ export type ReadView = { text: string; gone: null } | { text: null; gone: Refusa
  * (answered 201, P7).
  */
 export type Answer =
-  | { value: unknown; created?: boolean }
-  | { text: string; signed: boolean; created?: boolean };
+  { value: unknown; created?: boolean } | { text: string; signed: boolean; created?: boolean };
 
 /** A public answer served by the front end from committed bytes (SPEC: reads serve what was signed). */
 export type View =

@@ -8,4 +8,12 @@ import { receiptDecider } from './receipt/receipt.js';
 import { requestDecider } from './request/request.js';
 import { subjectDecider } from './subject/subject.js';
 
-export const DECIDERS: readonly AnyDecider[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider, budgetDecider, connectionDecider];
+export const DECIDERS: readonly AnyDecider[] = [
+  receiptDecider,
+  subjectDecider,
+  requestDecider,
+  instructionDecider,
+  checkoutDecider,
+  budgetDecider,
+  connectionDecider,
+];

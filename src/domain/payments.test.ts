@@ -18,7 +18,9 @@ import { instructionDecider, type InstructionState } from './instruction/instruc
 import { requestDecider, type RequestState } from './request/request.js';
 import { addressInfoKey, type AddressInfo } from './subject/resolver.js';
 
-const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const signer = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
 const LOCAL = { member: 'alpha', local: true };
 const BETA = { member: 'beta', local: false };
@@ -30,9 +32,19 @@ function setup() {
   const clock = new SimulatedClock(T0);
   const log = new MemoryLog();
   const shard = new Shard({
-    partitions: ALL, log, deciders: [requestDecider, instructionDecider, checkoutDecider], clock, member: 'alpha',
+    partitions: ALL,
+    log,
+    deciders: [requestDecider, instructionDecider, checkoutDecider],
+    clock,
+    member: 'alpha',
     limits: DEFAULT_LIMITS,
-    signer: () => signer, newId: newReference, snapshotEveryRecords: 1_000_000, mailboxDepthMax: 1024, onFatal: (e) => { throw e; },
+    signer: () => signer,
+    newId: newReference,
+    snapshotEveryRecords: 1_000_000,
+    mailboxDepthMax: 1024,
+    onFatal: (e) => {
+      throw e;
+    },
   });
   return { clock, log, shard };
 }
@@ -47,11 +59,15 @@ async function settle(): Promise<void> {
 async function createRequest({ shard }: Setup, expiresAt: number | null) {
   const reference = newReference('req');
   const result = await shard.submit({
-    aggregate: 'request', key: reference,
+    aggregate: 'request',
+    key: reference,
     command: {
-      name: 'create', caller: LOCAL,
+      name: 'create',
+      caller: LOCAL,
       input: {
-        reference, url: `http://node.test/path/${reference}`, accepts: [EUR],
+        reference,
+        url: `http://node.test/path/${reference}`,
+        accepts: [EUR],
         ...(expiresAt === null ? {} : { expires_at: isoTime(expiresAt) }),
       },
     },
@@ -89,7 +105,10 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     await settle();
     const state = s.shard.stateOf(reference) as RequestState;
     expect(state.status).toBe('expired');
-    expect(state.transitions.map((t) => [t.from, t.to])).toEqual([[null, 'created'], ['created', 'expired']]);
+    expect(state.transitions.map((t) => [t.from, t.to])).toEqual([
+      [null, 'created'],
+      ['created', 'expired'],
+    ]);
     expect(state.transitions[1]!.at).toBe(isoTime(T0 + 60_000));
     // Later reads answer 410 path.request.expired from the committed view.
     const after = view(s.log, reference)!;
@@ -161,7 +180,11 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
   /** The address's committed terms, as the subject aggregate publishes them. */
   async function withAddress(s: Setup) {
     const info: AddressInfo = {
-      id: newReference('adr'), address: ADDRESS, revoked: false, intent_version: 1, accepts: [EUR],
+      id: newReference('adr'),
+      address: ADDRESS,
+      revoked: false,
+      intent_version: 1,
+      accepts: [EUR],
       targets: [{ ...EUR, is_default: true, beneficiary_format: null, beneficiary: null }],
     };
     const bytes = encodeView({ status: 200, body: JSON.stringify(info), signed: false });
@@ -173,7 +196,8 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
     await withAddress(s);
     const reference = newReference('ins');
     const result = await s.shard.submit({
-      aggregate: 'instruction', key: reference,
+      aggregate: 'instruction',
+      key: reference,
       command: { name: 'issue', caller: BETA, input: { reference, address: ADDRESS, via: EUR } },
     });
     expect(result.reply.status).toBe(201);
@@ -199,7 +223,11 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
   it('a used instruction stays used (410 path.instruction.used) and does not expire afterwards', async () => {
     const s = setup();
     const { reference } = await issue(s);
-    const used = await s.shard.submit({ aggregate: 'instruction', key: reference, command: { name: 'use', input: { receipt: newReference('rcp') }, caller: LOCAL } });
+    const used = await s.shard.submit({
+      aggregate: 'instruction',
+      key: reference,
+      command: { name: 'use', input: { receipt: newReference('rcp') }, caller: LOCAL },
+    });
     expect(used.reply.status).toBe(200);
     s.clock.advance(400_000);
     await settle();
@@ -209,17 +237,29 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
 });
 
 describe('"States and transitions: Checkout session" with a simulated clock (SPEC I, P11)', () => {
-  async function open(s: Setup, expiresAt: number, webhookUrl = 'https://merchant.example/hooks/path') {
+  async function open(
+    s: Setup,
+    expiresAt: number,
+    webhookUrl = 'https://merchant.example/hooks/path',
+  ) {
     const request = await createRequest(s, null);
     const reference = newReference('chk');
     const id = newReference('cs');
     const result = await s.shard.submit({
-      aggregate: 'checkout', key: reference,
+      aggregate: 'checkout',
+      key: reference,
       command: {
-        name: 'open', caller: LOCAL,
+        name: 'open',
+        caller: LOCAL,
         input: {
-          id, reference, url: `http://node.test/path/${reference}`, request_reference: request,
-          success_url: 'https://merchant.example/ok', cancel_url: 'https://merchant.example/cancel', webhook_url: webhookUrl, expires_at: isoTime(expiresAt),
+          id,
+          reference,
+          url: `http://node.test/path/${reference}`,
+          request_reference: request,
+          success_url: 'https://merchant.example/ok',
+          cancel_url: 'https://merchant.example/cancel',
+          webhook_url: webhookUrl,
+          expires_at: isoTime(expiresAt),
         },
       },
     });
@@ -247,13 +287,20 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
     expect(event.created_at).toBe(isoTime(T0 + 30 * 60_000));
     expect(event.data).toMatchObject({ id, reference, status: 'expired', completed_at: null });
     // The payer-facing object now says expired.
-    expect(view(s.log, reference)!.body).toMatchObject({ type: 'path.checkout', status: 'expired' });
+    expect(view(s.log, reference)!.body).toMatchObject({
+      type: 'path.checkout',
+      status: 'expired',
+    });
   });
 
   it('a completed session does not expire and emits no checkout.session.expired', async () => {
     const s = setup();
     const { reference } = await open(s, T0 + 60_000);
-    const done = await s.shard.submit({ aggregate: 'checkout', key: reference, command: { name: 'complete', input: {}, caller: BETA } });
+    const done = await s.shard.submit({
+      aggregate: 'checkout',
+      key: reference,
+      command: { name: 'complete', input: {}, caller: BETA },
+    });
     expect(done.reply.status).toBe(200);
     s.clock.advance(120_000);
     await settle();
@@ -264,8 +311,15 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
   it('of many simultaneous completes exactly one wins; completing does not touch the request', async () => {
     const s = setup();
     const { reference, request } = await open(s, T0 + 60_000);
-    const answers = await Promise.all(Array.from({ length: 20 }, () =>
-      s.shard.submit({ aggregate: 'checkout', key: reference, command: { name: 'complete', input: {}, caller: BETA } })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        s.shard.submit({
+          aggregate: 'checkout',
+          key: reference,
+          command: { name: 'complete', input: {}, caller: BETA },
+        }),
+      ),
+    );
     expect(answers.filter((a) => a.reply.status === 200)).toHaveLength(1);
     const losers = answers.filter((a) => a.reply.status !== 200);
     expect(losers).toHaveLength(19);

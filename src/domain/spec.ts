@@ -9,7 +9,13 @@ import type { ErrorCode, Refusal } from '../protocol/errors.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import {
-  isRefusal, type Caller, type CommandSchemas, type DecideContext, type Decider, type Decision, type InputOf,
+  isRefusal,
+  type Caller,
+  type CommandSchemas,
+  type DecideContext,
+  type Decider,
+  type Decision,
+  type InputOf,
   type ReadView,
 } from './decider.js';
 
@@ -39,25 +45,39 @@ export interface Outcome<S, E> {
 }
 
 export function deciderSpec<S, C extends CommandSchemas, E>(decider: Decider<S, C, E>) {
-  const checks = new Map(Object.entries(decider.commands).map(([name, schema]) => [name, TypeCompiler.Compile(schema)]));
+  const checks = new Map(
+    Object.entries(decider.commands).map(([name, schema]) => [name, TypeCompiler.Compile(schema)]),
+  );
   let ids = 0;
   return {
     given(events: E[], context: SpecContext = {}) {
       const before = events.reduce<S | null>((state, event) => decider.evolve(state, event), null);
       return {
         state: before,
-        when<K extends keyof C & string>(name: K, input: InputOf<C, K>, caller: Caller | null = LOCAL): Outcome<S, E> {
+        when<K extends keyof C & string>(
+          name: K,
+          input: InputOf<C, K>,
+          caller: Caller | null = LOCAL,
+        ): Outcome<S, E> {
           const check = checks.get(name)!;
-          expect(check.Check(input), `input of ${decider.type}.${name}: ${[...check.Errors(input)].map((e) => `${e.path} ${e.message}`).join('; ')}`).toBe(true);
+          expect(
+            check.Check(input),
+            `input of ${decider.type}.${name}: ${[...check.Errors(input)].map((e) => `${e.path} ${e.message}`).join('; ')}`,
+          ).toBe(true);
           const decision = decider.decide({ name, input, caller } as never, before, {
-            now: context.now ?? SPEC_NOW, member: context.member ?? 'local', signer: signingKeyFromSeed(SEED),
-            newId: (prefix: ReferencePrefix) => `${prefix}_${(++ids).toString(16).padStart(32, '0')}`,
+            now: context.now ?? SPEC_NOW,
+            member: context.member ?? 'local',
+            signer: signingKeyFromSeed(SEED),
+            newId: (prefix: ReferencePrefix) =>
+              `${prefix}_${(++ids).toString(16).padStart(32, '0')}`,
             limits: { ...DEFAULT_LIMITS, ...context.limits },
             dev: context.dev ?? false,
             views: new Map(Object.entries(context.views ?? {})),
             ...(context.unseal === undefined ? {} : { unseal: context.unseal }),
           });
-          const after = isRefusal(decision) ? before : decision.events.reduce<S | null>((s, e) => decider.evolve(s, e), before);
+          const after = isRefusal(decision)
+            ? before
+            : decision.events.reduce<S | null>((s, e) => decider.evolve(s, e), before);
           return outcome(decision, after);
         },
       };

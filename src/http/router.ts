@@ -62,7 +62,9 @@ export class Router<H> {
       return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
     }
     const params: Record<string, string> = {};
-    entry.names.forEach((name, i) => { params[name] = values[i]!; });
+    entry.names.forEach((name, i) => {
+      params[name] = values[i]!;
+    });
     return { kind: 'found', route: entry.route, params };
   }
 

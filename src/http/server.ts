@@ -35,7 +35,9 @@ export type Handler = (context: RequestContext) => HttpReply | Promise<HttpReply
 
 /** Stored idempotent answers and the calls still in flight (P7). */
 export interface IdempotencyStore {
-  stored(scope: string): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
+  stored(
+    scope: string,
+  ): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
 }
 
 export interface ServerOptions {
@@ -53,7 +55,10 @@ const EMPTY = Buffer.alloc(0);
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 function bodyDigest(context: RequestContext): string {
-  context.bodySha256Hex ??= context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
+  context.bodySha256Hex ??=
+    context.body.length === 0
+      ? EMPTY_SHA256
+      : createHash('sha256').update(context.body).digest('hex');
   return context.bodySha256Hex;
 }
 
@@ -67,8 +72,12 @@ type ListenCallback = (socket: uws.us_listen_socket | false) => void;
 type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
 
 /** The binding's listen(host, port, options, callback), an overload its typings lack. */
-function listenExclusive(app: uws.TemplatedApp, host: string, port: number,
-  done: ListenCallback): void {
+function listenExclusive(
+  app: uws.TemplatedApp,
+  host: string,
+  port: number,
+  done: ListenCallback,
+): void {
   (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
 }
 
@@ -110,8 +119,12 @@ export class HttpServer {
     return new Promise((resolve, reject) => {
       listenExclusive(this.app, host, port, (socket) => {
         if (!socket) {
-          return reject(new Error(`cannot listen on ${host}:${port}: port in use by another `
-            + 'process (or the address is not available here)'));
+          return reject(
+            new Error(
+              `cannot listen on ${host}:${port}: port in use by another ` +
+                'process (or the address is not available here)',
+            ),
+          );
         }
         this.listenSocket = socket;
         resolve(uws.us_socket_local_port(socket));
@@ -143,17 +156,51 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    if (this.closing) return this.send(res, failure(refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 })), base);
+    if (this.closing)
+      return this.send(
+        res,
+        failure(
+          refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 }),
+        ),
+        base,
+      );
     if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
-      return this.send(res, failure(refusal('path.core.version_unknown', 'unknown Path-Version', { served: [...SERVED_API_VERSIONS] })), base);
+      return this.send(
+        res,
+        failure(
+          refusal('path.core.version_unknown', 'unknown Path-Version', {
+            served: [...SERVED_API_VERSIONS],
+          }),
+        ),
+        base,
+      );
     }
     const match = this.router.match(method, path);
-    if (match.kind === 'not_found') return this.send(res, failure(refusal('path.core.not_found', 'no such route')), base);
+    if (match.kind === 'not_found')
+      return this.send(res, failure(refusal('path.core.not_found', 'no such route')), base);
     if (match.kind === 'method_not_allowed') {
-      return this.send(res, failure(refusal('path.core.method_not_allowed', 'method not allowed on this route', { allowed: match.allowed }), { allow: match.allowed.join(', ') }), base);
+      return this.send(
+        res,
+        failure(
+          refusal('path.core.method_not_allowed', 'method not allowed on this route', {
+            allowed: match.allowed,
+          }),
+          { allow: match.allowed.join(', ') },
+        ),
+        base,
+      );
     }
     const { route, params } = match;
-    const context: RequestContext = { method, path, query, params, body: EMPTY, caller: null, now: this.options.now(), route };
+    const context: RequestContext = {
+      method,
+      path,
+      query,
+      params,
+      body: EMPTY,
+      caller: null,
+      now: this.options.now(),
+      route,
+    };
 
     // Public reads without a body answer at once, from committed bytes.
     if (route.auth === 'public' && method === 'GET') return this.finish(res, context, base, null);
@@ -209,17 +256,47 @@ export class HttpServer {
   }
 
   private authenticateAndRun(
-    res: uws.HttpResponse, context: RequestContext, base: Base, state: { aborted: boolean },
-    signed: { method: string; target: string; keyId?: string; timestamp?: string; signature?: string; idempotencyKey?: string },
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean },
+    signed: {
+      method: string;
+      target: string;
+      keyId?: string;
+      timestamp?: string;
+      signature?: string;
+      idempotencyKey?: string;
+    },
   ): void {
-    const done = (reply: HttpReply) => { this.active--; this.send(res, reply, base, false, state); };
-    const hasCredentialHeaders = signed.keyId !== undefined || signed.signature !== undefined || signed.timestamp !== undefined;
-    if (context.route.auth !== 'public' && (context.route.auth !== 'optional' || hasCredentialHeaders)) {
-      const verdict = this.options.authenticator.authenticate({
-        ...signed, keyId: signed.keyId, timestamp: signed.timestamp, signature: signed.signature, idempotencyKey: signed.idempotencyKey, bodySha256Hex: bodyDigest(context),
-      }, context.now);
+    const done = (reply: HttpReply) => {
+      this.active--;
+      this.send(res, reply, base, false, state);
+    };
+    const hasCredentialHeaders =
+      signed.keyId !== undefined ||
+      signed.signature !== undefined ||
+      signed.timestamp !== undefined;
+    if (
+      context.route.auth !== 'public' &&
+      (context.route.auth !== 'optional' || hasCredentialHeaders)
+    ) {
+      const verdict = this.options.authenticator.authenticate(
+        {
+          ...signed,
+          keyId: signed.keyId,
+          timestamp: signed.timestamp,
+          signature: signed.signature,
+          idempotencyKey: signed.idempotencyKey,
+          bodySha256Hex: bodyDigest(context),
+        },
+        context.now,
+      );
       if (isRefusal(verdict)) return done(failure(verdict));
-      if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
+      if (context.route.auth === 'local' && !verdict.local)
+        return done(
+          failure(refusal('path.auth.forbidden', "this route is for the operator's own member")),
+        );
       context.caller = { member: verdict.member, local: verdict.local };
       context.replay = verdict.replay;
     }
@@ -228,34 +305,73 @@ export class HttpServer {
       if (outcome !== null) return done(outcome);
       const scope = context.idempotency!.scope;
       this.inFlightScopes.add(scope);
-      return void this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);
+      return void this.finish(
+        res,
+        context,
+        base,
+        state,
+        () => this.inFlightScopes.delete(scope),
+        true,
+      );
     }
     this.finish(res, context, base, state, undefined, true);
   }
 
   /** Replays a stored answer, refuses a conflict, or marks the call in flight (returns null). */
   private idempotency(context: RequestContext, key: string): HttpReply | null {
-    if (key.length > this.options.limits.idempotency_key_length_max || !/^[\x21-\x7e]+$/.test(key)) {
-      return failure(invalid('Path-Idempotency-Key', `Path-Idempotency-Key must be 1-${this.options.limits.idempotency_key_length_max} visible ASCII characters`));
+    if (
+      key.length > this.options.limits.idempotency_key_length_max ||
+      !/^[\x21-\x7e]+$/.test(key)
+    ) {
+      return failure(
+        invalid(
+          'Path-Idempotency-Key',
+          `Path-Idempotency-Key must be 1-${this.options.limits.idempotency_key_length_max} visible ASCII characters`,
+        ),
+      );
     }
     const member = context.caller?.member ?? '';
     const scope = createHash('sha256').update(`${member}\n${key}`).digest('hex');
-    const requestHash = createHash('sha256').update(`${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`).digest('hex');
+    const requestHash = createHash('sha256')
+      .update(
+        `${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`,
+      )
+      .digest('hex');
     const stored = this.options.idempotency.stored(scope);
     if (stored !== undefined) {
       if (stored.requestHash !== requestHash) {
-        return failure(refusal('path.core.idempotency_conflict', 'this idempotency key was used with a different request'));
+        return failure(
+          refusal(
+            'path.core.idempotency_conflict',
+            'this idempotency key was used with a different request',
+          ),
+        );
       }
-      return { status: stored.status, body: stored.body, signed: stored.signed, headers: { 'path-idempotent-replayed': 'true' } };
+      return {
+        status: stored.status,
+        body: stored.body,
+        signed: stored.signed,
+        headers: { 'path-idempotent-replayed': 'true' },
+      };
     }
-    if (this.inFlightScopes.has(scope)) return failure(refusal('path.core.idempotency_in_progress', 'a request with this idempotency key is still in flight'));
+    if (this.inFlightScopes.has(scope))
+      return failure(
+        refusal(
+          'path.core.idempotency_in_progress',
+          'a request with this idempotency key is still in flight',
+        ),
+      );
     context.idempotency = { scope, requestHash };
     return null;
   }
 
   private finish(
-    res: uws.HttpResponse, context: RequestContext, base: Base,
-    state: { aborted: boolean } | null, after?: () => void, counted = false,
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean } | null,
+    after?: () => void,
+    counted = false,
   ): void {
     let result: HttpReply | Promise<HttpReply>;
     try {
@@ -278,7 +394,10 @@ export class HttpServer {
 
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
-    this.options.logger.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId }, 'handler failed');
+    this.options.logger.error(
+      { err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId },
+      'handler failed',
+    );
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
   }
 
@@ -288,7 +407,10 @@ export class HttpServer {
    * very last chunk is answered whole and the connection closed, the client having sent it all.
    */
   private readBody(
-    res: uws.HttpResponse, base: Base, state: RequestState, done: (body: Buffer) => void,
+    res: uws.HttpResponse,
+    base: Base,
+    state: RequestState,
+    done: (body: Buffer) => void,
   ): void {
     const limit = this.options.limits.body_bytes_max;
     const chunks: Buffer[] = [];
@@ -314,7 +436,11 @@ export class HttpServer {
   }
 
   private send(
-    res: uws.HttpResponse, reply: HttpReply, base: Base, close = false, state?: RequestState,
+    res: uws.HttpResponse,
+    reply: HttpReply,
+    base: Base,
+    close = false,
+    state?: RequestState,
   ): void {
     if (state?.aborted) return;
     res.cork(() => {

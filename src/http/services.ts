@@ -5,7 +5,13 @@ import { BODY_DEPTH_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { DamagedRowError } from '../log/record.js';
-import { expiredRefusal, invalid, refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import {
+  expiredRefusal,
+  invalid,
+  refusal,
+  type ErrorCode,
+  type Refusal,
+} from '../protocol/errors.js';
 import { parseStrictObject } from '../protocol/strict-json.js';
 
 import type { Validator } from '../protocol/schemas.js';
@@ -89,7 +95,11 @@ export function queryParams(context: RequestContext): URLSearchParams {
  * answered. Given the request that carried it, the command's commit also remembers that
  * request, so that it is refused as a replay after a restart (P5).
  */
-export async function submit(services: Services, routed: RoutedCommand, from?: RequestContext): Promise<CommandResult> {
+export async function submit(
+  services: Services,
+  routed: RoutedCommand,
+  from?: RequestContext,
+): Promise<CommandResult> {
   const replay = from?.replay;
   // The pool's after-commit fan-out (node.ts) has run when this resolves: this thread's reads
   // see the commit, so a read or an idempotent retry right after this answer finds it.
@@ -97,11 +107,29 @@ export async function submit(services: Services, routed: RoutedCommand, from?: R
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */
-export async function runCommand(services: Services, context: RequestContext, aggregate: string, key: string, name: string, input: unknown): Promise<HttpReply> {
-  const result = await submit(services, {
-    aggregate, key, command: { name, input, caller: context.caller },
-    ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
-  }, context);
+export async function runCommand(
+  services: Services,
+  context: RequestContext,
+  aggregate: string,
+  key: string,
+  name: string,
+  input: unknown,
+): Promise<HttpReply> {
+  const result = await submit(
+    services,
+    {
+      aggregate,
+      key,
+      command: { name, input, caller: context.caller },
+      ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
+    },
+    context,
+  );
   const reply = result.reply;
-  return { status: reply.status, body: reply.body, signed: reply.signed, ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}) };
+  return {
+    status: reply.status,
+    body: reply.body,
+    signed: reply.signed,
+    ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}),
+  };
 }

@@ -18,8 +18,20 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage' | 'feed' | 'feed_state' | 'replica' | 'cursors'
-  | 'replay' | 'followups';
+export type Table =
+  | 'views'
+  | 'outbox'
+  | 'idempotency'
+  | 'directory'
+  | 'deliveries'
+  | 'journal'
+  | 'usage'
+  | 'feed'
+  | 'feed_state'
+  | 'replica'
+  | 'cursors'
+  | 'replay'
+  | 'followups';
 
 export interface ScanRange {
   start?: string;

@@ -1,7 +1,13 @@
 // One codec per stored row shape: the key layout and the bytes of every row that one part of
 // the node writes and another reads. A row is framed with its checksum (record.ts) and read
 // back through `unframeRow`, so damage names its table and key (P14).
-import type { DirectoryRow, FollowUp, JournalEntry, OutboxEvent, UsageEntry } from '../domain/decider.js';
+import type {
+  DirectoryRow,
+  FollowUp,
+  JournalEntry,
+  OutboxEvent,
+  UsageEntry,
+} from '../domain/decider.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
 import type { Table, TableWrite } from './log.js';
 import { frame, unframeRow } from './record.js';
@@ -32,13 +38,22 @@ export interface IdempotencyEntry {
   at: number;
 }
 
-export const idempotencyRows = codec<[scope: string], IdempotencyEntry>('idempotency', (scope) => scope);
+export const idempotencyRows = codec<[scope: string], IdempotencyEntry>(
+  'idempotency',
+  (scope) => scope,
+);
 
 /** Directory rows are keyed hash first, so every registration of one key reads as one range. */
-export interface DirectoryEntry { t: string; v: 'public' | 'network' }
+export interface DirectoryEntry {
+  t: string;
+  v: 'public' | 'network';
+}
 
 export const directoryRows = {
-  ...codec<[hash: string, aggregateKey: string], DirectoryEntry>('directory', (hash, key) => `${hash}/${key}`),
+  ...codec<[hash: string, aggregateKey: string], DirectoryEntry>(
+    'directory',
+    (hash, key) => `${hash}/${key}`,
+  ),
   /** The write a changed index row makes: a row with no visibility is removed. */
   change(row: DirectoryRow): TableWrite {
     const key = `${row.identifierHash}/${row.key}`;
@@ -56,10 +71,16 @@ const USAGE_INDEX_DIGITS = 12;
 
 /** A connection's or delegation's usage log: keyed owner then position, so a page is one range. */
 export const usageRows = {
-  ...codec<[owner: string, index: number], Record<string, unknown>>('usage',
-    (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`),
+  ...codec<[owner: string, index: number], Record<string, unknown>>(
+    'usage',
+    (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`,
+  ),
   entry(entry: UsageEntry): TableWrite {
-    return { table: 'usage', key: usageRows.key(entry.owner, entry.index), bytes: frame(entry.row) };
+    return {
+      table: 'usage',
+      key: usageRows.key(entry.owner, entry.index),
+      bytes: frame(entry.row),
+    };
   },
   range(owner: string) {
     return { start: `${owner}/`, end: `${owner}0` };
@@ -68,8 +89,10 @@ export const usageRows = {
 
 /** The lookup journal: keyed by time first, so retention deletes whole calls as one range. */
 export const journalRows = {
-  ...codec<[at: string, requester: string, id: string], JournalEntry>('journal',
-    (at, requester, id) => `${at}/${requester}/${id}`),
+  ...codec<[at: string, requester: string, id: string], JournalEntry>(
+    'journal',
+    (at, requester, id) => `${at}/${requester}/${id}`,
+  ),
   entry(entry: JournalEntry, id: string): TableWrite {
     return journalRows.write(journalRows.key(entry.at, entry.requester, id), entry);
   },

@@ -18,23 +18,38 @@ export class Network {
   readonly feed: FeedPublisher;
   private readonly followers = new Map<string, Follower>();
 
-  constructor(private readonly options: {
-    store: NodeStore; log: Log; directory: LocalDirectory; member: string; signer: () => SigningKey; limits: Limits; logger: Logger;
-    /** Member keys changed: credentials must be reloaded. */
-    onKeys: () => void;
-  }) {
+  constructor(
+    private readonly options: {
+      store: NodeStore;
+      log: Log;
+      directory: LocalDirectory;
+      member: string;
+      signer: () => SigningKey;
+      limits: Limits;
+      logger: Logger;
+      /** Member keys changed: credentials must be reloaded. */
+      onKeys: () => void;
+    },
+  ) {
     this.registry = new MemberRegistry({
-      store: options.store, self: options.member, logger: options.logger, refreshMs: options.limits.member_keys_refresh_interval_ms,
-      timeoutMs: options.limits.peer_request_timeout_ms, onKeys: options.onKeys,
+      store: options.store,
+      self: options.member,
+      logger: options.logger,
+      refreshMs: options.limits.member_keys_refresh_interval_ms,
+      timeoutMs: options.limits.peer_request_timeout_ms,
+      onKeys: options.onKeys,
     });
     this.feed = new FeedPublisher(options.log, Date.now);
-    options.directory.observer = (hash, type, visibility) => this.feed.observe(hash, type, visibility);
+    options.directory.observer = (hash, type, visibility) =>
+      this.feed.observe(hash, type, visibility);
   }
 
   /** Loads the local directory with the feed merged beside it, then the replicas; starts following. */
   async start(): Promise<{ directoryRows: number; replicaRows: number }> {
     this.feed.beginLoad();
-    const directoryRows = await this.options.directory.load({ pause: () => this.feed.drainIfLarge(FEED_PENDING_MAX) });
+    const directoryRows = await this.options.directory.load({
+      pause: () => this.feed.drainIfLarge(FEED_PENDING_MAX),
+    });
     this.feed.endLoad();
     this.registry.load();
     this.registry.start();
@@ -70,7 +85,15 @@ export class Network {
     for (const name of listed) {
       if (this.followers.has(name)) continue;
       const { log, directory, signer, limits, logger } = this.options;
-      const follower = new Follower({ member: name, registry: this.registry, log, index: directory.index, signer, limits, logger });
+      const follower = new Follower({
+        member: name,
+        registry: this.registry,
+        log,
+        index: directory.index,
+        signer,
+        limits,
+        logger,
+      });
       rows += follower.load();
       follower.start();
       this.followers.set(name, follower);

@@ -15,14 +15,17 @@ export type LookupKeyType = IdentifierType | 'address';
 export const IDENTIFIER_LENGTH_MAX = 320;
 
 /** The officially assigned ISO 3166-1 alpha-2 codes (user-assigned and reserved codes such as UK or XK are not). */
-const ISO_3166_ALPHA_2 = new Set((
-  'AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ '
-  + 'CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR '
-  + 'GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP '
-  + 'KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT '
-  + 'MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW '
-  + 'SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG '
-  + 'UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW').split(' '));
+const ISO_3166_ALPHA_2 = new Set(
+  (
+    'AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ ' +
+    'CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR ' +
+    'GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP ' +
+    'KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT ' +
+    'MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW ' +
+    'SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG ' +
+    'UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW'
+  ).split(' '),
+);
 
 export function isCountryCode(code: string): boolean {
   return ISO_3166_ALPHA_2.has(code);
@@ -39,19 +42,36 @@ function mod97(text: string): number {
 }
 
 type Normalised = { ok: true; value: string } | { ok: false; refusal: Refusal };
-const refuse = (field: string, message: string): Normalised => ({ ok: false, refusal: invalid(field, message) });
+const refuse = (field: string, message: string): Normalised => ({
+  ok: false,
+  refusal: invalid(field, message),
+});
 
 /** The normalised form of an identifier of the given type (P8), or a 400 naming `field`. */
-export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'identifier'): Normalised {
-  if (typeof raw !== 'string' || raw.length === 0 || raw.length > IDENTIFIER_LENGTH_MAX) return refuse(field, `${field} must be a non-empty string of at most ${IDENTIFIER_LENGTH_MAX} characters`);
+export function normaliseIdentifier(
+  type: LookupKeyType,
+  raw: string,
+  field = 'identifier',
+): Normalised {
+  if (typeof raw !== 'string' || raw.length === 0 || raw.length > IDENTIFIER_LENGTH_MAX)
+    return refuse(
+      field,
+      `${field} must be a non-empty string of at most ${IDENTIFIER_LENGTH_MAX} characters`,
+    );
   switch (type) {
     case 'phone': {
       const trimmed = raw.trim();
-      if (!trimmed.startsWith('+')) return refuse(field, 'a phone number must be in international form, starting with +');
+      if (!trimmed.startsWith('+'))
+        return refuse(field, 'a phone number must be in international form, starting with +');
       // Only digits and the usual separators: no extensions, no surrounding text.
-      if (!/^\+[0-9 ().-]+$/.test(trimmed)) return refuse(field, 'a phone number holds only digits, spaces, dots, dashes and parentheses');
+      if (!/^\+[0-9 ().-]+$/.test(trimmed))
+        return refuse(
+          field,
+          'a phone number holds only digits, spaces, dots, dashes and parentheses',
+        );
       const parsed = parsePhoneNumberFromString(trimmed);
-      if (parsed === undefined || !parsed.isValid()) return refuse(field, 'not a valid phone number');
+      if (parsed === undefined || !parsed.isValid())
+        return refuse(field, 'not a valid phone number');
       return { ok: true, value: parsed.number };
     }
     case 'email': {
@@ -61,8 +81,10 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
       const local = lowered.slice(0, at);
       const domain = domainToASCII(lowered.slice(at + 1));
       const labels = domain.split('.');
-      if (labels.length < 2 || labels.some((l) => !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l))) return refuse(field, 'the email domain is not valid');
-      if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64) return refuse(field, 'the email local part is not valid');
+      if (labels.length < 2 || labels.some((l) => !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l)))
+        return refuse(field, 'the email domain is not valid');
+      if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64)
+        return refuse(field, 'the email local part is not valid');
       return { ok: true, value: `${local}@${domain}` };
     }
     case 'bank_account': {
@@ -82,12 +104,19 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
     }
     case 'lei': {
       const lei = raw.trim().toUpperCase();
-      if (!/^[A-Z0-9]{18}[0-9]{2}$/.test(lei) || mod97(lei) !== 1) return refuse(field, 'not a valid LEI');
+      if (!/^[A-Z0-9]{18}[0-9]{2}$/.test(lei) || mod97(lei) !== 1)
+        return refuse(field, 'not a valid LEI');
       return { ok: true, value: lei };
     }
     case 'reg': {
-      const m = /^reg:([A-Za-z]{2}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
-      if (m === null) return refuse(field, 'a registry number is reg:<country>:<registry>:<number>, the registry part mandatory');
+      const m = /^reg:([A-Za-z]{2}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9./ -]{1,64})$/.exec(
+        raw.trim(),
+      );
+      if (m === null)
+        return refuse(
+          field,
+          'a registry number is reg:<country>:<registry>:<number>, the registry part mandatory',
+        );
       const country = m[1]!.toUpperCase();
       if (!isCountryCode(country)) return refuse(field, 'unknown country code');
       const number = m[3]!.replace(/[\s./-]/g, '').toUpperCase();
@@ -105,7 +134,8 @@ export function normaliseIdentifier(type: LookupKeyType, raw: string, field = 'i
     }
     case 'address': {
       const address = raw.trim();
-      if (!/^path:[A-Za-z0-9]{22,64}$/.test(address)) return refuse(field, 'an address is path:<opaque>');
+      if (!/^path:[A-Za-z0-9]{22,64}$/.test(address))
+        return refuse(field, 'an address is path:<opaque>');
       return { ok: true, value: address };
     }
   }
@@ -130,15 +160,24 @@ function keyField(index: number, batch: boolean): string {
 
 /** A refusal for the first key that gives both or neither of `identifier` and `identifier_hash`, or null. */
 export function keyShapeRefusal(items: readonly KeyItem[], batch: boolean): Refusal | null {
-  const bad = items.findIndex((item) => (item.identifier === undefined) === (item.identifier_hash === undefined));
-  return bad < 0 ? null : invalid(keyField(bad, batch), 'give exactly one of identifier or identifier_hash');
+  const bad = items.findIndex(
+    (item) => (item.identifier === undefined) === (item.identifier_hash === undefined),
+  );
+  return bad < 0
+    ? null
+    : invalid(keyField(bad, batch), 'give exactly one of identifier or identifier_hash');
 }
 
 /**
  * The hashes of a run of lookup keys (P8), or the refusal of the first that does not normalise.
  * `offset` is the run's index in the whole batch, so the refusal names the right item.
  */
-export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: number, batch: boolean): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
+export function hashKeys(
+  pepper: Buffer,
+  items: readonly KeyItem[],
+  offset: number,
+  batch: boolean,
+): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
   const hashes: string[] = [];
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
@@ -146,7 +185,11 @@ export function hashKeys(pepper: Buffer, items: readonly KeyItem[], offset: numb
       hashes.push(item.identifier_hash);
       continue;
     }
-    const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, keyField(offset + i, batch));
+    const normalised = normaliseIdentifier(
+      item.identifier_type,
+      item.identifier!,
+      keyField(offset + i, batch),
+    );
     if (!normalised.ok) return normalised;
     hashes.push(identifierHash(pepper, item.identifier_type, normalised.value));
   }

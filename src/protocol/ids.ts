@@ -2,8 +2,20 @@
 import { randomBytes } from 'node:crypto';
 
 export type ReferencePrefix =
-  | 'req' | 'ins' | 'chk' | 'cs' | 'rcp' | 'con' | 'dlg' | 'att' | 'obd'
-  | 'sub' | 'idn' | 'adr' | 'tgt' | 'evt';
+  | 'req'
+  | 'ins'
+  | 'chk'
+  | 'cs'
+  | 'rcp'
+  | 'con'
+  | 'dlg'
+  | 'att'
+  | 'obd'
+  | 'sub'
+  | 'idn'
+  | 'adr'
+  | 'tgt'
+  | 'evt';
 
 export const REFERENCE_RANDOM_BYTES = 16;
 

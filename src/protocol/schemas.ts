@@ -9,11 +9,16 @@ import { invalid, type Refusal } from './errors.js';
 export const TEXT_LENGTH_MAX = 1024;
 
 export const Text = (options: { maxLength?: number; minLength?: number } = {}) =>
-  Type.String({ minLength: options.minLength ?? 1, maxLength: options.maxLength ?? TEXT_LENGTH_MAX });
+  Type.String({
+    minLength: options.minLength ?? 1,
+    maxLength: options.maxLength ?? TEXT_LENGTH_MAX,
+  });
 
 export const Decimal = Type.String({ pattern: DECIMAL_PATTERN, maxLength: 64 });
 
-export const Rfc3339 = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$' });
+export const Rfc3339 = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$',
+});
 
 export const Amount = Type.Object({
   value: Decimal,
@@ -31,11 +36,13 @@ export const Capability = Type.Object({
   rail: Text({ maxLength: 64 }),
   asset_type: Text({ maxLength: 64 }),
   asset_code: Text({ maxLength: 64 }),
-  chain: Type.Optional(Type.Object({
-    slug: Type.Optional(Text({ maxLength: 128 })),
-    caip2: Type.Optional(Text({ maxLength: 128 })),
-    evm: Type.Optional(Type.Object({ chain_id: Type.Integer({ minimum: 0 }) })),
-  })),
+  chain: Type.Optional(
+    Type.Object({
+      slug: Type.Optional(Text({ maxLength: 128 })),
+      caip2: Type.Optional(Text({ maxLength: 128 })),
+      evm: Type.Optional(Type.Object({ chain_id: Type.Integer({ minimum: 0 }) })),
+    }),
+  ),
   standard: Type.Optional(Text({ maxLength: 64 })),
   contract: Type.Optional(Text({ maxLength: 256 })),
   fees: Type.Optional(Type.Array(Fee, { maxItems: 32 })),
@@ -62,7 +69,16 @@ export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
   return (value) => {
     if (check.Check(value)) return { ok: true, value: value as Static<S> };
     const first = check.Errors(value).First();
-    const field = first === undefined || first.path === '' ? '(body)' : first.path.slice(1).replaceAll('/', '.');
-    return { ok: false, refusal: invalid(field, first === undefined ? 'invalid request' : `${field}: ${first.message}`) };
+    const field =
+      first === undefined || first.path === ''
+        ? '(body)'
+        : first.path.slice(1).replaceAll('/', '.');
+    return {
+      ok: false,
+      refusal: invalid(
+        field,
+        first === undefined ? 'invalid request' : `${field}: ${first.message}`,
+      ),
+    };
   };
 }

@@ -6,10 +6,23 @@ import { BlockList, isIP } from 'node:net';
 import { invalid, type Refusal } from './errors.js';
 
 const FORBIDDEN_V4 = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ] as const;
-const FORBIDDEN_V6 = [['::', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const;
+const FORBIDDEN_V6 = [
+  ['::', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const;
 
 const forbidden = new BlockList();
 for (const [net, prefix] of FORBIDDEN_V4) forbidden.addSubnet(net, prefix, 'ipv4');
@@ -29,7 +42,9 @@ export function addressAllowed(ip: string, options: { dev: boolean }): boolean {
 
 /** A refusal naming `field` when the URL is not an allowed webhook target, else null. */
 export function checkWebhookUrl(
-  text: string, field: string, options: { dev: boolean },
+  text: string,
+  field: string,
+  options: { dev: boolean },
 ): Refusal | null {
   let url: URL;
   try {

@@ -18,52 +18,84 @@ const NOW = new Date(SPEC_NOW).toISOString();
 const MONTH = '2026-11';
 const DAY = '2026-11-21';
 const EXHAUSTED = 'path.finder.budget_exhausted';
-const keys = (n: number, found = false, type = 'phone') => Array.from({ length: n }, (_, i) => ({
-  identifier_type: type, identifier_hash: i.toString(16).padStart(64, '0'), found,
-}));
-const charge = (n: number, allowance: number, found = false): ChargeLookups =>
-  ({ counts: { phone: n }, allowances: { phone: allowance }, answers: keys(n, found) });
-const charged = (n: number, month = MONTH): BudgetEvent =>
-  ({ type: 'lookups_charged', month, counts: { phone: n } });
+const keys = (n: number, found = false, type = 'phone') =>
+  Array.from({ length: n }, (_, i) => ({
+    identifier_type: type,
+    identifier_hash: i.toString(16).padStart(64, '0'),
+    found,
+  }));
+const charge = (n: number, allowance: number, found = false): ChargeLookups => ({
+  counts: { phone: n },
+  allowances: { phone: allowance },
+  answers: keys(n, found),
+});
+const charged = (n: number, month = MONTH): BudgetEvent => ({
+  type: 'lookups_charged',
+  month,
+  counts: { phone: n },
+});
 const metaOf = (decision: Decision<BudgetEvent>) => decision.meta;
 
 describe('budget: lookup charges (P12, SPEC D)', () => {
   it('charges the call and journals every key of it in one entry: type, hash, found only', () => {
-    const decision = spec.given([]).when('charge-lookups', charge(3, 10), BETA).then([charged(3)]);
-    expect(decision.journal).toEqual<JournalEntry[]>([{
-      requester: 'beta', at: NOW,
-      keys: keys(3).map((k) => [k.identifier_type, k.identifier_hash, false]),
-    }]);
+    const decision = spec
+      .given([])
+      .when('charge-lookups', charge(3, 10), BETA)
+      .then([charged(3)]);
+    expect(decision.journal).toEqual<JournalEntry[]>([
+      {
+        requester: 'beta',
+        at: NOW,
+        keys: keys(3).map((k) => [k.identifier_type, k.identifier_hash, false]),
+      },
+    ]);
     expect(decision.answer).toEqual({ value: {} });
     expect(metaOf(decision)).toEqual({ remaining: { phone: 7 } });
   });
 
   it('refuses a call the allowance cannot cover whole, and counts negatives like positives', () => {
-    const refused = spec.given([charged(3)]).when('charge-lookups', charge(3, 5, true), BETA)
+    const refused = spec
+      .given([charged(3)])
+      .when('charge-lookups', charge(3, 5, true), BETA)
       .thenRefused(EXHAUSTED, {
-        allowance: 5, window: 'calendar_month', identifier_type: 'phone', remaining: 2,
+        allowance: 5,
+        window: 'calendar_month',
+        identifier_type: 'phone',
+        remaining: 2,
       });
     expect(refused.message).toMatch(/lookup budget/);
-    const fits = spec.given([charged(3)]).when('charge-lookups', charge(2, 5, true), BETA)
+    const fits = spec
+      .given([charged(3)])
+      .when('charge-lookups', charge(2, 5, true), BETA)
       .then([charged(2)]);
     expect(metaOf(fits)).toEqual({ remaining: { phone: 0 } });
-    spec.given([charged(3), charged(2)]).when('charge-lookups', charge(1, 5), BETA)
+    spec
+      .given([charged(3), charged(2)])
+      .when('charge-lookups', charge(1, 5), BETA)
       .thenRefused(EXHAUSTED, { remaining: 0 });
   });
 
   it('refuses the whole call when one of its types is spent, charging none of them', () => {
     const input: ChargeLookups = {
-      counts: { email: 1, phone: 2 }, allowances: { email: 10, phone: 1 },
+      counts: { email: 1, phone: 2 },
+      allowances: { email: 10, phone: 1 },
       answers: [...keys(1, false, 'email'), ...keys(2)],
     };
-    spec.given([]).when('charge-lookups', input, BETA)
+    spec
+      .given([])
+      .when('charge-lookups', input, BETA)
       .thenRefused(EXHAUSTED, { identifier_type: 'phone' });
   });
 
   it('starts each UTC calendar month afresh', () => {
-    spec.given([charged(5)]).when('charge-lookups', charge(5, 5), BETA).thenRefused(EXHAUSTED);
+    spec
+      .given([charged(5)])
+      .when('charge-lookups', charge(5, 5), BETA)
+      .thenRefused(EXHAUSTED);
     const december = Date.parse('2026-12-01T00:00:00Z');
-    spec.given([charged(5)], { now: december }).when('charge-lookups', charge(5, 5), BETA)
+    spec
+      .given([charged(5)], { now: december })
+      .when('charge-lookups', charge(5, 5), BETA)
       .then([charged(5, '2026-12')]);
   });
 
@@ -78,13 +110,17 @@ describe('budget: payee checks (P12, SPEC F: payee_check_daily_max per UTC day)'
   const checked: BudgetEvent = { type: 'payee_check_charged', day: DAY };
   const limits = { limits: { payee_check_daily_max: 2 } };
 
-  it('charges one check against the allowance of the node\'s limits', () => {
+  it("charges one check against the allowance of the node's limits", () => {
     const first = spec.given([], limits).when('charge-payee-check', {}, BETA).then([checked]);
     expect(metaOf(first)).toEqual({ remaining: 1 });
-    const second = spec.given([checked], limits).when('charge-payee-check', {}, BETA)
+    const second = spec
+      .given([checked], limits)
+      .when('charge-payee-check', {}, BETA)
       .then([checked]);
     expect(metaOf(second)).toEqual({ remaining: 0 });
-    spec.given([checked, checked], limits).when('charge-payee-check', {}, BETA)
+    spec
+      .given([checked, checked], limits)
+      .when('charge-payee-check', {}, BETA)
       .thenRefused(EXHAUSTED, { allowance: 2, window: 'calendar_day' });
   });
 
@@ -95,7 +131,9 @@ describe('budget: payee checks (P12, SPEC F: payee_check_daily_max per UTC day)'
 
   it('starts each UTC day afresh, and refuses a caller that is not a member', () => {
     const tomorrow = { ...limits, now: Date.parse('2026-11-22T00:00:00Z') };
-    spec.given([checked, checked], tomorrow).when('charge-payee-check', {}, BETA)
+    spec
+      .given([checked, checked], tomorrow)
+      .when('charge-payee-check', {}, BETA)
       .then([{ type: 'payee_check_charged', day: '2026-11-22' }]);
     spec.given([], limits).when('charge-payee-check', {}, null).thenRefused('path.auth.forbidden');
   });
@@ -116,7 +154,8 @@ describe('journal retention', () => {
     const recent = entry(new Date(Date.now() - day).toISOString());
     await log.write([journalRows.entry(old, 'a'), journalRows.entry(recent, 'b')]);
     await housekeeping(log, DEFAULT_LIMITS);
-    expect([...log.scan('journal')].map((r) => r.key))
-      .toEqual([journalRows.key(recent.at, 'beta', 'b')]);
+    expect([...log.scan('journal')].map((r) => r.key)).toEqual([
+      journalRows.key(recent.at, 'beta', 'b'),
+    ]);
   });
 });

@@ -7,7 +7,12 @@
 // beside the charge, on any worker (signAnswers), so signing never waits behind a member's
 // commits.
 import type {
-  CommandOf, DecideContext, Decider, Decision, InputOf, JournalEntry,
+  CommandOf,
+  DecideContext,
+  Decider,
+  Decision,
+  InputOf,
+  JournalEntry,
 } from '../decider.js';
 import { refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject, type SigningKey } from '../../protocol/signing.js';
@@ -98,7 +103,9 @@ function chargeLookups(input: ChargeLookups, { member, spent, month, now }: Spen
     if (used + n > allowance) {
       const message = 'the lookup budget for this identifier type is spent';
       return refusal('path.finder.budget_exhausted', message, {
-        allowance, window: 'calendar_month', identifier_type: type,
+        allowance,
+        window: 'calendar_month',
+        identifier_type: type,
         remaining: Math.max(0, allowance - used),
       });
     }
@@ -106,7 +113,8 @@ function chargeLookups(input: ChargeLookups, { member, spent, month, now }: Spen
   }
   // One journal entry per call, listing every key it asked: type, hash, found (P8: hashes only).
   const entry: JournalEntry = {
-    requester: member, at: isoTime(now),
+    requester: member,
+    at: isoTime(now),
     keys: input.answers.map((a) => [a.identifier_type, a.identifier_hash, a.found]),
   };
   return {
@@ -124,7 +132,8 @@ function chargePayeeCheck(state: BudgetState | null, context: DecideContext): Re
   const allowance = context.limits.payee_check_daily_max;
   if (used + 1 > allowance) {
     return refusal('path.finder.budget_exhausted', 'the daily payee-check allowance is spent', {
-      allowance, window: 'calendar_day',
+      allowance,
+      window: 'calendar_day',
     });
   }
   return {
@@ -139,11 +148,29 @@ function chargePayeeCheck(state: BudgetState | null, context: DecideContext): Re
  * parallel with the budget charge, so signing never waits behind a member's commits.
  */
 export function signAnswers(
-  answers: readonly AnswerBody[], requester: string, signedAt: string, signer: SigningKey,
+  answers: readonly AnswerBody[],
+  requester: string,
+  signedAt: string,
+  signer: SigningKey,
 ): string {
-  return `[${answers.map((a) => JSON.stringify(signObject({
-    kind: 'sonar_answer', identifier_type: a.identifier_type, identifier_hash: a.identifier_hash,
-    requester, nonce: a.nonce, found: a.found, member: a.member, endpoint: a.endpoint,
-    ...envelopeFields(signer, signedAt),
-  }, signer))).join(',')}]`;
+  return `[${answers
+    .map((a) =>
+      JSON.stringify(
+        signObject(
+          {
+            kind: 'sonar_answer',
+            identifier_type: a.identifier_type,
+            identifier_hash: a.identifier_hash,
+            requester,
+            nonce: a.nonce,
+            found: a.found,
+            member: a.member,
+            endpoint: a.endpoint,
+            ...envelopeFields(signer, signedAt),
+          },
+          signer,
+        ),
+      ),
+    )
+    .join(',')}]`;
 }

@@ -9,7 +9,14 @@
 // reach the payer-facing object. Opening reads the request through `reads`: only the merchant
 // (the request's issuer, a local credential) opens a session, and only on an open request.
 import type {
-  Caller, CommandOf, DecideContext, Decider, Decision, InputOf, OutboxEvent, Publication,
+  Caller,
+  CommandOf,
+  DecideContext,
+  Decider,
+  Decision,
+  InputOf,
+  OutboxEvent,
+  Publication,
 } from '../decider.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
@@ -89,10 +96,14 @@ export const checkoutDecider: Decider<SessionState, Commands, SessionEvent> = {
         // The merchant's view; a session of another member answers 404, never 403.
         if (command.caller === null || command.caller.member !== s.merchant) return noSuchSession();
         return { events: [], answer: { value: merchantView(s) } };
-      case 'attempt': return attempt(s, command.caller, context);
-      case 'complete': return complete(s, context);
-      case 'revoke': return revoke(s, context);
-      case 'tick': return tick(state, context);
+      case 'attempt':
+        return attempt(s, command.caller, context);
+      case 'complete':
+        return complete(s, context);
+      case 'revoke':
+        return revoke(s, context);
+      case 'tick':
+        return tick(state, context);
     }
   },
 
@@ -104,7 +115,9 @@ export const checkoutDecider: Decider<SessionState, Commands, SessionEvent> = {
       return { ...state, attempts: state.attempts + 1, payer_member, envelope };
     }
     return {
-      ...state, status: event.to, envelope: event.envelope,
+      ...state,
+      status: event.to,
+      envelope: event.envelope,
       completed_at: event.to === 'completed' ? event.at : state.completed_at,
       revoked_at: event.to === 'revoked' ? event.at : state.revoked_at,
     };
@@ -174,32 +187,46 @@ function expiredByNow(state: SessionState, now: number): SessionState {
 
 function merchantView(s: Unsigned) {
   return {
-    id: s.id, reference: s.reference, status: s.status, request_reference: s.request_reference,
-    success_url: s.success_url, cancel_url: s.cancel_url, payer_member: s.payer_member,
-    attempts: s.attempts, expires_at: s.expires_at, completed_at: s.completed_at,
+    id: s.id,
+    reference: s.reference,
+    status: s.status,
+    request_reference: s.request_reference,
+    success_url: s.success_url,
+    cancel_url: s.cancel_url,
+    payer_member: s.payer_member,
+    attempts: s.attempts,
+    expires_at: s.expires_at,
+    completed_at: s.completed_at,
   };
 }
 
 /** The signed `path.checkout` object a payer reads: no merchant-side id, no webhook_url. */
 function payerObject(s: Unsigned, context: DecideContext): string {
-  return JSON.stringify(signObject({
-    type: 'path.checkout',
-    reference: s.reference,
-    issuer: context.member,
-    status: s.status,
-    request: JSON.parse(s.request_object),
-    success_url: s.success_url,
-    cancel_url: s.cancel_url,
-    attempts: s.attempts,
-    expires_at: s.expires_at,
-    completed_at: s.completed_at,
-    ...envelopeFields(context.signer, isoTime(context.now)),
-  }, context.signer));
+  return JSON.stringify(
+    signObject(
+      {
+        type: 'path.checkout',
+        reference: s.reference,
+        issuer: context.member,
+        status: s.status,
+        request: JSON.parse(s.request_object),
+        success_url: s.success_url,
+        cancel_url: s.cancel_url,
+        attempts: s.attempts,
+        expires_at: s.expires_at,
+        completed_at: s.completed_at,
+        ...envelopeFields(context.signer, isoTime(context.now)),
+      },
+      context.signer,
+    ),
+  );
 }
 
 function sessionEvent(event: string, s: Unsigned, context: DecideContext, at: string): OutboxEvent {
   return {
-    id: context.newId('evt'), event, created_at: at,
+    id: context.newId('evt'),
+    event,
+    created_at: at,
     data: { ...merchantView(s), revoked_at: s.revoked_at },
     targets: s.webhook_url === null ? [] : [s.webhook_url],
   };
@@ -233,14 +260,31 @@ function open(input: OpenInput, caller: Caller | null, context: DecideContext): 
   }
   const { id, reference, request_reference, success_url, cancel_url } = input;
   const base: Unsigned = {
-    id, reference, merchant: caller.member, request_reference, request_object: requestObject,
-    success_url, cancel_url, webhook_url: input.webhook_url ?? null, status: 'open',
-    payer_member: null, attempts: 0, expires_at: expiresAt, created_at: isoTime(context.now),
-    completed_at: null, revoked_at: null,
+    id,
+    reference,
+    merchant: caller.member,
+    request_reference,
+    request_object: requestObject,
+    success_url,
+    cancel_url,
+    webhook_url: input.webhook_url ?? null,
+    status: 'open',
+    payer_member: null,
+    attempts: 0,
+    expires_at: expiresAt,
+    created_at: isoTime(context.now),
+    completed_at: null,
+    revoked_at: null,
   };
   const state: SessionState = { ...base, envelope: payerObject(base, context) };
   const value = {
-    id, reference, url: input.url, status: 'open', request_reference, success_url, cancel_url,
+    id,
+    reference,
+    url: input.url,
+    status: 'open',
+    request_reference,
+    success_url,
+    cancel_url,
     expires_at: expiresAt,
   };
   return {

@@ -61,8 +61,11 @@ export const connectionDecider: Decider<ConnectionState, Commands, ConnectionEve
       return notFound('delegation' in command.input ? 'delegation' : 'connection');
     }
     const caller = command.caller;
-    const party: Party = caller.local ? 'grantor'
-      : caller.member === state.grantee ? 'grantee' : null;
+    const party: Party = caller.local
+      ? 'grantor'
+      : caller.member === state.grantee
+        ? 'grantee'
+        : null;
     switch (command.name) {
       case 'read':
         if (party === null) return forbidden();
@@ -94,7 +97,10 @@ export const connectionDecider: Decider<ConnectionState, Commands, ConnectionEve
 
 /** A command on one delegation: its parties are the grantor, the parent grantee, the delegate. */
 function onDelegation(
-  command: DelegationCommand, state: ConnectionState, caller: Caller, party: Party,
+  command: DelegationCommand,
+  state: ConnectionState,
+  caller: Caller,
+  party: Party,
   context: DecideContext,
 ): Result {
   const d = state.delegations[command.input.delegation];

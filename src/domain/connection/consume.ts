@@ -4,14 +4,21 @@
 // the connection and, when delegated, one to the delegation's.
 import type { DecideContext, Decision, InputOf, UsageEntry } from '../decider.js';
 import {
-  addDecimal, compareDecimal, isZeroDecimal, subtractDecimal,
+  addDecimal,
+  compareDecimal,
+  isZeroDecimal,
+  subtractDecimal,
 } from '../../protocol/amounts.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { isoTime } from '../../protocol/time.js';
 import { parseSchedule, periodAt } from './schedule.js';
 import type { connectionCommands } from './schema.js';
 import {
-  closed, evolveConnection, type ConnectionEvent, type ConnectionState, type Counters,
+  closed,
+  evolveConnection,
+  type ConnectionEvent,
+  type ConnectionState,
+  type Counters,
   type DelegationState,
 } from './state.js';
 
@@ -37,24 +44,32 @@ const limitReached = (message: string, detail: Record<string, unknown>) =>
   refusal('path.connect.delegation_limit_reached', message, detail);
 
 export function consume(
-  state: ConnectionState, input: ConsumeInput, context: DecideContext,
+  state: ConnectionState,
+  input: ConsumeInput,
+  context: DecideContext,
   delegation: DelegationState | null,
 ): Decision<ConnectionEvent> | Refusal {
   const now = context.now;
   if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
-  const refused = (delegation === null ? null : delegationRefusal(delegation, input, now))
-    ?? connectionRefusal(state, input, now);
+  const refused =
+    (delegation === null ? null : delegationRefusal(delegation, input, now)) ??
+    connectionRefusal(state, input, now);
   if (refused !== null) return refused;
   const period = periodIndex(state, input.amount, now);
   if (period !== null && typeof period !== 'number') return period;
   const event: ConnectionEvent = {
-    type: 'consumed', amount: input.amount, period_index: period,
+    type: 'consumed',
+    amount: input.amount,
+    period_index: period,
     delegation: delegation?.reference ?? null,
   };
   const next = evolveConnection(state, event);
   const row: UsageRow = {
-    capability: input.capability, amount: input.amount, currency: input.currency,
-    operation_ref: input.operation_ref, occurred_at: isoTime(now),
+    capability: input.capability,
+    amount: input.amount,
+    currency: input.currency,
+    operation_ref: input.operation_ref,
+    occurred_at: isoTime(now),
   };
   if (delegation === null) {
     const usage: UsageEntry[] = [{ owner: state.reference, index: next.usage_count, row }];
@@ -68,7 +83,8 @@ export function consume(
     { owner: d.reference, index: d.usage_count, row: { ...row, ...destination } },
   ];
   const value = {
-    ok: true, ...countersView(d),
+    ok: true,
+    ...countersView(d),
     parent_consumed_total: next.consumed_total,
     parent_remaining_total: subtractDecimal(next.max_total, next.consumed_total),
   };
@@ -80,13 +96,16 @@ function delegationRefusal(d: DelegationState, input: ConsumeInput, now: number)
   const gone = closed(d, now, 'delegation');
   if (gone !== null) return gone;
   const b = d.binds_to;
-  if (input.capability !== b.capability || input.currency !== b.currency
-    || input.destination_commitment !== b.destination_commitment
-    || compareDecimal(input.amount, b.amount) !== 0) {
+  if (
+    input.capability !== b.capability ||
+    input.currency !== b.currency ||
+    input.destination_commitment !== b.destination_commitment ||
+    compareDecimal(input.amount, b.amount) !== 0
+  ) {
     return outOfScope('the operation does not match what the delegation binds');
   }
   if (compareDecimal(addDecimal(d.consumed_total, input.amount), d.max_total) > 0) {
-    return limitReached('the delegation\'s ceiling is reached', {
+    return limitReached("the delegation's ceiling is reached", {
       remaining_total: subtractDecimal(d.max_total, d.consumed_total),
     });
   }
@@ -94,19 +113,21 @@ function delegationRefusal(d: DelegationState, input: ConsumeInput, now: number)
 }
 
 function connectionRefusal(
-  state: ConnectionState, input: ConsumeInput, now: number,
+  state: ConnectionState,
+  input: ConsumeInput,
+  now: number,
 ): Refusal | null {
   const gone = closed(state, now, 'connection');
   if (gone !== null) return gone;
   if (state.capabilities[input.capability] !== true) {
     return outOfScope('the capability is not granted by this connection');
   }
-  if (input.currency !== state.currency) return outOfScope('the currency is not the connection\'s');
+  if (input.currency !== state.currency) return outOfScope("the currency is not the connection's");
   if (compareDecimal(input.amount, state.max_single) > 0) {
     return limitReached('the amount is above max_single', { max_single: state.max_single });
   }
   if (compareDecimal(addDecimal(state.consumed_total, input.amount), state.max_total) > 0) {
-    return limitReached('the connection\'s total ceiling is reached', {
+    return limitReached("the connection's total ceiling is reached", {
       remaining_total: subtractDecimal(state.max_total, state.consumed_total),
     });
   }
@@ -120,13 +141,14 @@ function periodIndex(state: ConnectionState, amount: string, now: number): numbe
   if (typeof schedule === 'string') throw new Error('stored schedule does not parse');
   const index = periodAt(schedule, now);
   if (index === null) {
-    return refusal('path.connect.expired', 'the mandate\'s last period has passed');
+    return refusal('path.connect.expired', "the mandate's last period has passed");
   }
-  if (index < 0) return outOfScope('the mandate\'s first period has not begun');
+  if (index < 0) return outOfScope("the mandate's first period has not begun");
   const spent = state.period?.index === index ? state.period.consumed : '0';
   if (compareDecimal(addDecimal(spent, amount), schedule.maxPerPeriod) > 0) {
-    return limitReached('the mandate\'s ceiling for this period is reached', {
-      max_per_period: schedule.maxPerPeriod, period_consumed: spent,
+    return limitReached("the mandate's ceiling for this period is reached", {
+      max_per_period: schedule.maxPerPeriod,
+      period_consumed: spent,
     });
   }
   return index;

@@ -10,7 +10,11 @@ import { isoTime, parseTime } from '../../protocol/time.js';
 import { parseSchedule } from './schedule.js';
 import type { connectionCommands } from './schema.js';
 import {
-  closed, type BindsTo, type ConnectionEvent, type ConnectionState, type DelegationState,
+  closed,
+  type BindsTo,
+  type ConnectionEvent,
+  type ConnectionState,
+  type DelegationState,
 } from './state.js';
 
 type Commands = typeof connectionCommands;
@@ -27,11 +31,13 @@ export const routeViewKey = (id: string) => `route/${id}`;
  * is the committed view the subject aggregate publishes for it (`subjectViewKey`), if any.
  */
 export function create(
-  input: InputOf<Commands, 'create'>, caller: Caller | null, subject: ReadView | undefined,
+  input: InputOf<Commands, 'create'>,
+  caller: Caller | null,
+  subject: ReadView | undefined,
   context: DecideContext,
 ): Result {
   if (caller === null || !caller.local) {
-    return refusal('path.auth.forbidden', 'only the operator\'s own member creates a connection');
+    return refusal('path.auth.forbidden', "only the operator's own member creates a connection");
   }
   if (subject === undefined || subject.text === null) {
     return refusal('path.core.not_found', 'no such subject');
@@ -50,32 +56,60 @@ export function create(
   }
   const at = isoTime(now);
   const terms = {
-    grantor: context.member, grantee: input.grantee, subject_id: input.subject_id,
-    capabilities: input.capabilities, mode: input.mode, max_single: input.max_single,
-    max_total: input.max_total, currency: input.currency, expires_at: input.expires_at,
+    grantor: context.member,
+    grantee: input.grantee,
+    subject_id: input.subject_id,
+    capabilities: input.capabilities,
+    mode: input.mode,
+    max_single: input.max_single,
+    max_total: input.max_total,
+    currency: input.currency,
+    expires_at: input.expires_at,
     ...(input.schedule === undefined ? {} : { schedule: input.schedule }),
   };
   // The subject's consent, collected by this operator in its own product: the signature
   // attests that.
-  const consent = signObject({
-    type: 'path.consent', connection: input.reference, ...terms, collected_at: at,
-    ...envelopeFields(context.signer, at),
-  }, context.signer);
+  const consent = signObject(
+    {
+      type: 'path.consent',
+      connection: input.reference,
+      ...terms,
+      collected_at: at,
+      ...envelopeFields(context.signer, at),
+    },
+    context.signer,
+  );
   const state: ConnectionState = {
-    reference: input.reference, ...terms, schedule: input.schedule ?? null, period: null,
-    consent, consent_digest: digestOf(consent), created_at: at, revoked_at: null, revoked_by: null,
-    consumed_total: '0', consumed_operations: 0, usage_count: 0, delegations: {},
+    reference: input.reference,
+    ...terms,
+    schedule: input.schedule ?? null,
+    period: null,
+    consent,
+    consent_digest: digestOf(consent),
+    created_at: at,
+    revoked_at: null,
+    revoked_by: null,
+    consumed_total: '0',
+    consumed_operations: 0,
+    usage_count: 0,
+    delegations: {},
   };
   const value = {
-    reference: state.reference, grantee: state.grantee, status: 'active', mode: state.mode,
-    consent_digest: state.consent_digest, expires_at: state.expires_at,
+    reference: state.reference,
+    grantee: state.grantee,
+    status: 'active',
+    mode: state.mode,
+    consent_digest: state.consent_digest,
+    expires_at: state.expires_at,
   };
   return { events: [{ type: 'created', state }], answer: { value, created: true } };
 }
 
 /** A delegation cut by the grantor, within the parent's scope and lifetime. */
 export function createDelegation(
-  state: ConnectionState, input: InputOf<Commands, 'create-delegation'>, context: DecideContext,
+  state: ConnectionState,
+  input: InputOf<Commands, 'create-delegation'>,
+  context: DecideContext,
 ): Result {
   const gone = closed(state, context.now, 'connection');
   if (gone !== null) return gone;
@@ -83,7 +117,7 @@ export function createDelegation(
     return outOfScope('the capability is not granted by the parent connection');
   }
   if (input.currency !== state.currency) {
-    return outOfScope('the currency is not the parent connection\'s');
+    return outOfScope("the currency is not the parent connection's");
   }
   if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
   const expires = parseTime(input.expires_at)!;
@@ -97,30 +131,56 @@ export function createDelegation(
   }
   const at = isoTime(context.now);
   const binds_to: BindsTo = {
-    capability: input.capability, amount: input.amount, currency: input.currency,
+    capability: input.capability,
+    amount: input.amount,
+    currency: input.currency,
     destination_commitment: input.destination_commitment,
   };
-  const binds = signObject({
-    type: 'path.delegation.binds', delegation: input.reference, connection: state.reference,
-    grantor: state.grantor, delegate: input.delegate, binds_to, max_total: maxTotal,
-    expires_at: input.expires_at, ...envelopeFields(context.signer, at),
-  }, context.signer);
+  const binds = signObject(
+    {
+      type: 'path.delegation.binds',
+      delegation: input.reference,
+      connection: state.reference,
+      grantor: state.grantor,
+      delegate: input.delegate,
+      binds_to,
+      max_total: maxTotal,
+      expires_at: input.expires_at,
+      ...envelopeFields(context.signer, at),
+    },
+    context.signer,
+  );
   const delegation: DelegationState = {
-    reference: input.reference, delegate: input.delegate, binds_to, binds,
-    binds_digest: digestOf(binds), max_total: maxTotal, expires_at: input.expires_at,
-    created_at: at, revoked_at: null, revoked_by: null,
-    consumed_total: '0', consumed_operations: 0, usage_count: 0,
+    reference: input.reference,
+    delegate: input.delegate,
+    binds_to,
+    binds,
+    binds_digest: digestOf(binds),
+    max_total: maxTotal,
+    expires_at: input.expires_at,
+    created_at: at,
+    revoked_at: null,
+    revoked_by: null,
+    consumed_total: '0',
+    consumed_operations: 0,
+    usage_count: 0,
   };
   const value = {
-    reference: delegation.reference, delegate: delegation.delegate, status: 'active',
-    binds_digest: delegation.binds_digest, expires_at: delegation.expires_at,
+    reference: delegation.reference,
+    delegate: delegation.delegate,
+    status: 'active',
+    binds_digest: delegation.binds_digest,
+    expires_at: delegation.expires_at,
   };
   return {
     events: [{ type: 'delegation_created', delegation }],
     answer: { value, created: true },
     // The route index: a delegation's reference finds its parent connection's aggregate.
-    publications: [{
-      key: routeViewKey(delegation.reference), view: { text: state.reference, signed: false },
-    }],
+    publications: [
+      {
+        key: routeViewKey(delegation.reference),
+        view: { text: state.reference, signed: false },
+      },
+    ],
   };
 }

@@ -19,19 +19,32 @@ describe('SPEC K mandate schedule: parseSchedule (docs/decisions.md, P13)', () =
   it('accepts an unbounded repeating interval of calendar months and keeps its parts', () => {
     const schedule = { interval: 'R/2026-01-31T00:00:00Z/P1M', max_per_period: '15' };
     expect(parseSchedule(schedule)).toEqual({
-      start: ms('2026-01-31T00:00:00Z'), repetitions: null, unit: 'M', count: 1, maxPerPeriod: '15',
+      start: ms('2026-01-31T00:00:00Z'),
+      repetitions: null,
+      unit: 'M',
+      count: 1,
+      maxPerPeriod: '15',
     });
   });
 
   it('accepts a repetition count, fractional-second starts and every unit Y, M, W, D', () => {
     expect(parsed('R12/2026-03-01T08:30:00.250Z/P2W', '0.5')).toEqual({
-      start: ms('2026-03-01T08:30:00.250Z'), repetitions: 12, unit: 'W', count: 2,
+      start: ms('2026-03-01T08:30:00.250Z'),
+      repetitions: 12,
+      unit: 'W',
+      count: 2,
       maxPerPeriod: '0.5',
     });
-    expect(parsed('R3/2026-01-01T00:00:00Z/P30D'))
-      .toMatchObject({ repetitions: 3, unit: 'D', count: 30 });
-    expect(parsed('R/2024-02-29T00:00:00Z/P1Y'))
-      .toMatchObject({ repetitions: null, unit: 'Y', count: 1 });
+    expect(parsed('R3/2026-01-01T00:00:00Z/P30D')).toMatchObject({
+      repetitions: 3,
+      unit: 'D',
+      count: 30,
+    });
+    expect(parsed('R/2024-02-29T00:00:00Z/P1Y')).toMatchObject({
+      repetitions: null,
+      unit: 'Y',
+      count: 1,
+    });
     expect(parsed('R/2026-01-01T00:00:00Z/P3M')).toMatchObject({ unit: 'M', count: 3 });
   });
 
@@ -55,7 +68,8 @@ describe('SPEC K mandate schedule: parseSchedule (docs/decisions.md, P13)', () =
   });
 
   it.each([['-1'], ['1e3'], ['1,5'], [''], ['.5'], ['5.'], ['ten']])(
-    'refuses max_per_period %j (not a P13 decimal string)', (max) => {
+    'refuses max_per_period %j (not a P13 decimal string)',
+    (max) => {
       const schedule = { interval: 'R/2026-01-01T00:00:00Z/P1M', max_per_period: max };
       expect(typeof parseSchedule(schedule)).toBe('string');
     },

@@ -31,8 +31,11 @@ export function parseSchedule(schedule: Schedule): ParsedSchedule | string {
   if (count < 1) return 'the interval duration must be at least one unit';
   if (!isDecimal(schedule.max_per_period)) return 'max_per_period must be a decimal string';
   return {
-    start, repetitions: m[1] === '' ? null : Number(m[1]), unit: m[4] as ParsedSchedule['unit'],
-    count, maxPerPeriod: schedule.max_per_period,
+    start,
+    repetitions: m[1] === '' ? null : Number(m[1]),
+    unit: m[4] as ParsedSchedule['unit'],
+    count,
+    maxPerPeriod: schedule.max_per_period,
   };
 }
 
@@ -42,12 +45,20 @@ function step(from: number, s: ParsedSchedule, periods: number): number {
   }
   const d = new Date(from);
   const months = periods * s.count * (s.unit === 'Y' ? 12 : 1);
-  const target = new Date(Date.UTC(
-    d.getUTCFullYear(), d.getUTCMonth() + months, 1,
-    d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds(),
-  ));
-  const lastDay = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0))
-    .getUTCDate();
+  const target = new Date(
+    Date.UTC(
+      d.getUTCFullYear(),
+      d.getUTCMonth() + months,
+      1,
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+      d.getUTCMilliseconds(),
+    ),
+  );
+  const lastDay = new Date(
+    Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0),
+  ).getUTCDate();
   target.setUTCDate(Math.min(d.getUTCDate(), lastDay));
   return target.getTime();
 }

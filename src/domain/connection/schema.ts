@@ -14,10 +14,12 @@ export const CreateConnection = Type.Object({
   max_total: Decimal,
   currency: Currency,
   expires_at: Rfc3339,
-  schedule: Type.Optional(Type.Object({
-    interval: Type.String({ maxLength: 128 }),
-    max_per_period: Decimal,
-  })),
+  schedule: Type.Optional(
+    Type.Object({
+      interval: Type.String({ maxLength: 128 }),
+      max_per_period: Decimal,
+    }),
+  ),
 });
 
 export const Consume = Type.Object({

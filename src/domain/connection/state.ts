@@ -64,7 +64,8 @@ export type ConnectionEvent =
 type Consumed = Extract<ConnectionEvent, { type: 'consumed' }>;
 
 export function evolveConnection(
-  state: ConnectionState | null, event: ConnectionEvent,
+  state: ConnectionState | null,
+  event: ConnectionEvent,
 ): ConnectionState {
   if (event.type === 'created') return event.state;
   if (state === null) throw new Error('connection event before creation');
@@ -117,7 +118,9 @@ export function statusOf(x: Lifetime, now: number): 'active' | 'revoked' | 'expi
 
 /** The refusal of a connection or delegation no longer active (410), or null. */
 export function closed(
-  x: Lifetime, now: number, what: 'connection' | 'delegation',
+  x: Lifetime,
+  now: number,
+  what: 'connection' | 'delegation',
 ): Refusal | null {
   const status = statusOf(x, now);
   if (status === 'revoked') return refusal('path.connect.revoked', `this ${what} was revoked`);

@@ -8,7 +8,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
-  maskedName, matchName, nameIdentity, oneTypo, type NameResult, type SubjectType,
+  maskedName,
+  matchName,
+  nameIdentity,
+  oneTypo,
+  type NameResult,
+  type SubjectType,
 } from './names.js';
 
 interface Pair {
@@ -40,7 +45,10 @@ describe('SPEC F name pairs table (name-pairs.json)', () => {
     expect(entities.length).toBeGreaterThanOrEqual(10);
     const text = pairs.map((p) => p.registered + p.proposed).join(' ');
     const scripts = [
-      /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u, /\p{Script=Arabic}/u, /\p{Script=Han}/u,
+      /\p{Script=Greek}/u,
+      /\p{Script=Cyrillic}/u,
+      /\p{Script=Arabic}/u,
+      /\p{Script=Han}/u,
       /\p{Script=Katakana}/u,
     ];
     for (const script of scripts) {
@@ -50,12 +58,9 @@ describe('SPEC F name pairs table (name-pairs.json)', () => {
 
   const title = (p: Pair) =>
     `${p.note}: ${JSON.stringify(p.registered)} vs ${JSON.stringify(p.proposed)} -> ${p.expected}`;
-  it.each(pairs.map((p) => [title(p), p] as const))(
-    'SPEC F %s',
-    (_title, p) => {
-      expect(matchName(p.registered, p.proposed, p.subject_type)).toBe(p.expected);
-    },
-  );
+  it.each(pairs.map((p) => [title(p), p] as const))('SPEC F %s', (_title, p) => {
+    expect(matchName(p.registered, p.proposed, p.subject_type)).toBe(p.expected);
+  });
 
   it('SPEC F: match is symmetric (every match pair also matches the other way round)', () => {
     for (const p of pairs.filter((q) => q.expected === 'match')) {
@@ -72,8 +77,9 @@ describe('SPEC F matching rules, one at a time', () => {
   });
 
   it('a typo counts on a word of four letters or more, not on a three-letter word', () => {
-    expect(matchName('Omar Khalid Farouk', 'Omer Khalid Farouk', 'natural_person'))
-      .toBe('close_match');
+    expect(matchName('Omar Khalid Farouk', 'Omer Khalid Farouk', 'natural_person')).toBe(
+      'close_match',
+    );
     expect(matchName('Tom Khalid Farouk', 'Tim Khalid Farouk', 'natural_person')).toBe('no_match');
   });
 

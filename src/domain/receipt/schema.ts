@@ -1,10 +1,24 @@
 // Wire schemas of the receipt routes (SPEC J).
 import { Type, type Static } from '@sinclair/typebox';
-import { Amount, Capability, Fee, MemberName, RailReference, Text, validator } from '../../protocol/schemas.js';
+import {
+  Amount,
+  Capability,
+  Fee,
+  MemberName,
+  RailReference,
+  Text,
+  validator,
+} from '../../protocol/schemas.js';
 
 export const REASON_CODES = [
-  'rail_unavailable', 'rail_rejected', 'destination_unknown', 'destination_closed',
-  'limit_exceeded', 'compliance_blocked', 'insufficient_funds', 'expired',
+  'rail_unavailable',
+  'rail_rejected',
+  'destination_unknown',
+  'destination_closed',
+  'limit_exceeded',
+  'compliance_blocked',
+  'insufficient_funds',
+  'expired',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
@@ -15,7 +29,9 @@ const Party = Type.Object({ member: MemberName });
 export const IssueReceipt = Type.Object({
   issued_by: Type.Union([Type.Literal('payer'), Type.Literal('payee')]),
   request: Type.Optional(Type.Union([Type.Null(), Type.String({ pattern: '^req_[0-9a-f]{32}$' })])),
-  instruction: Type.Optional(Type.Union([Type.Null(), Type.String({ pattern: '^ins_[0-9a-f]{32}$' })])),
+  instruction: Type.Optional(
+    Type.Union([Type.Null(), Type.String({ pattern: '^ins_[0-9a-f]{32}$' })]),
+  ),
   via: Capability,
   sent: Type.Optional(Type.Union([Type.Null(), Amount])),
   received: Type.Optional(Type.Union([Type.Null(), Amount])),
@@ -23,7 +39,9 @@ export const IssueReceipt = Type.Object({
   fees: Type.Optional(Type.Array(Fee, { maxItems: 32 })),
   rail_references: Type.Optional(Type.Array(RailReference, { maxItems: RAIL_REFERENCES_MAX })),
   attestations: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 32 })),
-  status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('settled'), Type.Literal('failed')])),
+  status: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('settled'), Type.Literal('failed')]),
+  ),
   reason_code: Type.Optional(Type.Union([Type.Null(), ReasonCodeSchema])),
   reason: Type.Optional(Text()),
   payer: Type.Optional(Party),

@@ -8,7 +8,15 @@
 // address must not be revoked, each capability asked for must be in its standing intent, and
 // the request records the version of that intent.
 import type {
-  Caller, CommandOf, DecideContext, Decider, Decision, InputOf, Publication, ReadView, View,
+  Caller,
+  CommandOf,
+  DecideContext,
+  Decider,
+  Decision,
+  InputOf,
+  Publication,
+  ReadView,
+  View,
 } from '../decider.js';
 import { findCapability } from '../../protocol/capabilities.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
@@ -96,9 +104,12 @@ export const requestDecider: Decider<RequestState, Commands, RequestEvent> = {
     }
     if (state === null) return refusal('path.core.not_found', 'no such request');
     switch (command.name) {
-      case 'paid': return paid(state, command.caller, context);
-      case 'revoke': return revoke(state, command.caller, context);
-      case 'tick': return tick(state, context);
+      case 'paid':
+        return paid(state, command.caller, context);
+      case 'revoke':
+        return revoke(state, command.caller, context);
+      case 'tick':
+        return tick(state, context);
     }
   },
 
@@ -197,11 +208,15 @@ function sign(state: Unsigned, context: DecideContext): string {
 }
 
 /** The address a request binds to, with its intent's version (SPEC H); null: not bound. */
-interface Binding { address: string; intent_version: number | null }
+interface Binding {
+  address: string;
+  intent_version: number | null;
+}
 
 /** The terms of `address_id` (read through `reads`): a live address that takes every capability. */
 function bindingOf(
-  input: CreateInput, views: ReadonlyMap<string, ReadView>,
+  input: CreateInput,
+  views: ReadonlyMap<string, ReadView>,
 ): Binding | Refusal | null {
   if (input.address_id === undefined) return null;
   const view = views.get(addressInfoKey(input.address_id));
@@ -211,7 +226,7 @@ function bindingOf(
   if (info.revoked) return refusal('path.address.revoked', 'this address was revoked');
   const missing = input.accepts.findIndex((c) => findCapability(info.accepts, c) === undefined);
   if (missing >= 0) {
-    const message = 'a capability is not in the address\'s standing terms';
+    const message = "a capability is not in the address's standing terms";
     const field = `accepts.${missing}`;
     return refusal('path.address.capability_not_accepted', message, { field });
   }
@@ -241,7 +256,10 @@ function create(input: CreateInput, createdBy: string, context: DecideContext): 
   const created = { from: null, to: 'created' as const, at: base.created_at, by: createdBy };
   const state: RequestState = { ...base, envelope, transitions: [created] };
   const value = {
-    reference: state.reference, url: input.url, status: 'created', expires_at: state.expires_at,
+    reference: state.reference,
+    url: input.url,
+    status: 'created',
+    expires_at: state.expires_at,
   };
   return { events: [{ type: 'created', state }], answer: { value, created: true } };
 }

@@ -9,19 +9,31 @@ import { isoTime } from '../../protocol/time.js';
 import { addressPublications, commitmentOf } from './resolver.js';
 import { LIVE_RAILS, type Discoverability } from './schema.js';
 import {
-  evolveSubject, liveTargets, type AddressEntry, type SubjectEvent, type SubjectState,
+  evolveSubject,
+  liveTargets,
+  type AddressEntry,
+  type SubjectEvent,
+  type SubjectState,
   type TargetEntry,
 } from './state.js';
 import {
-  notFound, revokedAddress, routePublication, unchanged, type Handler, type Input, type Result,
+  notFound,
+  revokedAddress,
+  routePublication,
+  unchanged,
+  type Handler,
+  type Input,
+  type Result,
 } from './decision.js';
 
 type Context = DecideContext;
 
 /** The live address a command names; a revoked one answers 410 unless `revoked` says otherwise. */
 export function withLiveAddress(
-  s: SubjectState, addressId: string,
-  live: (a: AddressEntry) => Result, revoked?: (a: AddressEntry) => Result,
+  s: SubjectState,
+  addressId: string,
+  live: (a: AddressEntry) => Result,
+  revoked?: (a: AddressEntry) => Result,
 ): Result {
   const a = Object.hasOwn(s.addresses, addressId) ? s.addresses[addressId]! : undefined;
   if (a === undefined) return notFound('address');
@@ -33,26 +45,43 @@ type Fresh = Input<'rotate-address'>['replacement'] & Partial<Input<'create-addr
 
 /** A new address, or the replacement of `from`, which keeps its profile, targets and terms. */
 function newAddress(
-  s: SubjectState, input: Fresh, context: Context, from: AddressEntry | null,
+  s: SubjectState,
+  input: Fresh,
+  context: Context,
+  from: AddressEntry | null,
 ): AddressEntry {
   const at = isoTime(context.now);
   const profile = from?.profile ?? input.profile ?? 'directory';
   // SPEC C: a directory address is network-visible unless the caller says otherwise; a
   // relationship address is reachable only by whoever already knows it.
-  const chosen = from?.discoverability ?? input.discoverability
-    ?? (profile === 'directory' ? 'network' : 'private');
+  const chosen =
+    from?.discoverability ??
+    input.discoverability ??
+    (profile === 'directory' ? 'network' : 'private');
   return {
-    id: input.id, address: input.address, hash: input.hash, profile,
+    id: input.id,
+    address: input.address,
+    hash: input.hash,
+    profile,
     // A withdrawn subject stays withdrawn: a replacement is private too.
     discoverability: s.withdrawn_at !== null && from !== null ? 'private' : chosen,
     is_primary: from?.is_primary ?? input.is_primary ?? false,
-    created_at: at, revoked_at: null, rotated_from: from?.id ?? null,
+    created_at: at,
+    revoked_at: null,
+    rotated_from: from?.id ?? null,
     targets: from === null ? {} : Object.fromEntries(liveTargets(from).map((t) => [t.id, t])),
     // A rotated address keeps its terms, committed afresh over the new address.
-    intents: from === null ? [] : from.intents.filter((i) => i.active).map((i) => ({
-      ...i, version: 1, created_at: at,
-      commitment: commitmentOf(input.address, i.accepts, i.limits),
-    })),
+    intents:
+      from === null
+        ? []
+        : from.intents
+            .filter((i) => i.active)
+            .map((i) => ({
+              ...i,
+              version: 1,
+              created_at: at,
+              commitment: commitmentOf(input.address, i.accepts, i.limits),
+            })),
   };
 }
 
@@ -79,8 +108,12 @@ export function listAddresses(s: SubjectState): Result {
   const live = Object.values(s.addresses).filter((a) => a.revoked_at === null);
   return unchanged({
     addresses: live.map((a) => ({
-      id: a.id, address: a.address, profile: a.profile, discoverability: a.discoverability,
-      is_primary: a.is_primary, created_at: a.created_at,
+      id: a.id,
+      address: a.address,
+      profile: a.profile,
+      discoverability: a.discoverability,
+      is_primary: a.is_primary,
+      created_at: a.created_at,
     })),
   });
 }
@@ -95,7 +128,8 @@ export const rotateAddress: Handler<'rotate-address'> = (s, input, context) => {
     return {
       events: [revoke, { type: 'address_created', address: fresh }],
       answer: {
-        value: { id, address, rotated_from: old.id, profile, discoverability }, created: true,
+        value: { id, address, rotated_from: old.id, profile, discoverability },
+        created: true,
       },
       publications: [
         ...addressPublications(revoked, context),
@@ -110,17 +144,22 @@ export const rotateAddress: Handler<'rotate-address'> = (s, input, context) => {
 /** Revoking a revoked address changes nothing and answers as the first time did. */
 export const revokeAddress: Handler<'revoke-address'> = (s, input, context) => {
   const again = () => unchanged({ id: input.address_id, revoked: true });
-  return withLiveAddress(s, input.address_id, (a) => {
-    const at = isoTime(context.now);
-    const event: SubjectEvent = { type: 'address_revoked', address_id: a.id, at };
-    const revoked = evolveSubject(s, event).addresses[a.id]!;
-    return {
-      events: [event],
-      answer: { value: { id: a.id, revoked: true } },
-      publications: addressPublications(revoked, context),
-      directory: [directoryRowOfAddress(revoked)],
-    };
-  }, again);
+  return withLiveAddress(
+    s,
+    input.address_id,
+    (a) => {
+      const at = isoTime(context.now);
+      const event: SubjectEvent = { type: 'address_revoked', address_id: a.id, at };
+      const revoked = evolveSubject(s, event).addresses[a.id]!;
+      return {
+        events: [event],
+        answer: { value: { id: a.id, revoked: true } },
+        publications: addressPublications(revoked, context),
+        directory: [directoryRowOfAddress(revoked)],
+      };
+    },
+    again,
+  );
 };
 
 /** Version n+1, active; version n kept, inactive (SPEC C). */
@@ -132,10 +171,16 @@ export const setIntent: Handler<'set-intent'> = (s, input, context) => {
     const commitment = commitmentOf(a.address, accepts, limits);
     const created_at = isoTime(context.now);
     const event: SubjectEvent = {
-      type: 'intent_set', address_id: a.id,
+      type: 'intent_set',
+      address_id: a.id,
       intent: {
-        version, accepts, policy: input.policy ?? null, limits, active: true,
-        created_at, commitment,
+        version,
+        accepts,
+        policy: input.policy ?? null,
+        limits,
+        active: true,
+        created_at,
+        commitment,
       },
     };
     return {
@@ -169,10 +214,17 @@ export const addTarget: Handler<'add-target'> = (s, input, context) => {
     const problem = beneficiaryProblem(t.rail, format, beneficiary);
     if (problem !== null) return problem;
     const target: TargetEntry = {
-      id: t.id, rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code,
-      account_kind: t.account_kind, account_ref_sealed: t.account_ref_sealed,
-      is_default: t.is_default ?? false, beneficiary_format: format, beneficiary,
-      created_at: isoTime(context.now), revoked_at: null,
+      id: t.id,
+      rail: t.rail,
+      asset_type: t.asset_type,
+      asset_code: t.asset_code,
+      account_kind: t.account_kind,
+      account_ref_sealed: t.account_ref_sealed,
+      is_default: t.is_default ?? false,
+      beneficiary_format: format,
+      beneficiary,
+      created_at: isoTime(context.now),
+      revoked_at: null,
     };
     const event: SubjectEvent = { type: 'target_added', address_id: a.id, target };
     return {
@@ -184,9 +236,12 @@ export const addTarget: Handler<'add-target'> = (s, input, context) => {
 };
 
 export function listTargets(s: SubjectState, input: Input<'list-targets'>): Result {
-  return withLiveAddress(s, input.address_id, (a) => unchanged({
-    address_id: a.id, targets: liveTargets(a).map(publicTarget),
-  }));
+  return withLiveAddress(s, input.address_id, (a) =>
+    unchanged({
+      address_id: a.id,
+      targets: liveTargets(a).map(publicTarget),
+    }),
+  );
 }
 
 /** A target is retired once; retiring it again answers as the first time did. */
@@ -200,7 +255,10 @@ export const revokeTarget: Handler<'revoke-target'> = (s, input, context) => {
     }
     const at = isoTime(context.now);
     const event: SubjectEvent = {
-      type: 'target_revoked', address_id: a.id, target_id: target.id, at,
+      type: 'target_revoked',
+      address_id: a.id,
+      target_id: target.id,
+      at,
     };
     return {
       events: [event],
@@ -212,17 +270,24 @@ export const revokeTarget: Handler<'revoke-target'> = (s, input, context) => {
 
 /** Public fields of a target; `account_ref` never leaves the node. */
 export function publicTarget(t: TargetEntry): Record<string, unknown> {
-  const beneficiary = t.beneficiary_format === null
-    ? {} : { beneficiary_format: t.beneficiary_format, beneficiary: t.beneficiary };
+  const beneficiary =
+    t.beneficiary_format === null
+      ? {}
+      : { beneficiary_format: t.beneficiary_format, beneficiary: t.beneficiary };
   return {
-    id: t.id, rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code,
-    account_kind: t.account_kind, is_default: t.is_default, ...beneficiary,
+    id: t.id,
+    rail: t.rail,
+    asset_type: t.asset_type,
+    asset_code: t.asset_code,
+    account_kind: t.account_kind,
+    is_default: t.is_default,
+    ...beneficiary,
     created_at: t.created_at,
   };
 }
 
 export const visible = (d: Discoverability): DirectoryRow['visibility'] =>
-  (d === 'private' ? null : d);
+  d === 'private' ? null : d;
 
 /** Only live `directory` addresses are reachable through the index (SPEC C). */
 export function directoryRowOfAddress(a: AddressEntry): DirectoryRow {

@@ -12,8 +12,11 @@ export type Input<K extends SubjectCommandName> = InputOf<SubjectCommands, K>;
 export type Result = Decision<SubjectEvent> | Refusal;
 
 /** How the subject decides one command on an existing subject. */
-export type Handler<K extends SubjectCommandName> =
-  (s: SubjectState, input: Input<K>, context: DecideContext) => Result;
+export type Handler<K extends SubjectCommandName> = (
+  s: SubjectState,
+  input: Input<K>,
+  context: DecideContext,
+) => Result;
 
 export const notFound = (what: string): Refusal =>
   refusal('path.core.not_found', `no such ${what}`);

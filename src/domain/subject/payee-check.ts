@@ -47,7 +47,10 @@ function contextOpen(c: PaymentContextInput, view: ReadView | undefined, address
 
 /** Who asks (it goes inside the signature): the member, or the context that carried the call. */
 function requesterOf(
-  s: SubjectState, input: Check, caller: Caller | null, views: DecideContext['views'],
+  s: SubjectState,
+  input: Check,
+  caller: Caller | null,
+  views: DecideContext['views'],
 ): string | Refusal {
   const c = input.context;
   if (c === null) {
@@ -58,7 +61,8 @@ function requesterOf(
     return caller.member;
   }
   const address = Object.hasOwn(s.addresses, input.address_id)
-    ? s.addresses[input.address_id]!.address : null;
+    ? s.addresses[input.address_id]!.address
+    : null;
   if (!contextOpen(c, views.get(contextReference(c)), address)) {
     const message = 'the context is not an open payment context for this key';
     return refusal('path.auth.context_refused', message);
@@ -68,14 +72,19 @@ function requesterOf(
 }
 
 export function payeeCheck(
-  s: SubjectState, input: Check, caller: Caller | null, context: DecideContext,
+  s: SubjectState,
+  input: Check,
+  caller: Caller | null,
+  context: DecideContext,
 ): Result {
   const requester = requesterOf(s, input, caller, context.views);
   if (typeof requester !== 'string') return requester;
   return withLiveAddress(s, input.address_id, (a) => {
     const day = isoTime(context.now).slice(0, 10);
     const asked: Asked = {
-      requester, day, namesKey: `${a.id}|${requester}|${day}`,
+      requester,
+      day,
+      namesKey: `${a.id}|${requester}|${day}`,
       contextRef: input.context === null ? null : contextReference(input.context),
     };
     return allowanceSpent(s, input, asked, context) ?? answer(s, a, input, asked, context);
@@ -88,7 +97,10 @@ const checkable = (s: SubjectState) =>
 
 /** The refusal of a check over one of the subject's allowances (P12), or null. */
 function allowanceSpent(
-  s: SubjectState, input: Check, asked: Asked, context: DecideContext,
+  s: SubjectState,
+  input: Check,
+  asked: Asked,
+  context: DecideContext,
 ): Refusal | null {
   const checks = s.payee_checks ?? { contexts: {}, names: {} };
   const contextMax = context.limits.payee_check_context_max;
@@ -108,7 +120,11 @@ function allowanceSpent(
 }
 
 function answer(
-  s: SubjectState, a: AddressEntry, input: Check, asked: Asked, context: DecideContext,
+  s: SubjectState,
+  a: AddressEntry,
+  input: Check,
+  asked: Asked,
+  context: DecideContext,
 ): Result {
   let result = 'unavailable';
   let displayName: string | null = null;
@@ -123,19 +139,31 @@ function answer(
       if (result === 'close_match') displayName = maskedName(registered, s.subject_type);
     }
   }
-  const signed = signObject({
-    kind: 'payee_check', key: a.address, requester: asked.requester, mode: input.mode, result,
-    ...(displayName === null ? {} : { display_name: displayName }),
-    subject_type: s.subject_type, nonce: input.nonce,
-    ...envelopeFields(context.signer, isoTime(context.now)),
-  }, context.signer);
+  const signed = signObject(
+    {
+      kind: 'payee_check',
+      key: a.address,
+      requester: asked.requester,
+      mode: input.mode,
+      result,
+      ...(displayName === null ? {} : { display_name: displayName }),
+      subject_type: s.subject_type,
+      nonce: input.nonce,
+      ...envelopeFields(context.signer, isoTime(context.now)),
+    },
+    context.signer,
+  );
   const counted = checkable(s) && input.mode === 'verify';
   return {
-    events: [{
-      type: 'payee_checked', day: asked.day, context: asked.contextRef,
-      names_key: counted ? asked.namesKey : null,
-      name_key: counted && input.mode === 'verify' ? input.name_key : null,
-    }],
+    events: [
+      {
+        type: 'payee_checked',
+        day: asked.day,
+        context: asked.contextRef,
+        names_key: counted ? asked.namesKey : null,
+        name_key: counted && input.mode === 'verify' ? input.name_key : null,
+      },
+    ],
     answer: { text: JSON.stringify(signed), signed: true },
   };
 }

@@ -12,7 +12,10 @@ import { notFound, routePublication, unchanged, type Handler, type Result } from
 
 type RecordStatus = 'active' | 'revoked' | 'expired';
 
-interface Lifetime { revoked_at: string | null; expires_at: string | null }
+interface Lifetime {
+  revoked_at: string | null;
+  expires_at: string | null;
+}
 
 function recordStatus(r: Lifetime, now: number): RecordStatus {
   if (r.revoked_at !== null) return 'revoked';
@@ -21,7 +24,7 @@ function recordStatus(r: Lifetime, now: number): RecordStatus {
 }
 
 const owned = <T>(records: Record<string, T>, reference: string): T | undefined =>
-  (Object.hasOwn(records, reference) ? records[reference] : undefined);
+  Object.hasOwn(records, reference) ? records[reference] : undefined;
 
 export const addAttestation: Handler<'add-attestation'> = (s, input, context) => {
   const expires = parseTime(input.expires_at);
@@ -29,13 +32,23 @@ export const addAttestation: Handler<'add-attestation'> = (s, input, context) =>
   if (expires <= context.now) return invalid('expires_at', 'expires_at must be in the future');
   const { reference, claim, value, expires_at } = input;
   const attestation: AttestationEntry = {
-    reference, claim, value, expires_at, created_at: isoTime(context.now), revoked_at: null,
+    reference,
+    claim,
+    value,
+    expires_at,
+    created_at: isoTime(context.now),
+    revoked_at: null,
   };
   return {
     events: [{ type: 'attestation_recorded', attestation }],
     answer: {
       value: {
-        reference, subject_id: s.id, claim, value, expires_at, created_at: attestation.created_at,
+        reference,
+        subject_id: s.id,
+        claim,
+        value,
+        expires_at,
+        created_at: attestation.created_at,
       },
       created: true,
     },
@@ -45,8 +58,14 @@ export const addAttestation: Handler<'add-attestation'> = (s, input, context) =>
 
 export const readAttestation: Handler<'read-attestation'> = (s, input, context) =>
   readRecord(owned(s.attestations, input.reference), context, 'attestation', (a) => ({
-    type: 'path.attestation', reference: a.reference, issuer: context.member, subject_id: s.id,
-    claim: a.claim, value: a.value, expires_at: a.expires_at, created_at: a.created_at,
+    type: 'path.attestation',
+    reference: a.reference,
+    issuer: context.member,
+    subject_id: s.id,
+    claim: a.claim,
+    value: a.value,
+    expires_at: a.expires_at,
+    created_at: a.created_at,
   }));
 
 /** Revoking twice changes nothing and answers with the first revocation's time. */
@@ -63,13 +82,19 @@ export const revokeAttestation: Handler<'revoke-attestation'> = (s, input, conte
   };
 };
 
-export const listAttestations: Handler<'list-attestations'> = (s, _input, context) => unchanged({
-  subject_id: s.id,
-  attestations: Object.values(s.attestations).map((a) => ({
-    reference: a.reference, claim: a.claim, value: a.value, expires_at: a.expires_at,
-    created_at: a.created_at, status: recordStatus(a, context.now), revoked_at: a.revoked_at,
-  })),
-});
+export const listAttestations: Handler<'list-attestations'> = (s, _input, context) =>
+  unchanged({
+    subject_id: s.id,
+    attestations: Object.values(s.attestations).map((a) => ({
+      reference: a.reference,
+      claim: a.claim,
+      value: a.value,
+      expires_at: a.expires_at,
+      created_at: a.created_at,
+      status: recordStatus(a, context.now),
+      revoked_at: a.revoked_at,
+    })),
+  });
 
 export const addBinding: Handler<'add-binding'> = (s, input, context) => {
   const expiresAt = input.expires_at ?? null;
@@ -80,17 +105,27 @@ export const addBinding: Handler<'add-binding'> = (s, input, context) => {
     }
   }
   const binding: BindingEntry = {
-    reference: input.reference, binding_type: input.binding_type, target_kind: input.target_kind,
-    target_hash: input.target_hash, proof_method: input.proof_method, expires_at: expiresAt,
-    created_at: isoTime(context.now), revoked_at: null,
+    reference: input.reference,
+    binding_type: input.binding_type,
+    target_kind: input.target_kind,
+    target_hash: input.target_hash,
+    proof_method: input.proof_method,
+    expires_at: expiresAt,
+    created_at: isoTime(context.now),
+    revoked_at: null,
   };
   const { reference, binding_type, target_kind, proof_method, expires_at, created_at } = binding;
   return {
     events: [{ type: 'binding_recorded', binding }],
     answer: {
       value: {
-        reference, subject_id: s.id, binding_type, target_kind, proof_method,
-        expires_at, created_at,
+        reference,
+        subject_id: s.id,
+        binding_type,
+        target_kind,
+        proof_method,
+        expires_at,
+        created_at,
       },
       created: true,
     },
@@ -100,15 +135,22 @@ export const addBinding: Handler<'add-binding'> = (s, input, context) => {
 
 export const readBinding: Handler<'read-binding'> = (s, input, context) =>
   readRecord(owned(s.bindings, input.reference), context, 'ownership binding', (b) => ({
-    type: 'path.ownership_binding', reference: b.reference, issuer: context.member,
+    type: 'path.ownership_binding',
+    reference: b.reference,
+    issuer: context.member,
     subject_id: s.id,
-    binding_type: b.binding_type, target_kind: b.target_kind, proof_method: b.proof_method,
-    expires_at: b.expires_at, created_at: b.created_at,
+    binding_type: b.binding_type,
+    target_kind: b.target_kind,
+    proof_method: b.proof_method,
+    expires_at: b.expires_at,
+    created_at: b.created_at,
   }));
 
 /** An execution-time read: 410 once revoked or expired (SPEC B), otherwise a signed statement. */
 function readRecord<T extends Lifetime>(
-  record: T | undefined, context: DecideContext, what: string,
+  record: T | undefined,
+  context: DecideContext,
+  what: string,
   body: (r: T) => Record<string, unknown>,
 ): Result {
   if (record === undefined) return notFound(what);
@@ -119,8 +161,12 @@ function readRecord<T extends Lifetime>(
   if (status === 'expired') {
     return refusal('path.id.attestation_expired', `this ${what} has expired`);
   }
-  const statement = signObject({
-    ...body(record), ...envelopeFields(context.signer, isoTime(context.now)),
-  }, context.signer);
+  const statement = signObject(
+    {
+      ...body(record),
+      ...envelopeFields(context.signer, isoTime(context.now)),
+    },
+    context.signer,
+  );
   return { events: [], answer: { text: JSON.stringify(statement), signed: true } };
 }

@@ -38,7 +38,9 @@ export interface AddressInfo {
 
 /** commitment = digest of {grammar, address, accepts, limits} (P3). */
 export function commitmentOf(
-  address: string, accepts: readonly CapabilityT[], limits: Record<string, unknown>,
+  address: string,
+  accepts: readonly CapabilityT[],
+  limits: Record<string, unknown>,
 ): string {
   return digestOf({ grammar: GRAMMAR, address, accepts, limits });
 }
@@ -61,12 +63,18 @@ const signed = (object: unknown): View => ({ text: JSON.stringify(object), signe
 function infoOf(address: AddressEntry): AddressInfo {
   const intent = activeIntent(address);
   return {
-    id: address.id, address: address.address, revoked: address.revoked_at !== null,
+    id: address.id,
+    address: address.address,
+    revoked: address.revoked_at !== null,
     intent_version: intent?.version ?? null,
     accepts: intent?.accepts ?? inferredAccepts(address),
     targets: liveTargets(address).map((t) => ({
-      rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code, is_default: t.is_default,
-      beneficiary_format: t.beneficiary_format, beneficiary: t.beneficiary,
+      rail: t.rail,
+      asset_type: t.asset_type,
+      asset_code: t.asset_code,
+      is_default: t.is_default,
+      beneficiary_format: t.beneficiary_format,
+      beneficiary: t.beneficiary,
     })),
   };
 }
@@ -88,27 +96,38 @@ export function addressPublications(address: AddressEntry, context: DecideContex
     ];
   }
   const intent = activeIntent(address);
-  const answer = signObject({
-    kind: 'resolver_answer',
-    address: address.address,
-    requester: null,
-    standing: 'holder',
-    valid: true,
-    accepts: info.accepts,
-    limits: intent?.limits ?? {},
-    commitment: intent?.commitment ?? null,
-    commitment_version: intent?.version ?? null,
-    ...envelopeFields(context.signer, isoTime(context.now)),
-  }, context.signer);
-  const commitment = intent === null ? null : signed(signObject({
-    type: 'path.address.commitment',
-    address: address.address,
-    issuer: context.member,
-    commitment: intent.commitment,
-    version: intent.version,
-    committed_at: intent.created_at,
-    kid: context.signer.kid,
-  }, context.signer));
+  const answer = signObject(
+    {
+      kind: 'resolver_answer',
+      address: address.address,
+      requester: null,
+      standing: 'holder',
+      valid: true,
+      accepts: info.accepts,
+      limits: intent?.limits ?? {},
+      commitment: intent?.commitment ?? null,
+      commitment_version: intent?.version ?? null,
+      ...envelopeFields(context.signer, isoTime(context.now)),
+    },
+    context.signer,
+  );
+  const commitment =
+    intent === null
+      ? null
+      : signed(
+          signObject(
+            {
+              type: 'path.address.commitment',
+              address: address.address,
+              issuer: context.member,
+              commitment: intent.commitment,
+              version: intent.version,
+              committed_at: intent.created_at,
+              kid: context.signer.kid,
+            },
+            context.signer,
+          ),
+        );
   return [
     ...internal,
     { key: resolverViewKey(address.address), view: signed(answer) },

@@ -23,12 +23,22 @@ export const VERIFICATION_METHODS: Record<(typeof IDENTIFIER_TYPES)[number], rea
 
 /** SPEC B: the discoverability of an identifier given without one. */
 export const DEFAULT_DISCOVERABILITY: Record<(typeof IDENTIFIER_TYPES)[number], Discoverability> = {
-  phone: 'network', email: 'network', bank_account: 'private',
-  lei: 'public', reg: 'public', tax: 'public',
+  phone: 'network',
+  email: 'network',
+  bank_account: 'private',
+  lei: 'public',
+  reg: 'public',
+  tax: 'public',
 };
 
 export const CLAIMS = [
-  'kyc_level', 'kyb_level', 'aml', 'sanctions', 'pep', 'risk_tier', 'identity_level',
+  'kyc_level',
+  'kyb_level',
+  'aml',
+  'sanctions',
+  'pep',
+  'risk_tier',
+  'identity_level',
 ] as const;
 /**
  * Rails with a live beneficiary format; any other rail name is reserved (SPEC: no format, no
@@ -36,7 +46,10 @@ export const CLAIMS = [
  */
 export const LIVE_RAILS = ['book', 'blockchain', 'mobile_money'] as const;
 export const ACCOUNT_KINDS = [
-  'own_ledger', 'virtual_account', 'external_account', 'wallet',
+  'own_ledger',
+  'virtual_account',
+  'external_account',
+  'wallet',
 ] as const;
 
 const reference = (prefix: string) => Type.String({ pattern: `^${prefix}_[0-9a-f]{32}$` });
@@ -95,9 +108,11 @@ export const CreateAddress = Type.Object({
 
 export const StandingIntent = Type.Object({
   accepts: Type.Array(Capability, { minItems: 1, maxItems: 64 }),
-  policy: Type.Optional(Type.Object({
-    unknown_sender: Type.Optional(Type.String({ maxLength: 64 })),
-  })),
+  policy: Type.Optional(
+    Type.Object({
+      unknown_sender: Type.Optional(Type.String({ maxLength: 64 })),
+    }),
+  ),
   limits: Type.Optional(Type.Object({})),
 });
 export type StandingIntentInput = Static<typeof StandingIntent>;
@@ -118,10 +133,12 @@ export const PayeeCheck = Type.Object({
   key: Address,
   mode: literals(['verify', 'display'] as const),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  context: Type.Optional(Type.Object({
-    request: Type.Optional(reference('req')),
-    instruction: Type.Optional(reference('ins')),
-  })),
+  context: Type.Optional(
+    Type.Object({
+      request: Type.Optional(reference('req')),
+      instruction: Type.Optional(reference('ins')),
+    }),
+  ),
   nonce: Type.String({ minLength: 1, maxLength: 128 }),
 });
 
@@ -164,11 +181,14 @@ const PayeeCheckMode = Type.Union([
 export const subjectCommands = {
   /** A new subject under a fresh id; the caller's member owns it. */
   create: Type.Object({
-    id: SubjectId, subject_type: SubjectType,
+    id: SubjectId,
+    subject_type: SubjectType,
     external_ref_sealed: Type.Union([Sealed, Type.Null()]),
   }),
   'add-identifier': Type.Object({
-    id: reference('idn'), identifier_type: literals(IDENTIFIER_TYPES), hash: Hash,
+    id: reference('idn'),
+    identifier_type: literals(IDENTIFIER_TYPES),
+    hash: Hash,
     verification_method: Type.Optional(Type.String({ maxLength: 64 })),
     discoverability: Type.Optional(literals(DISCOVERABILITY)),
   }),
@@ -176,7 +196,8 @@ export const subjectCommands = {
   withdraw: Empty,
   'set-payee-record': Type.Object({ name_sealed: Sealed, payee_check: PayeeCheckSetting }),
   'add-attestation': Type.Composite([
-    Type.Omit(CreateAttestation, ['subject_id']), Type.Object({ reference: reference('att') }),
+    Type.Omit(CreateAttestation, ['subject_id']),
+    Type.Object({ reference: reference('att') }),
   ]),
   'read-attestation': Type.Object({ reference: reference('att') }),
   'revoke-attestation': Type.Object({ reference: reference('att') }),
@@ -188,7 +209,8 @@ export const subjectCommands = {
   ]),
   'read-binding': Type.Object({ reference: reference('obd') }),
   'create-address': Type.Composite([
-    Type.Omit(CreateAddress, ['subject_id']), Type.Object(NewAddress),
+    Type.Omit(CreateAddress, ['subject_id']),
+    Type.Object(NewAddress),
   ]),
   'list-addresses': Empty,
   /** The old address revoked, `replacement` issued with its terms (SPEC C). */
@@ -211,7 +233,7 @@ export const subjectCommands = {
   'payee-check': Type.Intersect([
     Type.Object({
       address_id: AddressId,
-        nonce: PayeeCheck.properties.nonce,
+      nonce: PayeeCheck.properties.nonce,
       context: Type.Union([PaymentContext, Type.Null()]),
     }),
     PayeeCheckMode,

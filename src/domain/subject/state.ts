@@ -106,7 +106,7 @@ export interface SubjectState {
 }
 
 type Children =
-  | 'identifiers' | 'addresses' | 'attestations' | 'bindings' | 'payee_record' | 'withdrawn_at';
+  'identifiers' | 'addresses' | 'attestations' | 'bindings' | 'payee_record' | 'withdrawn_at';
 
 /** The events of a subject, as the log keeps them (their shapes are stored: change with care). */
 export type SubjectEvent =
@@ -124,26 +124,38 @@ export type SubjectEvent =
   | { type: 'attestation_revoked'; reference: string; at: string }
   | { type: 'binding_recorded'; binding: BindingEntry }
   | {
-    type: 'payee_checked'; day: string; context: string | null;
-    names_key: string | null; name_key: string | null;
-  };
+      type: 'payee_checked';
+      day: string;
+      context: string | null;
+      names_key: string | null;
+      name_key: string | null;
+    };
 
 type AddressChange = (a: AddressEntry) => AddressEntry;
-const withAddress = (s: SubjectState, id: string, change: AddressChange): SubjectState =>
-  ({ ...s, addresses: { ...s.addresses, [id]: change(s.addresses[id]!) } });
+const withAddress = (s: SubjectState, id: string, change: AddressChange): SubjectState => ({
+  ...s,
+  addresses: { ...s.addresses, [id]: change(s.addresses[id]!) },
+});
 
 /** Withdrawal: every entry private (SPEC B), kept. */
 const privately = <T extends { discoverability: Discoverability }>(entries: Record<string, T>) =>
-  Object.fromEntries(Object.entries(entries).map(([key, entry]) => {
-    const hidden: T = { ...entry, discoverability: 'private' };
-    return [key, hidden];
-  }));
+  Object.fromEntries(
+    Object.entries(entries).map(([key, entry]) => {
+      const hidden: T = { ...entry, discoverability: 'private' };
+      return [key, hidden];
+    }),
+  );
 
 export function evolveSubject(state: SubjectState | null, event: SubjectEvent): SubjectState {
   if (event.type === 'created') {
     return {
-      ...event.subject, withdrawn_at: null, identifiers: {}, payee_record: null, addresses: {},
-      attestations: {}, bindings: {},
+      ...event.subject,
+      withdrawn_at: null,
+      identifiers: {},
+      payee_record: null,
+      addresses: {},
+      attestations: {},
+      bindings: {},
     };
   }
   if (state === null) throw new Error(`subject event ${event.type} before creation`);
@@ -153,8 +165,10 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       return { ...s, identifiers: { ...s.identifiers, [event.identifier.id]: event.identifier } };
     case 'withdrawn':
       return {
-        ...s, withdrawn_at: event.at,
-        identifiers: privately(s.identifiers), addresses: privately(s.addresses),
+        ...s,
+        withdrawn_at: event.at,
+        identifiers: privately(s.identifiers),
+        addresses: privately(s.addresses),
       };
     case 'payee_record_set': {
       const { name_sealed, payee_check, at } = event;
@@ -164,17 +178,21 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       return { ...s, addresses: { ...s.addresses, [event.address.id]: event.address } };
     case 'address_revoked':
       return withAddress(s, event.address_id, (a) => ({
-        ...a, revoked_at: event.at, is_primary: false,
+        ...a,
+        revoked_at: event.at,
+        is_primary: false,
       }));
     case 'primary_cleared':
       return withAddress(s, event.address_id, (a) => ({ ...a, is_primary: false }));
     case 'intent_set':
       return withAddress(s, event.address_id, (a) => ({
-        ...a, intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent],
+        ...a,
+        intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent],
       }));
     case 'target_added':
       return withAddress(s, event.address_id, (a) => ({
-        ...a, targets: { ...a.targets, [event.target.id]: event.target },
+        ...a,
+        targets: { ...a.targets, [event.target.id]: event.target },
       }));
     case 'target_revoked':
       return withAddress(s, event.address_id, (a) => {
@@ -183,7 +201,8 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       });
     case 'attestation_recorded':
       return {
-        ...s, attestations: { ...s.attestations, [event.attestation.reference]: event.attestation },
+        ...s,
+        attestations: { ...s.attestations, [event.attestation.reference]: event.attestation },
       };
     case 'attestation_revoked': {
       const revoked = { ...s.attestations[event.reference]!, revoked_at: event.at };
@@ -199,12 +218,14 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
 type PayeeChecks = NonNullable<SubjectState['payee_checks']>;
 
 function payeeChecked(
-  before: PayeeChecks | undefined, event: Extract<SubjectEvent, { type: 'payee_checked' }>,
+  before: PayeeChecks | undefined,
+  event: Extract<SubjectEvent, { type: 'payee_checked' }>,
 ): PayeeChecks {
   const checks = before ?? { contexts: {}, names: {} };
-  const contexts = event.context === null
-    ? checks.contexts
-    : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
+  const contexts =
+    event.context === null
+      ? checks.contexts
+      : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
   // Name lists of earlier days are no longer needed: keep today's only.
   const today = Object.entries(checks.names).filter(([k]) => k.endsWith(`|${event.day}`));
   const names = Object.fromEntries(today);

@@ -6,7 +6,14 @@ import { describe, expect, it } from 'vitest';
 import type { Caller, Decision, Publication } from '../decider.js';
 import { refusal } from '../../protocol/errors.js';
 import {
-  BETA, deciderSpec, goneView, LOCAL, SPEC_NOW, viewOf, type Outcome, type SpecContext,
+  BETA,
+  deciderSpec,
+  goneView,
+  LOCAL,
+  SPEC_NOW,
+  viewOf,
+  type Outcome,
+  type SpecContext,
 } from '../spec.js';
 import type { Input, SubjectCommandName } from './decision.js';
 import { addressInfoKey, commitmentViewKey, resolverViewKey } from './resolver.js';
@@ -49,7 +56,11 @@ const made = (outcome: Outcome<SubjectState, SubjectEvent>): Made => outcome.the
 
 /** The events `given` has, then those one more command commits. */
 function after<K extends SubjectCommandName>(
-  given: Events, name: K, input: Input<K>, caller: Caller | null = LOCAL, context: SpecContext = {},
+  given: Events,
+  name: K,
+  input: Input<K>,
+  caller: Caller | null = LOCAL,
+  context: SpecContext = {},
 ): Events {
   return [...given, ...made(spec.given(given, context).when(name, input, caller)).events];
 }
@@ -66,52 +77,81 @@ const stateOf = (events: Events) =>
 const subject = (subject_type: 'natural_person' | 'legal_entity' = 'natural_person'): Events =>
   after([], 'create', { id: SUB, subject_type, external_ref_sealed: null }, BETA);
 const withAddress = (given = subject(), id = ADR, address = ADDRESS, extra = {}): Events =>
-  after(given, 'create-address', {
-    id, address, hash: hash('a'), profile: 'directory', ...extra,
-  }, BETA);
+  after(
+    given,
+    'create-address',
+    {
+      id,
+      address,
+      hash: hash('a'),
+      profile: 'directory',
+      ...extra,
+    },
+    BETA,
+  );
 const withTerms = (given = withAddress()): Events =>
   after(given, 'set-intent', { address_id: ADR, accepts: [EUR] }, BETA);
 const replacement = { id: ADR2, address: ADDRESS2, hash: hash('b') };
 const target = (overrides: Partial<Input<'add-target'>['target']> = {}) => ({
-  id: TGT, rail: 'book', asset_type: 'fiat', asset_code: 'EUR', account_kind: 'own_ledger' as const,
-  account_ref_sealed: sealed('ACCT-1'), ...overrides,
+  id: TGT,
+  rail: 'book',
+  asset_type: 'fiat',
+  asset_code: 'EUR',
+  account_kind: 'own_ledger' as const,
+  account_ref_sealed: sealed('ACCT-1'),
+  ...overrides,
 });
 const binding = {
-  reference: OBD, binding_type: 'identifier', target_kind: 'phone', proof_method: 'otp_sms',
+  reference: OBD,
+  binding_type: 'identifier',
+  target_kind: 'phone',
+  proof_method: 'otp_sms',
   target_hash: hash('c'),
 };
 
 describe('subject: create, and who may send what (SUBJECT_ACCESS)', () => {
   it('create: the calling member owns the subject; 201 with id, subject_type, created_at', () => {
     const input = {
-      id: SUB, subject_type: 'legal_entity' as const, external_ref_sealed: sealed('crm'),
+      id: SUB,
+      subject_type: 'legal_entity' as const,
+      external_ref_sealed: sealed('crm'),
     };
-    const created = spec.given([]).when('create', input, BETA).then([{
-      type: 'created',
-      subject: { ...input, owner: 'beta', created_at: AT },
-    }]);
+    const created = spec
+      .given([])
+      .when('create', input, BETA)
+      .then([
+        {
+          type: 'created',
+          subject: { ...input, owner: 'beta', created_at: AT },
+        },
+      ]);
     expect(created.answer).toEqual({
-      value: { id: SUB, subject_type: 'legal_entity', created_at: AT }, created: true,
+      value: { id: SUB, subject_type: 'legal_entity', created_at: AT },
+      created: true,
     });
   });
 
   it('create refuses an id in use, and a call without a member', () => {
     const input = { id: SUB, subject_type: 'natural_person' as const, external_ref_sealed: null };
     spec.given(subject()).when('create', input, BETA).thenRefused(INVALID, { field: 'id' });
-    spec.given([]).when('create', input, null)
+    spec
+      .given([])
+      .when('create', input, null)
       .thenRefused('path.auth.unauthenticated', { reason: 'missing' });
   });
 
-  it('another member\'s subject is answered as absent, naming what the command names', () => {
+  it("another member's subject is answered as absent, naming what the command names", () => {
     const given = withAddress();
     spec.given(given).when('exists', {}, GAMMA).thenRefused(NOT_FOUND);
     spec.given(given).when('exists', {}, null).thenRefused(NOT_FOUND);
     spec.given(given).when('withdraw', {}, GAMMA).thenRefused(NOT_FOUND);
-    expect(spec.given(given).when('list-addresses', {}, GAMMA).thenRefused(NOT_FOUND).message)
-      .toBe('no such subject');
+    expect(spec.given(given).when('list-addresses', {}, GAMMA).thenRefused(NOT_FOUND).message).toBe(
+      'no such subject',
+    );
     const rotate = { address_id: ADR, replacement };
-    expect(spec.given(given).when('rotate-address', rotate, GAMMA).thenRefused(NOT_FOUND).message)
-      .toBe('no such address');
+    expect(
+      spec.given(given).when('rotate-address', rotate, GAMMA).thenRefused(NOT_FOUND).message,
+    ).toBe('no such address');
     // The owner and the operator's own member may.
     expect(valueOf(spec.given(given).when('exists', {}, BETA).thenNothing())).toEqual({ id: SUB });
     spec.given(given).when('exists', {}, LOCAL).thenNothing();
@@ -121,22 +161,32 @@ describe('subject: create, and who may send what (SUBJECT_ACCESS)', () => {
     const message = (outcome: Outcome<SubjectState, SubjectEvent>) =>
       outcome.thenRefused(NOT_FOUND).message;
     expect(message(spec.given([]).when('withdraw', {}, BETA))).toBe('no such subject');
-    expect(message(spec.given([]).when('read-attestation', { reference: ATT }, BETA)))
-      .toBe('no such attestation');
-    expect(message(spec.given([]).when('read-binding', { reference: OBD }, BETA)))
-      .toBe('no such ownership binding');
-    expect(message(spec.given(subject()).when('revoke-address', { address_id: ADR }, BETA)))
-      .toBe('no such address');
+    expect(message(spec.given([]).when('read-attestation', { reference: ATT }, BETA))).toBe(
+      'no such attestation',
+    );
+    expect(message(spec.given([]).when('read-binding', { reference: OBD }, BETA))).toBe(
+      'no such ownership binding',
+    );
+    expect(message(spec.given(subject()).when('revoke-address', { address_id: ADR }, BETA))).toBe(
+      'no such address',
+    );
   });
 
   it('operator-only commands refuse other members (403), the owner too, before any lookup', () => {
     const local = Object.entries(SUBJECT_ACCESS).filter(([, access]) => access === 'local');
     expect(local.map(([name]) => name).sort()).toEqual([
-      'add-attestation', 'add-binding', 'add-target', 'list-attestations', 'revoke-attestation',
+      'add-attestation',
+      'add-binding',
+      'add-target',
+      'list-attestations',
+      'revoke-attestation',
       'set-payee-record',
     ]);
     const attestation = {
-      reference: ATT, claim: 'kyc_level' as const, value: '2', expires_at: IN_AN_HOUR,
+      reference: ATT,
+      claim: 'kyc_level' as const,
+      value: '2',
+      expires_at: IN_AN_HOUR,
     };
     const record = { name_sealed: sealed('X'), payee_check: 'enabled' as const };
     for (const given of [withAddress(), []]) {
@@ -160,29 +210,41 @@ describe('subject: identifiers (SPEC B)', () => {
 
   it('discoverability by type: phone, email network; bank_account private; others public', () => {
     const defaults = {
-      phone: 'network', email: 'network', bank_account: 'private', lei: 'public', reg: 'public',
+      phone: 'network',
+      email: 'network',
+      bank_account: 'private',
+      lei: 'public',
+      reg: 'public',
       tax: 'public',
     } as const;
     type Type = Identifier['identifier_type'];
     for (const [type, expected] of Object.entries(defaults) as [Type, string][]) {
       const decision = made(add({ identifier_type: type }));
       expect(valueOf(decision)).toEqual({
-        id: IDN, identifier_type: type, discoverability: expected, verified_at: null,
+        id: IDN,
+        identifier_type: type,
+        discoverability: expected,
+        verified_at: null,
       });
-      expect(decision.directory).toEqual([{
-        key: `idn/${IDN}`, identifierType: type, identifierHash: hash('d'),
-        visibility: expected === 'private' ? null : expected,
-      }]);
+      expect(decision.directory).toEqual([
+        {
+          key: `idn/${IDN}`,
+          identifierType: type,
+          identifierHash: hash('d'),
+          visibility: expected === 'private' ? null : expected,
+        },
+      ]);
     }
     const chosen = made(add({ identifier_type: 'bank_account', discoverability: 'public' }));
     expect(valueOf(chosen)).toMatchObject({ discoverability: 'public' });
   });
 
-  it('verified_at is set only with one of the type\'s methods; another is refused (400)', () => {
+  it("verified_at is set only with one of the type's methods; another is refused (400)", () => {
     const verified = made(add({ identifier_type: 'phone', verification_method: 'otp_sms' }));
     expect(valueOf(verified)).toMatchObject({ verified_at: AT });
-    add({ identifier_type: 'phone', verification_method: 'link_click' })
-      .thenRefused(INVALID, { field: 'verification_method' });
+    add({ identifier_type: 'phone', verification_method: 'link_click' }).thenRefused(INVALID, {
+      field: 'verification_method',
+    });
   });
 });
 
@@ -193,15 +255,19 @@ describe('subject: withdrawal (state table: all private, out of the index; subje
     given = withAddress(given);
     given = withAddress(given, ADR2, ADDRESS2, { profile: 'relationship' });
     given = after(given, 'revoke-address', { address_id: ADR2 }, BETA);
-    const decision = spec.given(given).when('withdraw', {}, BETA)
+    const decision = spec
+      .given(given)
+      .when('withdraw', {}, BETA)
       .then([{ type: 'withdrawn', at: AT }]);
     expect(valueOf(decision)).toEqual({ subject_id: SUB, withdrawn: true, entries: 2 });
     expect(decision.directory!.map((row) => row.visibility)).toEqual([null, null, null]);
     const withdrawn = [...given, ...decision.events];
     const state = stateOf(withdrawn);
     expect(Object.values(state.identifiers).map((i) => i.discoverability)).toEqual(['private']);
-    expect(Object.values(state.addresses).map((a) => a.discoverability))
-      .toEqual(['private', 'private']);
+    expect(Object.values(state.addresses).map((a) => a.discoverability)).toEqual([
+      'private',
+      'private',
+    ]);
     spec.given(withdrawn).when('exists', {}, BETA).thenNothing();
   });
 
@@ -217,7 +283,9 @@ describe('subject: payee record (SPEC B, local only)', () => {
   it('is kept sealed and never echoed', () => {
     const name_sealed = sealed('Zebedee Q');
     const input = { name_sealed, payee_check: 'enabled' as const };
-    const decision = spec.given(subject()).when('set-payee-record', input)
+    const decision = spec
+      .given(subject())
+      .when('set-payee-record', input)
       .then([{ type: 'payee_record_set', name_sealed, payee_check: 'enabled', at: AT }]);
     expect(valueOf(decision)).toEqual({ subject_id: SUB, payee_check: 'enabled', updated_at: AT });
   });
@@ -225,36 +293,51 @@ describe('subject: payee record (SPEC B, local only)', () => {
 
 describe('subject: attestations and bindings (state table: attestation)', () => {
   const attestation = {
-    reference: ATT, claim: 'kyc_level' as const, value: '2', expires_at: IN_AN_HOUR,
+    reference: ATT,
+    claim: 'kyc_level' as const,
+    value: '2',
+    expires_at: IN_AN_HOUR,
   };
   const attested = () => after(subject(), 'add-attestation', attestation);
 
   it('recorded by the operator: 201, indexed by its reference; expires_at in the future', () => {
     const decision = made(spec.given(subject()).when('add-attestation', attestation));
     expect(decision.answer).toEqual({
-      value: { ...attestation, subject_id: SUB, created_at: AT }, created: true,
+      value: { ...attestation, subject_id: SUB, created_at: AT },
+      created: true,
     });
     expect(viewAt(decision, `route/${ATT}`)).toEqual({ text: SUB, signed: false });
-    spec.given(subject()).when('add-attestation', { ...attestation, expires_at: AT })
+    spec
+      .given(subject())
+      .when('add-attestation', { ...attestation, expires_at: AT })
       .thenRefused(INVALID, { field: 'expires_at' });
   });
 
   it('active: any member reads a signed statement, issued by the operator', () => {
-    const read = spec.given(attested()).when('read-attestation', { reference: ATT }, GAMMA)
+    const read = spec
+      .given(attested())
+      .when('read-attestation', { reference: ATT }, GAMMA)
       .thenNothing();
     expect(read.answer).toMatchObject({ signed: true });
     expect(textOf(read)).toMatchObject({
-      type: 'path.attestation', reference: ATT, issuer: 'local', subject_id: SUB,
+      type: 'path.attestation',
+      reference: ATT,
+      issuer: 'local',
+      subject_id: SUB,
       claim: 'kyc_level',
     });
   });
 
   it('active -> revoked: the row kept; the next read answers 410; again changes nothing', () => {
-    const revoke = spec.given(attested()).when('revoke-attestation', { reference: ATT })
+    const revoke = spec
+      .given(attested())
+      .when('revoke-attestation', { reference: ATT })
       .then([{ type: 'attestation_revoked', reference: ATT, at: AT }]);
     expect(valueOf(revoke)).toEqual({ reference: ATT, revoked: true, revoked_at: AT });
     const revoked = [...attested(), ...revoke.events];
-    spec.given(revoked).when('read-attestation', { reference: ATT }, GAMMA)
+    spec
+      .given(revoked)
+      .when('read-attestation', { reference: ATT }, GAMMA)
       .thenRefused('path.id.attestation_revoked');
     const again = spec.given(revoked).when('revoke-attestation', { reference: ATT }).thenNothing();
     expect(valueOf(again)).toEqual({ reference: ATT, revoked: true, revoked_at: AT });
@@ -266,30 +349,45 @@ describe('subject: attestations and bindings (state table: attestation)', () => 
 
   it('active -> expired (passage of expires_at): the next read answers 410; listed expired', () => {
     const later = { now: SPEC_NOW + HOUR };
-    spec.given(attested(), later).when('read-attestation', { reference: ATT }, BETA)
+    spec
+      .given(attested(), later)
+      .when('read-attestation', { reference: ATT }, BETA)
       .thenRefused('path.id.attestation_expired');
-    expect(valueOf(spec.given(attested(), later).when('list-attestations', {}).thenNothing()))
-      .toMatchObject({ attestations: [{ reference: ATT, status: 'expired' }] });
-    expect(valueOf(spec.given(attested()).when('list-attestations', {}).thenNothing()))
-      .toMatchObject({ attestations: [{ reference: ATT, status: 'active', revoked_at: null }] });
+    expect(
+      valueOf(spec.given(attested(), later).when('list-attestations', {}).thenNothing()),
+    ).toMatchObject({ attestations: [{ reference: ATT, status: 'expired' }] });
+    expect(
+      valueOf(spec.given(attested()).when('list-attestations', {}).thenNothing()),
+    ).toMatchObject({ attestations: [{ reference: ATT, status: 'active', revoked_at: null }] });
   });
 
   it('ownership bindings: the hashed target only; no expiry unless given; 410 at read', () => {
     const decision = made(spec.given(subject()).when('add-binding', binding));
     expect(valueOf(decision)).toEqual({
-      reference: OBD, subject_id: SUB, binding_type: 'identifier', target_kind: 'phone',
-      proof_method: 'otp_sms', expires_at: null, created_at: AT,
+      reference: OBD,
+      subject_id: SUB,
+      binding_type: 'identifier',
+      target_kind: 'phone',
+      proof_method: 'otp_sms',
+      expires_at: null,
+      created_at: AT,
     });
     const bound = [...subject(), ...decision.events];
     const read = spec.given(bound).when('read-binding', { reference: OBD }, GAMMA).thenNothing();
     expect(textOf(read)).toMatchObject({
-      type: 'path.ownership_binding', reference: OBD, issuer: 'local',
+      type: 'path.ownership_binding',
+      reference: OBD,
+      issuer: 'local',
     });
     expect(JSON.stringify(read.answer)).not.toContain(hash('c'));
-    spec.given(subject()).when('add-binding', { ...binding, expires_at: AT })
+    spec
+      .given(subject())
+      .when('add-binding', { ...binding, expires_at: AT })
       .thenRefused(INVALID, { field: 'expires_at' });
     const expiring = after(subject(), 'add-binding', { ...binding, expires_at: IN_AN_HOUR });
-    spec.given(expiring, { now: SPEC_NOW + HOUR }).when('read-binding', { reference: OBD }, BETA)
+    spec
+      .given(expiring, { now: SPEC_NOW + HOUR })
+      .when('read-binding', { reference: OBD }, BETA)
       .thenRefused('path.id.attestation_expired');
   });
 });
@@ -298,13 +396,24 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
   const fresh = { id: ADR, address: ADDRESS, hash: hash('a') };
 
   it('create: a directory address is network-visible, not primary, unless said; indexed', () => {
-    const decision = made(spec.given(subject()).when('create-address', {
-      ...fresh, profile: 'directory',
-    }, BETA));
+    const decision = made(
+      spec.given(subject()).when(
+        'create-address',
+        {
+          ...fresh,
+          profile: 'directory',
+        },
+        BETA,
+      ),
+    );
     expect(decision.answer).toEqual({
       value: {
-        id: ADR, address: ADDRESS, profile: 'directory', discoverability: 'network',
-        is_primary: false, created_at: AT,
+        id: ADR,
+        address: ADDRESS,
+        profile: 'directory',
+        discoverability: 'network',
+        is_primary: false,
+        created_at: AT,
       },
       created: true,
     });
@@ -312,11 +421,16 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     expect(viewAt(decision, commitmentViewKey(ADDRESS))).toBeNull();
     expect(viewAt(decision, resolverViewKey(ADDRESS))).toMatchObject({ signed: true });
     expect(viewText(decision, resolverViewKey(ADDRESS))).toMatchObject({
-      kind: 'resolver_answer', address: ADDRESS, accepts: [], commitment: null,
+      kind: 'resolver_answer',
+      address: ADDRESS,
+      accepts: [],
+      commitment: null,
     });
     expect(decision.directory).toEqual([
       {
-        key: `adr/${ADR}`, identifierType: 'address', identifierHash: hash('a'),
+        key: `adr/${ADR}`,
+        identifierType: 'address',
+        identifierHash: hash('a'),
         visibility: 'network',
       },
     ]);
@@ -326,26 +440,45 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     const relationship = { ...fresh, profile: 'relationship' as const };
     const hidden = made(spec.given(subject()).when('create-address', relationship, BETA));
     expect(valueOf(hidden)).toMatchObject({ discoverability: 'private' });
-    const network = made(spec.given(subject()).when('create-address', {
-      ...relationship, discoverability: 'network',
-    }, BETA));
+    const network = made(
+      spec.given(subject()).when(
+        'create-address',
+        {
+          ...relationship,
+          discoverability: 'network',
+        },
+        BETA,
+      ),
+    );
     expect(network.directory![0]!.visibility).toBeNull();
   });
 
   it('a new primary address clears the previous primary', () => {
     const given = withAddress(subject(), ADR, ADDRESS, { is_primary: true });
-    spec.given(given).when('create-address', {
-      ...replacement, profile: 'directory', is_primary: true,
-    }, BETA).then((events) => {
-      expect(events[0]).toEqual({ type: 'primary_cleared', address_id: ADR });
-      expect(events[1]).toMatchObject({
-        type: 'address_created', address: { id: ADR2, is_primary: true },
+    spec
+      .given(given)
+      .when(
+        'create-address',
+        {
+          ...replacement,
+          profile: 'directory',
+          is_primary: true,
+        },
+        BETA,
+      )
+      .then((events) => {
+        expect(events[0]).toEqual({ type: 'primary_cleared', address_id: ADR });
+        expect(events[1]).toMatchObject({
+          type: 'address_created',
+          address: { id: ADR2, is_primary: true },
+        });
       });
-    });
   });
 
   it('active -> revoked: kept; resolution answers 410; not listed; again changes nothing', () => {
-    const decision = spec.given(withTerms()).when('revoke-address', { address_id: ADR }, BETA)
+    const decision = spec
+      .given(withTerms())
+      .when('revoke-address', { address_id: ADR }, BETA)
       .then([{ type: 'address_revoked', address_id: ADR, at: AT }]);
     expect(valueOf(decision)).toEqual({ id: ADR, revoked: true });
     const gone = { gone: refusal('path.address.revoked', 'this address was revoked') };
@@ -357,7 +490,9 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     expect(stateOf(revoked).addresses[ADR]!.revoked_at).toBe(AT);
     const list = spec.given(revoked).when('list-addresses', {}, BETA).thenNothing();
     expect(valueOf(list)).toEqual({ addresses: [] });
-    const again = spec.given(revoked).when('revoke-address', { address_id: ADR }, BETA)
+    const again = spec
+      .given(revoked)
+      .when('revoke-address', { address_id: ADR }, BETA)
       .thenNothing();
     expect(valueOf(again)).toEqual({ id: ADR, revoked: true });
   });
@@ -365,13 +500,18 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
   it('active -> rotated: old revoked, a new one with rotated_from, its targets and terms', () => {
     const given = after(withTerms(), 'add-target', { address_id: ADR, target: target() });
     const rotate = { address_id: ADR, replacement };
-    const decision = spec.given(given).when('rotate-address', rotate, BETA)
+    const decision = spec
+      .given(given)
+      .when('rotate-address', rotate, BETA)
       .then((events) => {
         expect(events.map((e) => e.type)).toEqual(['address_revoked', 'address_created']);
       });
     expect(decision.answer).toEqual({
       value: {
-        id: ADR2, address: ADDRESS2, rotated_from: ADR, profile: 'directory',
+        id: ADR2,
+        address: ADDRESS2,
+        rotated_from: ADR,
+        profile: 'directory',
         discoverability: 'network',
       },
       created: true,
@@ -393,19 +533,33 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
 
   it('standing intent version n -> n+1 active, n deactivated and kept (never overwritten)', () => {
     const v1 = withTerms();
-    const decision = made(spec.given(v1).when('set-intent', {
-      address_id: ADR, accepts: [EUR, { ...EUR, asset_code: 'GBP' }],
-      policy: { unknown_sender: 'quarantine' },
-    }, BETA));
+    const decision = made(
+      spec.given(v1).when(
+        'set-intent',
+        {
+          address_id: ADR,
+          accepts: [EUR, { ...EUR, asset_code: 'GBP' }],
+          policy: { unknown_sender: 'quarantine' },
+        },
+        BETA,
+      ),
+    );
     expect(valueOf(decision)).toEqual({ version: 2, active: true });
     const intents = stateOf([...v1, ...decision.events]).addresses[ADR]!.intents;
-    expect(intents.map((i) => [i.version, i.active])).toEqual([[1, false], [2, true]]);
+    expect(intents.map((i) => [i.version, i.active])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
     expect(intents[0]!.accepts).toEqual([EUR]);
     expect(viewText(decision, commitmentViewKey(ADDRESS))).toMatchObject({
-      type: 'path.address.commitment', version: 2, commitment: intents[1]!.commitment,
+      type: 'path.address.commitment',
+      version: 2,
+      commitment: intents[1]!.commitment,
     });
     const revoked = after(v1, 'revoke-address', { address_id: ADR }, BETA);
-    spec.given(revoked).when('set-intent', { address_id: ADR, accepts: [EUR] }, BETA)
+    spec
+      .given(revoked)
+      .when('set-intent', { address_id: ADR, accepts: [EUR] }, BETA)
       .thenRefused('path.address.revoked');
   });
 });
@@ -418,8 +572,13 @@ describe('subject: targets (SPEC C)', () => {
     const decision = made(add());
     expect(decision.answer).toEqual({
       value: {
-        id: TGT, rail: 'book', asset_type: 'fiat', asset_code: 'EUR', account_kind: 'own_ledger',
-        is_default: false, created_at: AT,
+        id: TGT,
+        rail: 'book',
+        asset_type: 'fiat',
+        asset_code: 'EUR',
+        account_kind: 'own_ledger',
+        is_default: false,
+        created_at: AT,
       },
       created: true,
     });
@@ -428,12 +587,17 @@ describe('subject: targets (SPEC C)', () => {
   });
 
   it('a reserved rail has no beneficiary format; chain_address: blockchain; both or none', () => {
-    add({ rail: 'swift_future', beneficiary_format: 'chain_address', beneficiary: '0x1' })
-      .thenRefused(INVALID, { field: 'beneficiary_format' });
-    add({ beneficiary_format: 'chain_address', beneficiary: '0x1' })
-      .thenRefused(INVALID, { field: 'beneficiary_format' });
-    add({ rail: 'blockchain', beneficiary_format: 'chain_address' })
-      .thenRefused(INVALID, { field: 'beneficiary' });
+    add({
+      rail: 'swift_future',
+      beneficiary_format: 'chain_address',
+      beneficiary: '0x1',
+    }).thenRefused(INVALID, { field: 'beneficiary_format' });
+    add({ beneficiary_format: 'chain_address', beneficiary: '0x1' }).thenRefused(INVALID, {
+      field: 'beneficiary_format',
+    });
+    add({ rail: 'blockchain', beneficiary_format: 'chain_address' }).thenRefused(INVALID, {
+      field: 'beneficiary',
+    });
     const onChain = { beneficiary_format: 'chain_address' as const, beneficiary: '0x2' };
     expect(valueOf(made(add({ rail: 'blockchain', ...onChain })))).toMatchObject(onChain);
   });
@@ -441,7 +605,9 @@ describe('subject: targets (SPEC C)', () => {
   it('retired once: not listed; retiring again changes nothing; an unknown one: not found', () => {
     const given = after(withAddress(), 'add-target', { address_id: ADR, target: target() });
     const retire = { address_id: ADR, target_id: TGT };
-    const revoke = spec.given(given).when('revoke-target', retire, BETA)
+    const revoke = spec
+      .given(given)
+      .when('revoke-target', retire, BETA)
       .then([{ type: 'target_revoked', address_id: ADR, target_id: TGT, at: AT }]);
     const revoked = [...given, ...revoke.events];
     const list = spec.given(revoked).when('list-targets', { address_id: ADR }, BETA).thenNothing();
@@ -449,13 +615,19 @@ describe('subject: targets (SPEC C)', () => {
     const again = spec.given(revoked).when('revoke-target', retire, BETA);
     expect(valueOf(again.thenNothing())).toEqual({ id: TGT, revoked: true, revoked_at: AT });
     for (const target_id of [ref('tgt', '0'), '__proto__', 'constructor']) {
-      spec.given(given).when('revoke-target', { address_id: ADR, target_id }, BETA)
+      spec
+        .given(given)
+        .when('revoke-target', { address_id: ADR, target_id }, BETA)
         .thenRefused(NOT_FOUND);
     }
     const onRevoked = after(given, 'revoke-address', { address_id: ADR }, BETA);
-    spec.given(onRevoked).when('list-targets', { address_id: ADR }, BETA)
+    spec
+      .given(onRevoked)
+      .when('list-targets', { address_id: ADR }, BETA)
       .thenRefused('path.address.revoked');
-    spec.given(onRevoked).when('add-target', { address_id: ADR, target: target() })
+    spec
+      .given(onRevoked)
+      .when('add-target', { address_id: ADR, target: target() })
       .thenRefused('path.address.revoked');
   });
 });
@@ -469,36 +641,65 @@ describe('subject: the payee check (SPEC F)', () => {
     return after(given, 'set-payee-record', { name_sealed: sealed(name), payee_check: setting });
   };
   const verify = (name: string, key = hash('1'), context: Check['context'] = null): Check => ({
-    address_id: ADR, nonce: 'n-1', context, mode: 'verify', name_sealed: sealed(name),
+    address_id: ADR,
+    nonce: 'n-1',
+    context,
+    mode: 'verify',
+    name_sealed: sealed(name),
     name_key: key,
   });
-  const display = (context: Check['context'] = null): Check =>
-    ({ address_id: ADR, nonce: 'n-2', context, mode: 'display' });
+  const display = (context: Check['context'] = null): Check => ({
+    address_id: ADR,
+    nonce: 'n-2',
+    context,
+    mode: 'display',
+  });
   const person = payee('Dr. Katarzyna Anna Nowak');
   const open = { unseal };
   const checked = (
-    given: Events, input: Check, caller: Caller | null, context: SpecContext = open,
-  ) =>
-    made(spec.given(given, context).when('payee-check', input, caller));
-  const requestView = (status = 'created', address: string | null = ADDRESS) => viewOf({
-    reference: REQ, status, payee: { member: 'local', address }, amount: null, accepts: [EUR],
-    expires_at: null,
-  });
+    given: Events,
+    input: Check,
+    caller: Caller | null,
+    context: SpecContext = open,
+  ) => made(spec.given(given, context).when('payee-check', input, caller));
+  const requestView = (status = 'created', address: string | null = ADDRESS) =>
+    viewOf({
+      reference: REQ,
+      status,
+      payee: { member: 'local', address },
+      amount: null,
+      accepts: [EUR],
+      expires_at: null,
+    });
 
   it('a member asks: the signed answer names it; match, close_match (masked), no_match', () => {
     const match = checked(person, verify('NOWAK katarzyna anna'), GAMMA);
     expect(match.answer).toMatchObject({ signed: true });
     expect(textOf(match)).toMatchObject({
-      kind: 'payee_check', key: ADDRESS, requester: 'gamma', mode: 'verify', result: 'match',
-      subject_type: 'natural_person', nonce: 'n-1',
+      kind: 'payee_check',
+      key: ADDRESS,
+      requester: 'gamma',
+      mode: 'verify',
+      result: 'match',
+      subject_type: 'natural_person',
+      nonce: 'n-1',
     });
     expect(textOf(match)).not.toHaveProperty('display_name');
     const close = textOf(checked(person, verify('Katarzyna Nowak'), GAMMA));
     expect(close).toMatchObject({ result: 'close_match', display_name: 'Katarzyna N.' });
     expect(textOf(checked(person, verify('Maria Kowalska'), GAMMA)).result).toBe('no_match');
-    const shown = spec.given(person, open).when('payee-check', display(), GAMMA).then([{
-      type: 'payee_checked', day: DAY, context: null, names_key: null, name_key: null,
-    }]);
+    const shown = spec
+      .given(person, open)
+      .when('payee-check', display(), GAMMA)
+      .then([
+        {
+          type: 'payee_checked',
+          day: DAY,
+          context: null,
+          names_key: null,
+          name_key: null,
+        },
+      ]);
     expect(textOf(shown)).toMatchObject({ result: 'shown', display_name: 'Katarzyna N.' });
   });
 
@@ -514,14 +715,17 @@ describe('subject: the payee check (SPEC F)', () => {
   });
 
   it('no credential and no context: 401; an open request carries the call as request:<ref>', () => {
-    spec.given(person, open).when('payee-check', display(), null)
+    spec
+      .given(person, open)
+      .when('payee-check', display(), null)
       .thenRefused('path.auth.unauthenticated', { reason: 'missing' });
     const context = { unseal, views: { [REQ]: requestView() } };
     const input = verify('Katarzyna Nowak', hash('1'), { request: REQ });
     const decision = checked(person, input, null, context);
     expect(textOf(decision)).toMatchObject({ requester: `request:${REQ}`, result: 'close_match' });
     expect(decision.events[0]).toMatchObject({
-      context: REQ, names_key: `${ADR}|request:${REQ}|${DAY}`,
+      context: REQ,
+      names_key: `${ADR}|request:${REQ}|${DAY}`,
     });
     const none = new Map();
     const reads = (input: Check, caller: Caller | null) =>
@@ -541,7 +745,9 @@ describe('subject: the payee check (SPEC F)', () => {
   it('a context not open, not for this address, or unknown: 403, even with a member', () => {
     type Views = SpecContext['views'];
     const refused = (views: Views, context: Check['context'], caller: Caller | null) =>
-      spec.given(person, { unseal, views }).when('payee-check', display(context), caller)
+      spec
+        .given(person, { unseal, views })
+        .when('payee-check', display(context), caller)
         .thenRefused('path.auth.context_refused');
     const expired = goneView(refusal('path.request.expired', 'this request has expired'));
     const revoked = goneView(refusal('path.instruction.revoked', 'this instruction was revoked'));
@@ -557,9 +763,13 @@ describe('subject: the payee check (SPEC F)', () => {
 
   it('a revoked address answers 410; an address the subject does not hold, 404', () => {
     const revoked = after(person, 'revoke-address', { address_id: ADR }, BETA);
-    spec.given(revoked, open).when('payee-check', verify('Katarzyna Nowak'), GAMMA)
+    spec
+      .given(revoked, open)
+      .when('payee-check', verify('Katarzyna Nowak'), GAMMA)
       .thenRefused('path.address.revoked');
-    spec.given(person, open).when('payee-check', { ...display(), address_id: ADR2 }, GAMMA)
+    spec
+      .given(person, open)
+      .when('payee-check', { ...display(), address_id: ADR2 }, GAMMA)
       .thenRefused(NOT_FOUND);
   });
 
@@ -583,7 +793,9 @@ describe('subject: the payee check (SPEC F)', () => {
     let given = after(person, 'payee-check', display({ request: REQ }), null, context);
     const anna = verify('Anna Rossi', hash('1'), { request: REQ });
     given = after(given, 'payee-check', anna, GAMMA, context);
-    const refused = spec.given(given, context).when('payee-check', display({ request: REQ }), null)
+    const refused = spec
+      .given(given, context)
+      .when('payee-check', display({ request: REQ }), null)
       .thenRefused(SPENT);
     expect(refused.detail).toEqual({ allowance: 2, window: 'context' });
     checked(given, display(), GAMMA, context);

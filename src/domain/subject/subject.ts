@@ -7,21 +7,42 @@ import type { Caller, CommandOf, DecideContext, Decider, DirectoryRow } from '..
 import { invalid, refusal } from '../../protocol/errors.js';
 import { isoTime } from '../../protocol/time.js';
 import {
-  addTarget, createAddress, directoryRowOfAddress, listAddresses, listTargets, revokeAddress,
-  revokeTarget, rotateAddress, setIntent, visible,
+  addTarget,
+  createAddress,
+  directoryRowOfAddress,
+  listAddresses,
+  listTargets,
+  revokeAddress,
+  revokeTarget,
+  rotateAddress,
+  setIntent,
+  visible,
 } from './addresses.js';
 import {
-  notFound, unchanged, type Handler, type Input, type Result, type SubjectCommandName,
+  notFound,
+  unchanged,
+  type Handler,
+  type Input,
+  type Result,
+  type SubjectCommandName,
   type SubjectCommands,
 } from './decision.js';
 import { subjectViewKey } from './resolver.js';
 import { payeeCheck, payeeCheckReads } from './payee-check.js';
 import {
-  addAttestation, addBinding, listAttestations, readAttestation, readBinding, revokeAttestation,
+  addAttestation,
+  addBinding,
+  listAttestations,
+  readAttestation,
+  readBinding,
+  revokeAttestation,
 } from './records.js';
 import { DEFAULT_DISCOVERABILITY, VERIFICATION_METHODS, subjectCommands } from './schema.js';
 import {
-  evolveSubject, type IdentifierEntry, type SubjectEvent, type SubjectState,
+  evolveSubject,
+  type IdentifierEntry,
+  type SubjectEvent,
+  type SubjectState,
 } from './state.js';
 
 export { routeViewKey } from './decision.js';
@@ -62,13 +83,26 @@ export const SUBJECT_ACCESS: Readonly<Record<SubjectCommandName, Access>> = {
 
 /** What a command names, in its 404 (`no such <what>`). */
 const WHAT: Readonly<Record<SubjectCommandName, string>> = {
-  create: 'subject', 'add-identifier': 'subject', withdraw: 'subject',
-  'set-payee-record': 'subject', 'add-attestation': 'subject', 'read-attestation': 'attestation',
-  'revoke-attestation': 'attestation', 'list-attestations': 'subject', 'add-binding': 'subject',
-  'read-binding': 'ownership binding', 'create-address': 'subject', 'list-addresses': 'subject',
-  'rotate-address': 'address', 'revoke-address': 'address', 'set-intent': 'address',
-  'add-target': 'address', 'list-targets': 'address', 'revoke-target': 'address',
-  exists: 'subject', 'payee-check': 'address',
+  create: 'subject',
+  'add-identifier': 'subject',
+  withdraw: 'subject',
+  'set-payee-record': 'subject',
+  'add-attestation': 'subject',
+  'read-attestation': 'attestation',
+  'revoke-attestation': 'attestation',
+  'list-attestations': 'subject',
+  'add-binding': 'subject',
+  'read-binding': 'ownership binding',
+  'create-address': 'subject',
+  'list-addresses': 'subject',
+  'rotate-address': 'address',
+  'revoke-address': 'address',
+  'set-intent': 'address',
+  'add-target': 'address',
+  'list-targets': 'address',
+  'revoke-target': 'address',
+  exists: 'subject',
+  'payee-check': 'address',
 };
 
 type Command = CommandOf<SubjectCommands>;
@@ -83,7 +117,12 @@ export const subjectDecider: Decider<SubjectState, SubjectCommands, SubjectEvent
    * Published with every commit of the subject: a subject made before this view existed gains
    * it at its next change (docs/decisions.md).
    */
-  publications: (state: SubjectState) => [{ key: subjectViewKey(state.id), view: { text: JSON.stringify({ id: state.id }), signed: false } }],
+  publications: (state: SubjectState) => [
+    {
+      key: subjectViewKey(state.id),
+      view: { text: JSON.stringify({ id: state.id }), signed: false },
+    },
+  ],
 
   reads(command: Command): string[] {
     return command.name === 'payee-check' ? payeeCheckReads(command.input) : [];
@@ -92,7 +131,7 @@ export const subjectDecider: Decider<SubjectState, SubjectCommands, SubjectEvent
   decide(command: Command, state: SubjectState | null, context: DecideContext): Result {
     const access = SUBJECT_ACCESS[command.name];
     if (access === 'local' && command.caller?.local !== true) {
-      return refusal('path.auth.forbidden', 'only the operator\'s own member may do this');
+      return refusal('path.auth.forbidden', "only the operator's own member may do this");
     }
     if (command.name === 'create') return create(state, command.input, command.caller, context);
     const what = WHAT[command.name];
@@ -115,30 +154,51 @@ type OnSubject = Exclude<Command, { name: 'create' | 'payee-check' }>;
 /** One command on an existing subject, its caller admitted. */
 function decideOn(s: SubjectState, command: OnSubject, context: DecideContext): Result {
   switch (command.name) {
-    case 'add-identifier': return addIdentifier(s, command.input, context);
-    case 'withdraw': return withdraw(s, command.input, context);
-    case 'set-payee-record': return setPayeeRecord(s, command.input, context);
-    case 'exists': return unchanged({ id: s.id });
-    case 'add-attestation': return addAttestation(s, command.input, context);
-    case 'read-attestation': return readAttestation(s, command.input, context);
-    case 'revoke-attestation': return revokeAttestation(s, command.input, context);
-    case 'list-attestations': return listAttestations(s, command.input, context);
-    case 'add-binding': return addBinding(s, command.input, context);
-    case 'read-binding': return readBinding(s, command.input, context);
-    case 'create-address': return createAddress(s, command.input, context);
-    case 'list-addresses': return listAddresses(s);
-    case 'rotate-address': return rotateAddress(s, command.input, context);
-    case 'revoke-address': return revokeAddress(s, command.input, context);
-    case 'set-intent': return setIntent(s, command.input, context);
-    case 'add-target': return addTarget(s, command.input, context);
-    case 'list-targets': return listTargets(s, command.input);
-    case 'revoke-target': return revokeTarget(s, command.input, context);
+    case 'add-identifier':
+      return addIdentifier(s, command.input, context);
+    case 'withdraw':
+      return withdraw(s, command.input, context);
+    case 'set-payee-record':
+      return setPayeeRecord(s, command.input, context);
+    case 'exists':
+      return unchanged({ id: s.id });
+    case 'add-attestation':
+      return addAttestation(s, command.input, context);
+    case 'read-attestation':
+      return readAttestation(s, command.input, context);
+    case 'revoke-attestation':
+      return revokeAttestation(s, command.input, context);
+    case 'list-attestations':
+      return listAttestations(s, command.input, context);
+    case 'add-binding':
+      return addBinding(s, command.input, context);
+    case 'read-binding':
+      return readBinding(s, command.input, context);
+    case 'create-address':
+      return createAddress(s, command.input, context);
+    case 'list-addresses':
+      return listAddresses(s);
+    case 'rotate-address':
+      return rotateAddress(s, command.input, context);
+    case 'revoke-address':
+      return revokeAddress(s, command.input, context);
+    case 'set-intent':
+      return setIntent(s, command.input, context);
+    case 'add-target':
+      return addTarget(s, command.input, context);
+    case 'list-targets':
+      return listTargets(s, command.input);
+    case 'revoke-target':
+      return revokeTarget(s, command.input, context);
   }
 }
 
 /** A new subject; the member that creates it owns it. */
 function create(
-  state: SubjectState | null, input: Input<'create'>, caller: Caller | null, context: DecideContext,
+  state: SubjectState | null,
+  input: Input<'create'>,
+  caller: Caller | null,
+  context: DecideContext,
 ): Result {
   if (caller === null) {
     const message = 'request authentication failed';
@@ -149,9 +209,12 @@ function create(
   const created_at = isoTime(context.now);
   const owner = caller.member;
   return {
-    events: [{
-      type: 'created', subject: { id, subject_type, owner, external_ref_sealed, created_at },
-    }],
+    events: [
+      {
+        type: 'created',
+        subject: { id, subject_type, owner, external_ref_sealed, created_at },
+      },
+    ],
     answer: { value: { id, subject_type, created_at }, created: true },
   };
 }
@@ -168,9 +231,13 @@ const addIdentifier: Handler<'add-identifier'> = (_s, input, context) => {
   }
   const at = isoTime(context.now);
   const identifier: IdentifierEntry = {
-    id: input.id, identifier_type: input.identifier_type, hash: input.hash,
+    id: input.id,
+    identifier_type: input.identifier_type,
+    hash: input.hash,
     discoverability: input.discoverability ?? DEFAULT_DISCOVERABILITY[input.identifier_type],
-    verification_method: method, verified_at: method === null ? null : at, created_at: at,
+    verification_method: method,
+    verified_at: method === null ? null : at,
+    created_at: at,
   };
   const { id, identifier_type, discoverability, verified_at } = identifier;
   return {
@@ -182,8 +249,9 @@ const addIdentifier: Handler<'add-identifier'> = (_s, input, context) => {
 
 /** Every identifier and address private and out of the index; the subject and its history stay. */
 const withdraw: Handler<'withdraw'> = (s, _input, context) => {
-  const entries = Object.keys(s.identifiers).length
-    + Object.values(s.addresses).filter((a) => a.revoked_at === null).length;
+  const entries =
+    Object.keys(s.identifiers).length +
+    Object.values(s.addresses).filter((a) => a.revoked_at === null).length;
   const event: SubjectEvent = { type: 'withdrawn', at: isoTime(context.now) };
   const next = evolveSubject(s, event);
   return {
@@ -208,7 +276,9 @@ const setPayeeRecord: Handler<'set-payee-record'> = (s, input, context) => {
 
 function directoryRowOfIdentifier(i: IdentifierEntry): DirectoryRow {
   return {
-    key: `idn/${i.id}`, identifierType: i.identifier_type, identifierHash: i.hash,
+    key: `idn/${i.id}`,
+    identifierType: i.identifier_type,
+    identifierHash: i.hash,
     visibility: visible(i.discoverability),
   };
 }

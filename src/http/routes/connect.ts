@@ -5,8 +5,12 @@
 import { connectionDecider } from '../../domain/connection/connection.js';
 import type { InputOf } from '../../domain/decider.js';
 import {
-  connectionCommands, validateConsume, validateCreateConnection, validateCreateDelegation,
-  validateDelegationConsume, validateRevoke,
+  connectionCommands,
+  validateConsume,
+  validateCreateConnection,
+  validateCreateDelegation,
+  validateDelegationConsume,
+  validateRevoke,
 } from '../../domain/connection/schema.js';
 import { usageRows } from '../../log/rows.js';
 import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
@@ -39,7 +43,8 @@ const delegation = (context: RequestContext) => ({ delegation: context.params.re
 
 /** A parsed body joined with what the path adds; a refusal of the body as it is. */
 function withBody<T, U>(
-  body: (context: RequestContext) => T | Refusal, add: (context: RequestContext) => U,
+  body: (context: RequestContext) => T | Refusal,
+  add: (context: RequestContext) => U,
 ) {
   return (context: RequestContext): (T & U) | Refusal => {
     const parsed = body(context);
@@ -60,50 +65,88 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
   const delegations = '/connect/delegations';
   return [
     commandRoute(services, {
-      ...onConnection, operation: 'connections.create', method: 'POST', path: connections,
-      idempotent: true, command: 'create', body: validateCreateConnection,
+      ...onConnection,
+      operation: 'connections.create',
+      method: 'POST',
+      path: connections,
+      idempotent: true,
+      command: 'create',
+      body: validateCreateConnection,
       key: () => newReference('con'),
       input: (_context, body, reference) => ({ ...body, reference }),
     }),
     commandRoute(services, {
-      ...onConnection, operation: 'connections.get', method: 'GET',
-      path: `${connections}/:reference`, command: 'read', input: () => ({}),
+      ...onConnection,
+      operation: 'connections.get',
+      method: 'GET',
+      path: `${connections}/:reference`,
+      command: 'read',
+      input: () => ({}),
     }),
     commandRoute(services, {
-      ...onConnection, operation: 'connections.consume', method: 'POST',
-      path: `${connections}/:reference/consume`, idempotent: true, command: 'consume',
+      ...onConnection,
+      operation: 'connections.consume',
+      method: 'POST',
+      path: `${connections}/:reference/consume`,
+      idempotent: true,
+      command: 'consume',
       input: bodyOf(validateConsume),
     }),
     commandRoute(services, {
-      ...onConnection, operation: 'connections.revoke', method: 'POST',
-      path: `${connections}/:reference/revoke`, command: 'revoke', input: revokeBody,
+      ...onConnection,
+      operation: 'connections.revoke',
+      method: 'POST',
+      path: `${connections}/:reference/revoke`,
+      command: 'revoke',
+      input: revokeBody,
     }),
     usageRoute(services, {
-      ...onConnection, operation: 'connections.usage', path: `${connections}/:reference/usage`,
-      command: 'usage', input: () => ({}),
+      ...onConnection,
+      operation: 'connections.usage',
+      path: `${connections}/:reference/usage`,
+      command: 'usage',
+      input: () => ({}),
     }),
     commandRoute(services, {
-      ...onConnection, operation: 'delegations.create', method: 'POST',
-      path: `${connections}/:reference/delegations`, idempotent: true, command: 'create-delegation',
+      ...onConnection,
+      operation: 'delegations.create',
+      method: 'POST',
+      path: `${connections}/:reference/delegations`,
+      idempotent: true,
+      command: 'create-delegation',
       input: withBody(bodyOf(validateCreateDelegation), () => ({ reference: newReference('dlg') })),
     }),
     commandRoute(services, {
-      ...onDelegation, operation: 'delegations.get', method: 'GET',
-      path: `${delegations}/:reference`, command: 'read-delegation', input: delegation,
+      ...onDelegation,
+      operation: 'delegations.get',
+      method: 'GET',
+      path: `${delegations}/:reference`,
+      command: 'read-delegation',
+      input: delegation,
     }),
     commandRoute(services, {
-      ...onDelegation, operation: 'delegations.consume', method: 'POST',
-      path: `${delegations}/:reference/consume`, idempotent: true, command: 'consume-delegation',
+      ...onDelegation,
+      operation: 'delegations.consume',
+      method: 'POST',
+      path: `${delegations}/:reference/consume`,
+      idempotent: true,
+      command: 'consume-delegation',
       input: withBody(bodyOf(validateDelegationConsume), delegation),
     }),
     commandRoute(services, {
-      ...onDelegation, operation: 'delegations.revoke', method: 'POST',
-      path: `${delegations}/:reference/revoke`, command: 'revoke-delegation',
+      ...onDelegation,
+      operation: 'delegations.revoke',
+      method: 'POST',
+      path: `${delegations}/:reference/revoke`,
+      command: 'revoke-delegation',
       input: withBody(revokeBody, delegation),
     }),
     usageRoute(services, {
-      ...onDelegation, operation: 'delegations.usage', path: `${delegations}/:reference/usage`,
-      command: 'usage-delegation', input: delegation,
+      ...onDelegation,
+      operation: 'delegations.usage',
+      path: `${delegations}/:reference/usage`,
+      command: 'usage-delegation',
+      input: delegation,
     }),
   ];
 }
@@ -112,14 +155,17 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
  * A usage page (SPEC K, P12): the aggregate says whether the caller is a party and how long the
  * log is; the page is the most recent `limit` rows, given oldest first.
  */
-function usageRoute<K extends 'usage' | 'usage-delegation'>(services: Services, route: {
-  operation: string;
-  path: string;
-  what: string;
-  key: (context: RequestContext) => string | null;
-  command: K;
-  input: (context: RequestContext) => InputOf<typeof connectionCommands, K>;
-}): RouteSpec<Handler> {
+function usageRoute<K extends 'usage' | 'usage-delegation'>(
+  services: Services,
+  route: {
+    operation: string;
+    path: string;
+    what: string;
+    key: (context: RequestContext) => string | null;
+    command: K;
+    input: (context: RequestContext) => InputOf<typeof connectionCommands, K>;
+  },
+): RouteSpec<Handler> {
   const handler: Handler = async (context) => {
     const limit = pageLimit(context, services.config.limits);
     if (typeof limit !== 'number') return failure(limit);
@@ -140,7 +186,8 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(services: Services, 
 
 /** The `limit` query parameter: a whole number of rows up to the page limit (P12). */
 function pageLimit(
-  context: RequestContext, limits: { usage_page_default: number; usage_page_max: number },
+  context: RequestContext,
+  limits: { usage_page_default: number; usage_page_max: number },
 ): number | Refusal {
   const raw = queryParams(context).get('limit');
   const limit = raw === null ? limits.usage_page_default : Number(raw);

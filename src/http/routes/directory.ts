@@ -7,17 +7,31 @@
 import type { SubjectCommands } from '../../domain/subject/decision.js';
 import { commitmentViewKey, resolverViewKey } from '../../domain/subject/resolver.js';
 import {
-  validateCreateAddress, validateCreateAttestation, validateCreateBinding, validateCreateIdentifier,
-  validateCreateSubject, validateCreateTarget, validatePayeeRecord, validateStandingIntent,
+  validateCreateAddress,
+  validateCreateAttestation,
+  validateCreateBinding,
+  validateCreateIdentifier,
+  validateCreateSubject,
+  validateCreateTarget,
+  validatePayeeRecord,
+  validateStandingIntent,
 } from '../../domain/subject/schema.js';
 import {
-  SUBJECT_ACCESS, subjectDecider, type SubjectCommandName,
+  SUBJECT_ACCESS,
+  subjectDecider,
+  type SubjectCommandName,
 } from '../../domain/subject/subject.js';
 import {
-  IDENTIFIER_TYPES, identifierHash, normaliseIdentifier, type LookupKeyType,
+  IDENTIFIER_TYPES,
+  identifierHash,
+  normaliseIdentifier,
+  type LookupKeyType,
 } from '../../protocol/identifiers.js';
 import {
-  isReferenceShaped, newAddress, newReference, type ReferencePrefix,
+  isReferenceShaped,
+  newAddress,
+  newReference,
+  type ReferencePrefix,
 } from '../../protocol/ids.js';
 import { invalid, type Refusal } from '../../protocol/errors.js';
 import type { Validator } from '../../protocol/schemas.js';
@@ -26,25 +40,35 @@ import { failure } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
 import {
-  notFound, ownerOf, queryParams, validBody, viewReply, type Services,
+  notFound,
+  ownerOf,
+  queryParams,
+  validBody,
+  viewReply,
+  type Services,
 } from '../services.js';
 import { commandRoute, sendCommand, type CommandRoute } from './table.js';
 
-type Entry<K extends SubjectCommandName, B> =
-  Omit<CommandRoute<SubjectCommands, K, B>, 'decider' | 'auth'>;
+type Entry<K extends SubjectCommandName, B> = Omit<
+  CommandRoute<SubjectCommands, K, B>,
+  'decider' | 'auth'
+>;
 
 /**
  * The operator's own commands (SUBJECT_ACCESS) are refused to other members before the body is
  * read, in the order these routes always answered; the decider refuses them on any other way in.
  */
 const authOf = (command: SubjectCommandName): Auth =>
-  (SUBJECT_ACCESS[command] === 'local' ? 'local' : 'member');
+  SUBJECT_ACCESS[command] === 'local' ? 'local' : 'member';
 
 function subjectRoute<K extends SubjectCommandName, B = Record<string, never>>(
-  services: Services, entry: Entry<K, B>,
+  services: Services,
+  entry: Entry<K, B>,
 ): RouteSpec<Handler> {
   return commandRoute<SubjectCommands, K, B>(services, {
-    ...entry, decider: subjectDecider, auth: authOf(entry.command),
+    ...entry,
+    decider: subjectDecider,
+    auth: authOf(entry.command),
   });
 }
 
@@ -98,17 +122,28 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   const what = 'subject';
   return [
     subjectRoute(services, {
-      operation: 'subjects.create', method: 'POST', path: '/subjects', idempotent: true,
-      command: 'create', what, body: validateCreateSubject,
+      operation: 'subjects.create',
+      method: 'POST',
+      path: '/subjects',
+      idempotent: true,
+      command: 'create',
+      what,
+      body: validateCreateSubject,
       key: () => newReference('sub'),
       input: (_context, body, id) => ({
-        id, subject_type: body.subject_type,
+        id,
+        subject_type: body.subject_type,
         external_ref_sealed: body.external_ref === undefined ? null : use.seal(body.external_ref),
       }),
     }),
     subjectRoute(services, {
-      operation: 'identifiers.create', method: 'POST', path: '/identifiers', idempotent: true,
-      command: 'add-identifier', what, body: validateCreateIdentifier,
+      operation: 'identifiers.create',
+      method: 'POST',
+      path: '/identifiers',
+      idempotent: true,
+      command: 'add-identifier',
+      what,
+      body: validateCreateIdentifier,
       keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { identifier_type, verification_method, discoverability } = body;
@@ -120,14 +155,25 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       },
     }),
     subjectRoute(services, {
-      operation: 'subjects.withdraw', method: 'POST', path: '/subjects/:id/withdraw',
-      command: 'withdraw', what, key: use.subjectInPath, input: () => ({}),
+      operation: 'subjects.withdraw',
+      method: 'POST',
+      path: '/subjects/:id/withdraw',
+      command: 'withdraw',
+      what,
+      key: use.subjectInPath,
+      input: () => ({}),
     }),
     subjectRoute(services, {
-      operation: 'subjects.payee_record', method: 'PUT', path: '/subjects/:id/payee-record',
-      command: 'set-payee-record', what, body: validatePayeeRecord, key: use.subjectInPath,
+      operation: 'subjects.payee_record',
+      method: 'PUT',
+      path: '/subjects/:id/payee-record',
+      command: 'set-payee-record',
+      what,
+      body: validatePayeeRecord,
+      key: use.subjectInPath,
       input: (_context, body) => ({
-        name_sealed: use.seal(body.registered_name), payee_check: body.payee_check,
+        name_sealed: use.seal(body.registered_name),
+        payee_check: body.payee_check,
       }),
     }),
   ];
@@ -139,28 +185,56 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   const reference = (context: RequestContext) => ({ reference: context.params.reference! });
   return [
     subjectRoute(services, {
-      operation: 'attestations.create', method: 'POST', path: '/attestations', idempotent: true,
-      command: 'add-attestation', what: 'subject', body: validateCreateAttestation,
+      operation: 'attestations.create',
+      method: 'POST',
+      path: '/attestations',
+      idempotent: true,
+      command: 'add-attestation',
+      what: 'subject',
+      body: validateCreateAttestation,
       keyOf: (_context, body) => body.subject_id,
       input: (_context, { claim, value, expires_at }) => ({
-        reference: newReference('att'), claim, value, expires_at,
+        reference: newReference('att'),
+        claim,
+        value,
+        expires_at,
       }),
     }),
     subjectRoute(services, {
-      operation: 'attestations.get', method: 'GET', path: '/attestations/:reference',
-      command: 'read-attestation', what: 'attestation', key: attestation, input: reference,
+      operation: 'attestations.get',
+      method: 'GET',
+      path: '/attestations/:reference',
+      command: 'read-attestation',
+      what: 'attestation',
+      key: attestation,
+      input: reference,
     }),
     subjectRoute(services, {
-      operation: 'attestations.revoke', method: 'POST', path: '/attestations/:reference/revoke',
-      command: 'revoke-attestation', what: 'attestation', key: attestation, input: reference,
+      operation: 'attestations.revoke',
+      method: 'POST',
+      path: '/attestations/:reference/revoke',
+      command: 'revoke-attestation',
+      what: 'attestation',
+      key: attestation,
+      input: reference,
     }),
     subjectRoute(services, {
-      operation: 'subjects.attestations', method: 'GET', path: '/subjects/:id/attestations',
-      command: 'list-attestations', what: 'subject', key: use.subjectInPath, input: () => ({}),
+      operation: 'subjects.attestations',
+      method: 'GET',
+      path: '/subjects/:id/attestations',
+      command: 'list-attestations',
+      what: 'subject',
+      key: use.subjectInPath,
+      input: () => ({}),
     }),
     subjectRoute(services, {
-      operation: 'ownership_bindings.create', method: 'POST', path: '/ownership-bindings',
-      idempotent: true, command: 'add-binding', what: 'subject', body: validateCreateBinding,
+      operation: 'ownership_bindings.create',
+      method: 'POST',
+      path: '/ownership-bindings',
+      idempotent: true,
+      command: 'add-binding',
+      what: 'subject',
+      body: validateCreateBinding,
       keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { binding_type, target_kind, proof_method, expires_at } = body;
@@ -172,8 +246,13 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       },
     }),
     subjectRoute(services, {
-      operation: 'ownership_bindings.get', method: 'GET', path: '/ownership-bindings/:reference',
-      command: 'read-binding', what: 'ownership binding', key: binding, input: reference,
+      operation: 'ownership_bindings.get',
+      method: 'GET',
+      path: '/ownership-bindings/:reference',
+      command: 'read-binding',
+      what: 'ownership binding',
+      key: binding,
+      input: reference,
     }),
   ];
 }
@@ -192,15 +271,25 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   const addressId = (context: RequestContext) => ({ address_id: context.params.id! });
   return [
     subjectRoute(services, {
-      operation: 'addresses.create', method: 'POST', path: '/addresses', idempotent: true,
-      command: 'create-address', what: 'subject', body: validateCreateAddress,
+      operation: 'addresses.create',
+      method: 'POST',
+      path: '/addresses',
+      idempotent: true,
+      command: 'create-address',
+      what: 'subject',
+      body: validateCreateAddress,
       keyOf: (_context, body) => body.subject_id,
       input: (_context, { profile, discoverability, is_primary }) => ({
-        ...use.freshAddress(), profile, discoverability, is_primary,
+        ...use.freshAddress(),
+        profile,
+        discoverability,
+        is_primary,
       }),
     }),
     {
-      operation: 'addresses.list', method: 'GET', path: '/addresses',
+      operation: 'addresses.list',
+      method: 'GET',
+      path: '/addresses',
       auth: authOf('list-addresses'),
       handler: (context) => {
         const subjectId = queryParams(context).get('subject_id');
@@ -212,19 +301,36 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       },
     },
     subjectRoute(services, {
-      operation: 'addresses.rotate', method: 'POST', path: '/addresses/:id/rotate',
-      idempotent: true, command: 'rotate-address', what: 'address', key: address,
+      operation: 'addresses.rotate',
+      method: 'POST',
+      path: '/addresses/:id/rotate',
+      idempotent: true,
+      command: 'rotate-address',
+      what: 'address',
+      key: address,
       input: (context) => ({ ...addressId(context), replacement: use.freshAddress() }),
     }),
     subjectRoute(services, {
-      operation: 'addresses.revoke', method: 'POST', path: '/addresses/:id/revoke',
-      command: 'revoke-address', what: 'address', key: address, input: addressId,
+      operation: 'addresses.revoke',
+      method: 'POST',
+      path: '/addresses/:id/revoke',
+      command: 'revoke-address',
+      what: 'address',
+      key: address,
+      input: addressId,
     }),
     subjectRoute(services, {
-      operation: 'addresses.standing_intent', method: 'PUT', path: '/addresses/:id/standing-intent',
-      command: 'set-intent', what: 'address', key: address,
+      operation: 'addresses.standing_intent',
+      method: 'PUT',
+      path: '/addresses/:id/standing-intent',
+      command: 'set-intent',
+      what: 'address',
+      key: address,
       input: afterKey(validateStandingIntent, ({ accepts, policy, limits }, context) => ({
-        ...addressId(context), accepts, policy, limits,
+        ...addressId(context),
+        accepts,
+        policy,
+        limits,
       })),
     }),
   ];
@@ -234,30 +340,51 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   const address = use.holderOf('adr', 'id');
   return [
     subjectRoute(services, {
-      operation: 'targets.create', method: 'POST', path: '/addresses/:id/targets', idempotent: true,
-      command: 'add-target', what: 'address', key: address,
+      operation: 'targets.create',
+      method: 'POST',
+      path: '/addresses/:id/targets',
+      idempotent: true,
+      command: 'add-target',
+      what: 'address',
+      key: address,
       input: afterKey(validateCreateTarget, (body, context) => {
         const { rail, asset_type, asset_code, account_kind, is_default } = body;
         const { beneficiary_format, beneficiary } = body;
         return {
           address_id: context.params.id!,
           target: {
-            id: newReference('tgt'), rail, asset_type, asset_code, account_kind, is_default,
-            beneficiary_format, beneficiary, account_ref_sealed: use.seal(body.account_ref),
+            id: newReference('tgt'),
+            rail,
+            asset_type,
+            asset_code,
+            account_kind,
+            is_default,
+            beneficiary_format,
+            beneficiary,
+            account_ref_sealed: use.seal(body.account_ref),
           },
         };
       }),
     }),
     subjectRoute(services, {
-      operation: 'targets.list', method: 'GET', path: '/addresses/:id/targets',
-      command: 'list-targets', what: 'address', key: address,
+      operation: 'targets.list',
+      method: 'GET',
+      path: '/addresses/:id/targets',
+      command: 'list-targets',
+      what: 'address',
+      key: address,
       input: (context) => ({ address_id: context.params.id! }),
     }),
     subjectRoute(services, {
-      operation: 'targets.revoke', method: 'POST', path: '/addresses/:id/targets/:target_id/revoke',
-      command: 'revoke-target', what: 'address', key: address,
+      operation: 'targets.revoke',
+      method: 'POST',
+      path: '/addresses/:id/targets/:target_id/revoke',
+      command: 'revoke-target',
+      what: 'address',
+      key: address,
       input: (context) => ({
-        address_id: context.params.id!, target_id: context.params.target_id!,
+        address_id: context.params.id!,
+        target_id: context.params.target_id!,
       }),
     }),
   ];
@@ -265,10 +392,16 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
 
 /** A public read of an address's answer; `:key` is `path:<opaque>`, or percent-encoded. */
 function resolverRead(
-  services: Services, operation: string, path: string, viewKey: (address: string) => string,
+  services: Services,
+  operation: string,
+  path: string,
+  viewKey: (address: string) => string,
 ): RouteSpec<Handler> {
   return {
-    operation, method: 'GET', path, auth: 'public',
+    operation,
+    method: 'GET',
+    path,
+    auth: 'public',
     handler: (context) => {
       let address: string;
       try {

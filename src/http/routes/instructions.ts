@@ -11,15 +11,34 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
   const what = 'instruction';
   return [
     commandRoute(services, {
-      operation: 'instructions.create', method: 'POST', path: '/instructions', auth: 'optional', idempotent: true,
-      decider: instructionDecider, command: 'issue', what, body: validateCreateInstruction,
+      operation: 'instructions.create',
+      method: 'POST',
+      path: '/instructions',
+      auth: 'optional',
+      idempotent: true,
+      decider: instructionDecider,
+      command: 'issue',
+      what,
+      body: validateCreateInstruction,
       key: () => newReference('ins'),
       input: (_context, body, reference) => ({ ...body, reference }),
     }),
-    publicRead(services, { operation: 'instructions.get', path: '/instructions/:reference', decider: instructionDecider, what }),
+    publicRead(services, {
+      operation: 'instructions.get',
+      path: '/instructions/:reference',
+      decider: instructionDecider,
+      what,
+    }),
     commandRoute(services, {
-      operation: 'instructions.revoke', method: 'POST', path: '/instructions/:reference/revoke', auth: 'member',
-      decider: instructionDecider, command: 'revoke', what, key: ownReference(instructionDecider), input: () => ({}),
+      operation: 'instructions.revoke',
+      method: 'POST',
+      path: '/instructions/:reference/revoke',
+      auth: 'member',
+      decider: instructionDecider,
+      command: 'revoke',
+      what,
+      key: ownReference(instructionDecider),
+      input: () => ({}),
     }),
   ];
 }

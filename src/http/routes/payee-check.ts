@@ -23,10 +23,15 @@ import { sendCommand } from './table.js';
 type Check = Input<'payee-check'>;
 
 export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
-  return [{
-    operation: 'payee_check', method: 'POST', path: '/payee-check', auth: 'optional',
-    handler: (context) => payeeCheck(services, context),
-  }];
+  return [
+    {
+      operation: 'payee_check',
+      method: 'POST',
+      path: '/payee-check',
+      auth: 'optional',
+      handler: (context) => payeeCheck(services, context),
+    },
+  ];
 }
 
 async function payeeCheck(services: Services, context: RequestContext): Promise<HttpReply> {
@@ -38,10 +43,15 @@ async function payeeCheck(services: Services, context: RequestContext): Promise<
   if (holder === null) return notFound('address');
   if (context.caller !== null) {
     // The member's daily allowance (P12) is the budget's: its decider reads it from the limits.
-    const charged = await submit(services, {
-      aggregate: 'budget', key: budgetKey(context.caller.member),
-      command: { name: 'charge-payee-check', input: {}, caller: context.caller },
-    }, context);
+    const charged = await submit(
+      services,
+      {
+        aggregate: 'budget',
+        key: budgetKey(context.caller.member),
+        command: { name: 'charge-payee-check', input: {}, caller: context.caller },
+      },
+      context,
+    );
     const { status, body: text } = charged.reply;
     if (status !== 200) return { status, body: text, signed: false };
   }
@@ -51,7 +61,8 @@ async function payeeCheck(services: Services, context: RequestContext): Promise<
 
 /** The check's input, once the address is known; or a 400 for what the body cannot say. */
 function checkOf(
-  services: Services, body: Static<typeof PayeeCheck>,
+  services: Services,
+  body: Static<typeof PayeeCheck>,
 ): ((addressId: string) => Check) | Refusal {
   const { mode, name, nonce } = body;
   if (mode === 'verify' && name === undefined) {

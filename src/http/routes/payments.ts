@@ -27,21 +27,44 @@ function requestRoutes(services: Services): RouteSpec<Handler>[] {
   const path = '/requests';
   return [
     commandRoute(services, {
-      operation: 'requests.create', method: 'POST', path, auth: 'member', idempotent: true,
-      decider, command: 'create', what, body: validateCreateRequest,
+      operation: 'requests.create',
+      method: 'POST',
+      path,
+      auth: 'member',
+      idempotent: true,
+      decider,
+      command: 'create',
+      what,
+      body: validateCreateRequest,
       key: () => newReference('req'),
       input: (_context, body, reference) => ({
-        ...body, reference, url: linkOf(services, reference),
+        ...body,
+        reference,
+        url: linkOf(services, reference),
       }),
     }),
     publicRead(services, { operation: 'requests.get', path: `${path}/:reference`, decider, what }),
     commandRoute(services, {
-      operation: 'requests.paid', method: 'POST', path: `${path}/:reference/paid`,
-      auth: 'member', decider, command: 'paid', what, key, input: () => ({}),
+      operation: 'requests.paid',
+      method: 'POST',
+      path: `${path}/:reference/paid`,
+      auth: 'member',
+      decider,
+      command: 'paid',
+      what,
+      key,
+      input: () => ({}),
     }),
     commandRoute(services, {
-      operation: 'requests.revoke', method: 'POST', path: `${path}/:reference/revoke`,
-      auth: 'member', decider, command: 'revoke', what, key, input: () => ({}),
+      operation: 'requests.revoke',
+      method: 'POST',
+      path: `${path}/:reference/revoke`,
+      auth: 'member',
+      decider,
+      command: 'revoke',
+      what,
+      key,
+      input: () => ({}),
     }),
   ];
 }
@@ -53,26 +76,51 @@ function checkoutRoutes(services: Services): RouteSpec<Handler>[] {
   const path = '/checkout/sessions';
   return [
     commandRoute(services, {
-      operation: 'checkout.create', method: 'POST', path, auth: 'member', idempotent: true,
-      decider, command: 'open', what, body: validateCreateSession,
+      operation: 'checkout.create',
+      method: 'POST',
+      path,
+      auth: 'member',
+      idempotent: true,
+      decider,
+      command: 'open',
+      what,
+      body: validateCreateSession,
       key: () => newReference('chk'),
       input: (_context, body, reference) => ({
-        ...body, id: newReference('cs'), reference, url: linkOf(services, reference),
+        ...body,
+        id: newReference('cs'),
+        reference,
+        url: linkOf(services, reference),
       }),
     }),
     // The merchant names a session by its id (cs_): the route index says which session holds it.
     commandRoute(services, {
-      operation: 'checkout.get', method: 'GET', path: `${path}/:id`, auth: 'member',
-      decider, command: 'read', what, input: () => ({}),
+      operation: 'checkout.get',
+      method: 'GET',
+      path: `${path}/:id`,
+      auth: 'member',
+      decider,
+      command: 'read',
+      what,
+      input: () => ({}),
       key: (context) => {
         const id = context.params.id ?? '';
         return isReferenceShaped(id, 'cs') ? ownerOf(services, id) : null;
       },
     }),
     // The payer-facing calls take the reference (chk_), never the id (SPEC I).
-    ...(['attempt', 'complete', 'revoke'] as const).map((command) => commandRoute(services, {
-      operation: `checkout.${command}`, method: 'POST', path: `${path}/:reference/${command}`,
-      auth: 'member', decider, command, what, key, input: () => ({}),
-    })),
+    ...(['attempt', 'complete', 'revoke'] as const).map((command) =>
+      commandRoute(services, {
+        operation: `checkout.${command}`,
+        method: 'POST',
+        path: `${path}/:reference/${command}`,
+        auth: 'member',
+        decider,
+        command,
+        what,
+        key,
+        input: () => ({}),
+      }),
+    ),
   ];
 }

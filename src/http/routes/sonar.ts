@@ -5,7 +5,11 @@
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
 import {
-  budgetDecider, budgetKey, signAnswers, type AnswerBody, type ChargeLookups,
+  budgetDecider,
+  budgetKey,
+  signAnswers,
+  type AnswerBody,
+  type ChargeLookups,
 } from '../../domain/budget/budget.js';
 import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
@@ -25,9 +29,10 @@ const Item = Type.Object({
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 const validateLookup = validator(Item);
-const validateBatch = validator(Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }));
+const validateBatch = validator(
+  Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }),
+);
 const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) }));
-
 
 export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
@@ -37,8 +42,12 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const answerFor = (item: KeyItem & { nonce?: string }, hash: string): AnswerBody => {
     const holder = directory.index.find(hash, item.identifier_type);
     return {
-      identifier_type: item.identifier_type, identifier_hash: hash, found: holder !== null,
-      member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
+      identifier_type: item.identifier_type,
+      identifier_hash: hash,
+      found: holder !== null,
+      member: holder?.member ?? null,
+      endpoint: holder?.endpoint ?? null,
+      nonce: item.nonce ?? null,
     };
   };
 
@@ -46,7 +55,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
 
   return [
     {
-      operation: 'sonar.lookup', method: 'POST', path: '/sonar/lookup', auth: 'member',
+      operation: 'sonar.lookup',
+      method: 'POST',
+      path: '/sonar/lookup',
+      auth: 'member',
       handler: async (context) => {
         const body = validBody(context, validateLookup);
         if (!body.ok) return failure(body.refusal);
@@ -62,7 +74,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
     {
-      operation: 'sonar.lookup_batch', method: 'POST', path: '/sonar/lookup/batch', auth: 'member',
+      operation: 'sonar.lookup_batch',
+      method: 'POST',
+      path: '/sonar/lookup/batch',
+      auth: 'member',
       handler: async (context) => {
         const body = validBody(context, validateBatch);
         if (!body.ok) return failure(body.refusal);
@@ -77,13 +92,28 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
         const answers = items.map((item, i) => answerFor(item, hashed.hashes[i]!));
         const { result, headers, signedText } = await charge(context, answers, signed);
         if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        if (signed) return { status: 200, body: `{"count":${answers.length},"signed":true,"results":${signedText}}`, signed: true, headers };
-        const results = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found, member: a.member, endpoint: a.endpoint }));
+        if (signed)
+          return {
+            status: 200,
+            body: `{"count":${answers.length},"signed":true,"results":${signedText}}`,
+            signed: true,
+            headers,
+          };
+        const results = answers.map((a) => ({
+          identifier_type: a.identifier_type,
+          identifier_hash: a.identifier_hash,
+          found: a.found,
+          member: a.member,
+          endpoint: a.endpoint,
+        }));
         return { ...json(200, { count: results.length, signed: false, results }), headers };
       },
     },
     {
-      operation: 'sonar.confirm', method: 'POST', path: '/sonar/confirm', auth: 'public',
+      operation: 'sonar.confirm',
+      method: 'POST',
+      path: '/sonar/confirm',
+      auth: 'public',
       handler: (context) => {
         const body = validBody(context, validateConfirm);
         if (!body.ok) return failure(body.refusal);
@@ -109,7 +139,9 @@ function budgetCharge(services: Services) {
       allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
     }
     const journal = answers.map((a) => ({
-      identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found,
+      identifier_type: a.identifier_type,
+      identifier_hash: a.identifier_hash,
+      found: a.found,
     }));
     const input: ChargeLookups = { counts, allowances, answers: journal };
     const command = { name: 'charge-lookups', input, caller: context.caller };
@@ -118,8 +150,8 @@ function budgetCharge(services: Services) {
       submit(services, { aggregate: budgetDecider.type, key: budgetKey(member), command }, context),
       signed ? signSpread(services, answers, member, signedAt) : Promise.resolve('[]'),
     ]);
-    const remaining = result.reply.status === 200
-      ? result.reply.meta!.remaining as Record<string, number> : null;
+    const remaining =
+      result.reply.status === 200 ? (result.reply.meta!.remaining as Record<string, number>) : null;
     const headers = rateLimitHeaders(allowances, remaining, context.now);
     return { result, headers, signedText };
   };
@@ -129,7 +161,10 @@ function budgetCharge(services: Services) {
  * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
  * while the front end does the rest. Small batches stay on the front end.
  */
-async function hashSpread(services: Services, items: KeyItem[]): Promise<ReturnType<typeof hashKeys>> {
+async function hashSpread(
+  services: Services,
+  items: KeyItem[],
+): Promise<ReturnType<typeof hashKeys>> {
   if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
@@ -151,8 +186,14 @@ const FRONT_END_SIGNING_SHARE = 0.4;
  * Signs lookup answers with every core at hand: a worker signs most of a large batch while the
  * front end, otherwise idle during signed batches, signs the rest. Small batches go to a worker.
  */
-async function signSpread(services: Services, answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
-  if (answers.length < SPREAD_SIGNING_MIN) return services.pool.signAnswers(answers, requester, signedAt);
+async function signSpread(
+  services: Services,
+  answers: AnswerBody[],
+  requester: string,
+  signedAt: string,
+): Promise<string> {
+  if (answers.length < SPREAD_SIGNING_MIN)
+    return services.pool.signAnswers(answers, requester, signedAt);
   const cut = Math.floor(answers.length * (1 - FRONT_END_SIGNING_SHARE));
   const remote = services.pool.signAnswers(answers.slice(0, cut), requester, signedAt);
   const local = signAnswers(answers.slice(cut), requester, signedAt, services.signer!());
@@ -173,7 +214,9 @@ export function allowanceOf(services: Services, member: string, identifierType: 
 
 /** RateLimit headers (IETF httpapi draft) for the most constrained type of the call. */
 function rateLimitHeaders(
-  allowances: Record<string, number>, remaining: Record<string, number> | null, now: number,
+  allowances: Record<string, number>,
+  remaining: Record<string, number> | null,
+  now: number,
 ): Record<string, string> {
   const types = Object.keys(allowances);
   const tightest = types.reduce((a, b) => ((remaining?.[a] ?? 0) <= (remaining?.[b] ?? 0) ? a : b));
@@ -194,8 +237,13 @@ function rateLimitHeaders(
 function confirm(services: Services, answer: Record<string, unknown>, now: number): HttpReply {
   const { member, limits } = services.config;
   const confirmed = confirmAnswer(answer, {
-    now, member, limits, signer: services.signer!(),
-    keyFor: (kid) => (services.store.signingKeys().find((k) => k.kid === kid) ?? services.members?.keyFor(kid))?.public_key,
+    now,
+    member,
+    limits,
+    signer: services.signer!(),
+    keyFor: (kid) =>
+      (services.store.signingKeys().find((k) => k.kid === kid) ?? services.members?.keyFor(kid))
+        ?.public_key,
     holds: (hash, type) => services.directory!.index.find(hash, type)?.member === member,
   });
   return isRefusal(confirmed) ? failure(confirmed) : json(200, confirmed, true);

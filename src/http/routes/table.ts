@@ -37,9 +37,11 @@ export interface CommandRoute<C extends CommandSchemas, K extends keyof C & stri
 }
 
 /** A route entry that sends one command to its aggregate. */
-export function commandRoute<C extends CommandSchemas, K extends keyof C & string, B = Record<string, never>>(
-  services: Services, route: CommandRoute<C, K, B>,
-): RouteSpec<Handler> {
+export function commandRoute<
+  C extends CommandSchemas,
+  K extends keyof C & string,
+  B = Record<string, never>,
+>(services: Services, route: CommandRoute<C, K, B>): RouteSpec<Handler> {
   const notFound = () => failure(refusal('path.core.not_found', `no such ${route.what}`));
   const handler: Handler = (context) => {
     let key = route.key?.(context) ?? null;
@@ -57,8 +59,12 @@ export function commandRoute<C extends CommandSchemas, K extends keyof C & strin
     return runCommand(services, context, route.decider.type, key, route.command, input);
   };
   return {
-    operation: route.operation, method: route.method, path: route.path, auth: route.auth,
-    ...(route.idempotent === true ? { idempotent: true } : {}), handler,
+    operation: route.operation,
+    method: route.method,
+    path: route.path,
+    auth: route.auth,
+    ...(route.idempotent === true ? { idempotent: true } : {}),
+    handler,
   };
 }
 
@@ -67,8 +73,12 @@ export function commandRoute<C extends CommandSchemas, K extends keyof C & strin
  * refuse, a second command first): the compiler still ties the input to the decider's schema.
  */
 export function sendCommand<C extends CommandSchemas, K extends keyof C & string>(
-  services: Services, context: RequestContext, decider: Decider<any, C, any>, key: string,
-  command: K, input: InputOf<C, K>,
+  services: Services,
+  context: RequestContext,
+  decider: Decider<any, C, any>,
+  key: string,
+  command: K,
+  input: InputOf<C, K>,
 ): Promise<HttpReply> {
   return runCommand(services, context, decider.type, key, command, input);
 }
@@ -82,10 +92,16 @@ export function ownReference(decider: AnyDecider, name = 'reference') {
 }
 
 /** A public read of the committed view named by the path's reference (SPEC: reads serve what was signed). */
-export function publicRead(services: Services, route: { operation: string; path: string; decider: AnyDecider; what: string }): RouteSpec<Handler> {
+export function publicRead(
+  services: Services,
+  route: { operation: string; path: string; decider: AnyDecider; what: string },
+): RouteSpec<Handler> {
   const reference = ownReference(route.decider);
   return {
-    operation: route.operation, method: 'GET', path: route.path, auth: 'public',
+    operation: route.operation,
+    method: 'GET',
+    path: route.path,
+    auth: 'public',
     handler: (context) => {
       const key = reference(context);
       return (key === null ? null : viewReply(services, key)) ?? notFound(route.what);
