@@ -58,9 +58,14 @@ export interface Config {
   dev: boolean;
   lookupBudgetBase: number;
   lookupBudgetFactor: number;
-  /** The network pepper given in the configuration (P8); absent: generated in the data directory. */
+  /**
+   * The network pepper given in the configuration (P8); absent: generated in the data directory.
+   */
   pepper?: { version: string; hex: string };
-  /** The key that seals names and account references, kept apart from the data; absent: generated in the data directory. */
+  /**
+   * The key that seals names and account references, kept apart
+   * from the data; absent: generated in the data directory.
+   */
   sealingKeyHex?: string;
   /** The operator's webhook endpoints, sent every event (P11). */
   webhookUrls: string[];
@@ -230,7 +235,10 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
   };
 }
 
-/** Secrets come from the environment only (PATH_PEPPER, PATH_PEPPER_VERSION, PATH_SEALING_KEY), never from flags. */
+/**
+ * Secrets come from the environment only (PATH_PEPPER,
+ * PATH_PEPPER_VERSION, PATH_SEALING_KEY), never from flags.
+ */
 function secrets(env: NodeJS.ProcessEnv): Pick<Config, 'pepper' | 'sealingKeyHex'> {
   const hex32 = /^[0-9a-f]{64}$/;
   const out: Pick<Config, 'pepper' | 'sealingKeyHex'> = {};

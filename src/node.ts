@@ -134,7 +134,8 @@ export async function startNode(
     `http://${config.host}:${external.port}`,
   );
 
-  // The command line changes credentials, keys, clients and members in the same environment; follow it.
+  // The command line changes credentials, keys, clients
+  // and members in the same environment; follow it.
   let activeKid = signingKey.kid;
   const poll = followChanges(store, config.limits.credentials_poll_interval_ms, () => {
     network.membersChanged();
@@ -226,7 +227,10 @@ function announceDataDir(config: Config, logger: Logger): void {
   );
 }
 
-/** The node's own records: its signing key, the network pepper and the sealing key (made on first start). */
+/**
+ * The node's own records: its signing key, the network
+ * pepper and the sealing key (made on first start).
+ */
 async function openIdentity(env: LmdbEnvironment, config: Config) {
   const store = new NodeStore(env);
   const signingKey = await store.ensureSigningKey(Date.now());
@@ -235,7 +239,10 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
   return { store, signingKey, pepper, sealingKey };
 }
 
-/** Every route of the main listener; the fixed documents are read at request time, so they can change. */
+/**
+ * Every route of the main listener; the fixed documents
+ * are read at request time, so they can change.
+ */
 function allRoutes(
   services: Services,
   network: Network,

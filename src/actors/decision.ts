@@ -60,7 +60,9 @@ export function viewReply(view: View): Reply {
   };
 }
 
-/** A stored view as a decision reads it: a gone object (or one past its deadline) as its refusal. */
+/**
+ * A stored view as a decision reads it: a gone object (or one past its deadline) as its refusal.
+ */
 export function readView(view: StoredView, now: number): ReadView {
   if (view.expiry !== null && now >= view.expiry.at) {
     return { text: null, gone: expiredRefusal(view.expiry.code as ErrorCode) };
@@ -94,8 +96,9 @@ export class CommandChecks {
       return refusal('path.core.not_found', `no such operation on ${routed.aggregate}`);
     if (check.Check(routed.command.input)) return null;
     const first = check.Errors(routed.command.input).First();
+    const field = `${first?.path ?? ''}: ${first?.message ?? 'invalid'}`;
     return refusal('path.core.internal', 'internal error', {
-      defect: `${routed.aggregate}.${routed.command.name} input ${first?.path ?? ''}: ${first?.message ?? 'invalid'}`,
+      defect: `${routed.aggregate}.${routed.command.name} input ${field}`,
     });
   }
 }

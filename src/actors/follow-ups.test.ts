@@ -88,23 +88,27 @@ const options = (shard: Shard) => ({
 });
 
 describe('follow-ups (STYLE 12)', () => {
-  it("the receipt's commit writes the follow-up; carried out, the instruction is used and the row is gone", async () => {
-    const log = new MemoryLog();
-    await withAddress(log);
-    const shard = shardOver(log);
-    await shard.recover();
-    const instruction = newReference('ins');
-    expect((await issueInstruction(shard, instruction)).reply.status).toBe(201);
-    const issued = await shard.submit(receiptNaming(instruction));
-    expect(issued.reply.status).toBe(201);
-    expect(issued.followUps).toHaveLength(1);
-    expect([...unfinishedFollowUps(log)]).toHaveLength(1);
-    await carryOut(issued.followUps[0]!, options(shard));
-    expect(statusOf(shard, instruction)).toBe('used');
-    expect([...unfinishedFollowUps(log)]).toEqual([]);
-  });
+  it(
+    "the receipt's commit writes the follow-up; " +
+      'carried out, the instruction is used and the row is gone',
+    async () => {
+      const log = new MemoryLog();
+      await withAddress(log);
+      const shard = shardOver(log);
+      await shard.recover();
+      const instruction = newReference('ins');
+      expect((await issueInstruction(shard, instruction)).reply.status).toBe(201);
+      const issued = await shard.submit(receiptNaming(instruction));
+      expect(issued.reply.status).toBe(201);
+      expect(issued.followUps).toHaveLength(1);
+      expect([...unfinishedFollowUps(log)]).toHaveLength(1);
+      await carryOut(issued.followUps[0]!, options(shard));
+      expect(statusOf(shard, instruction)).toBe('used');
+      expect([...unfinishedFollowUps(log)]).toEqual([]);
+    },
+  );
 
-  it("a crash between the receipt's commit and the instruction's use: the next start uses it", async () => {
+  it("crash between receipt's commit and instruction's use: the next start uses it", async () => {
     const log = new MemoryLog();
     await withAddress(log);
     const first = shardOver(log);
@@ -141,12 +145,16 @@ describe('follow-ups (STYLE 12)', () => {
     expect(statusOf(shard, instruction)).toBe('used');
   });
 
-  it('a follow-up for an instruction this node does not hold ends as not found, its row removed', async () => {
-    const log = new MemoryLog();
-    const shard = shardOver(log);
-    await shard.recover();
-    const issued = await shard.submit(receiptNaming(newReference('ins')));
-    await carryOut(issued.followUps[0]!, options(shard));
-    expect([...unfinishedFollowUps(log)]).toEqual([]);
-  });
+  it(
+    'a follow-up for an instruction this node does not hold ' +
+      'ends as not found, its row removed',
+    async () => {
+      const log = new MemoryLog();
+      const shard = shardOver(log);
+      await shard.recover();
+      const issued = await shard.submit(receiptNaming(newReference('ins')));
+      await carryOut(issued.followUps[0]!, options(shard));
+      expect([...unfinishedFollowUps(log)]).toEqual([]);
+    },
+  );
 });

@@ -10,7 +10,9 @@ import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 export interface FollowUpOptions {
   /** Routes a command to its aggregate (the pool, or a shard in tests). */
   submit: (routed: RoutedCommand) => Promise<CommandResult>;
-  /** A follow-up that could not be decided now is tried again after this, doubling up to the max. */
+  /**
+   * A follow-up that could not be decided now is tried again after this, doubling up to the max.
+   */
   retryMs: number;
   retryMaxMs: number;
   /** True once the node is stopping: what is left is carried out at the next start. */

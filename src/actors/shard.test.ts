@@ -112,7 +112,7 @@ describe('P14: a write is answered only once durable', () => {
     expect(result.reply.status).toBe(201);
   });
 
-  it('after power loss every acknowledged receipt survives and nothing unacknowledged appears', async () => {
+  it('power loss: each acknowledged receipt survives, nothing unacknowledged appears', async () => {
     const log = new MemoryLog({ autoFlush: false });
     const shard = shardOver(log);
     await shard.recover();
@@ -145,7 +145,7 @@ describe('P14: a write is answered only once durable', () => {
 });
 
 describe('P14: damaged records', () => {
-  it('refuses to start when the last record fails its checksum, naming partition and seq', async () => {
+  it('refuses to start when the last record fails its checksum; names partition, seq', async () => {
     // P14: a commit is atomic, so a damaged last record is damage at rest; dropping it would
     // keep the rest of its commit (views, idempotent answers) without the record behind them.
     const log = new MemoryLog();

@@ -48,7 +48,10 @@ export interface ShardOptions {
   mailboxDepthMax: number;
   /** Called when a durable append fails: the node cannot go on safely. */
   onFatal: (error: unknown) => void;
-  /** Told what a time-driven command (a tick) committed: outbox events to deliver, index rows to apply. */
+  /**
+   * Told what a time-driven command (a tick) committed:
+   * outbox events to deliver, index rows to apply.
+   */
   onEffects?: (result: CommandResult) => void;
 }
 

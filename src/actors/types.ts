@@ -17,7 +17,10 @@ export interface Reply {
   meta?: Record<string, unknown>;
 }
 
-/** A command on its way to its aggregate: the name and input are checked against the decider's schemas. */
+/**
+ * A command on its way to its aggregate: the name and
+ * input are checked against the decider's schemas.
+ */
 export interface RoutedCommand {
   aggregate: string;
   key: string;

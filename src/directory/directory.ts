@@ -17,7 +17,10 @@ const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 }
 export class LocalDirectory {
   readonly index: DirectoryIndex;
   readonly localHolder: number;
-  /** Told the local visibility of every key at load and of every key a command changes (the change feed). */
+  /**
+   * Told the local visibility of every key at load and
+   * of every key a command changes (the change feed).
+   */
   observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null =
     null;
 

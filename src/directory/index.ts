@@ -1,8 +1,9 @@
 // The directory index (SPEC D): hashed keys -> holder and visibility, in memory, sized for tens of
 // millions of keys. Open addressing with linear probing over typed arrays: each slot holds the
-// first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is ~10^-22) and
-// one 32-bit value, `holder << 5 | identifier type << 2 | visibility`. About 20 bytes a slot and no object per key, so
-// the garbage collector never sees the index. A removed key keeps its slot with value 0.
+// first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is
+// ~10^-22) and one 32-bit value, `holder << 5 | identifier type << 2 | visibility`.
+// About 20 bytes a slot and no object per key, so the garbage collector never sees
+// the index. A removed key keeps its slot with value 0.
 //
 // Lookups of present-but-invisible keys and of absent keys do the same work: one probe
 // sequence, one read of the value, and the caller treats "not visible" and "absent" alike.
@@ -38,10 +39,14 @@ export class DirectoryIndex {
   private mask: number;
   private readonly holders: Holder[] = [{ member: '', endpoint: '' }];
   private readonly holderIds = new Map<string, number>();
-  /** Visible entries per holder and identifier type: the reciprocity budget's "contribution" (P12). */
+  /**
+   * Visible entries per holder and identifier type: the reciprocity budget's "contribution" (P12).
+   */
   private readonly contributions = new Map<string, number>();
   private readonly probe = new Uint32Array(WORDS_PER_KEY);
-  /** Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty). */
+  /**
+   * Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty).
+   */
   private occupiedBits: Uint32Array;
 
   constructor(expectedKeys = 0) {

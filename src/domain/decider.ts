@@ -61,7 +61,9 @@ export type ReadView = { text: string; gone: null } | { text: null; gone: Refusa
 export type Answer =
   { value: unknown; created?: boolean } | { text: string; signed: boolean; created?: boolean };
 
-/** A public answer served by the front end from committed bytes (SPEC: reads serve what was signed). */
+/**
+ * A public answer served by the front end from committed bytes (SPEC: reads serve what was signed).
+ */
 export type View =
   | { text: string; signed: boolean; expiry?: { at: number; code: ErrorCode } }
   /** The object is gone: its reads answer this refusal (410 codes of SPEC). */

@@ -91,32 +91,36 @@ function outbox(log: MemoryLog): OutboxEvent[] {
 }
 
 describe('"States and transitions: Payment request" with a simulated clock', () => {
-  it('created -> expired by the scheduler tick at expires_at, and not a millisecond before (SPEC H)', async () => {
-    const s = setup();
-    const reference = await createRequest(s, T0 + 60_000);
-    expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
+  it(
+    'created -> expired by the scheduler tick at expires_at, ' +
+      'and not a millisecond before (SPEC H)',
+    async () => {
+      const s = setup();
+      const reference = await createRequest(s, T0 + 60_000);
+      expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
 
-    s.clock.advance(59_999);
-    await settle();
-    expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
-    expect(view(s.log, reference)!.status).toBe(200);
+      s.clock.advance(59_999);
+      await settle();
+      expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
+      expect(view(s.log, reference)!.status).toBe(200);
 
-    s.clock.advance(1);
-    await settle();
-    const state = s.shard.stateOf(reference) as RequestState;
-    expect(state.status).toBe('expired');
-    expect(state.transitions.map((t) => [t.from, t.to])).toEqual([
-      [null, 'created'],
-      ['created', 'expired'],
-    ]);
-    expect(state.transitions[1]!.at).toBe(isoTime(T0 + 60_000));
-    // Later reads answer 410 path.request.expired from the committed view.
-    const after = view(s.log, reference)!;
-    expect(after.status).toBe(410);
-    expect(after.body.error.code).toBe('path.request.expired');
-  });
+      s.clock.advance(1);
+      await settle();
+      const state = s.shard.stateOf(reference) as RequestState;
+      expect(state.status).toBe('expired');
+      expect(state.transitions.map((t) => [t.from, t.to])).toEqual([
+        [null, 'created'],
+        ['created', 'expired'],
+      ]);
+      expect(state.transitions[1]!.at).toBe(isoTime(T0 + 60_000));
+      // Later reads answer 410 path.request.expired from the committed view.
+      const after = view(s.log, reference)!;
+      expect(after.status).toBe(410);
+      expect(after.body.error.code).toBe('path.request.expired');
+    },
+  );
 
-  it('a request without expires_at never expires (SPEC Limits: absent means indefinite)', async () => {
+  it('a request with no expires_at never expires (SPEC Limits: absent is indefinite)', async () => {
     const s = setup();
     const reference = await createRequest(s, null);
     s.clock.advance(400 * 24 * 3600_000);
@@ -124,29 +128,33 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
   });
 
-  it('paid is idempotent: the second paid answers 200 and appends no record and no second request.paid', async () => {
-    const s = setup();
-    const reference = await createRequest(s, null);
-    const first = await requestCommand(s, reference, 'paid', BETA);
-    expect(first.reply.status).toBe(200);
-    expect(JSON.parse(first.reply.body)).toEqual({ reference, status: 'paid' });
-    expect(first.outbox).toHaveLength(1);
-    const records = s.log.recordCount();
-    const paidEvents = outbox(s.log).filter((e) => e.event === 'request.paid');
-    expect(paidEvents).toHaveLength(1);
+  it(
+    'paid is idempotent: the second paid answers 200 ' +
+      'and appends no record and no second request.paid',
+    async () => {
+      const s = setup();
+      const reference = await createRequest(s, null);
+      const first = await requestCommand(s, reference, 'paid', BETA);
+      expect(first.reply.status).toBe(200);
+      expect(JSON.parse(first.reply.body)).toEqual({ reference, status: 'paid' });
+      expect(first.outbox).toHaveLength(1);
+      const records = s.log.recordCount();
+      const paidEvents = outbox(s.log).filter((e) => e.event === 'request.paid');
+      expect(paidEvents).toHaveLength(1);
 
-    s.clock.advance(1_000);
-    const second = await requestCommand(s, reference, 'paid', LOCAL);
-    expect(second.reply.status).toBe(200);
-    expect(JSON.parse(second.reply.body)).toEqual({ reference, status: 'paid' });
-    expect(second.outbox).toHaveLength(0);
-    await settle();
-    expect(s.log.recordCount()).toBe(records);
-    expect(outbox(s.log).filter((e) => e.event === 'request.paid')).toHaveLength(1);
-    const state = s.shard.stateOf(reference) as RequestState;
-    expect(state.transitions.map((t) => t.to)).toEqual(['created', 'paid']);
-    expect(state.transitions[1]!.by).toBe('beta');
-  });
+      s.clock.advance(1_000);
+      const second = await requestCommand(s, reference, 'paid', LOCAL);
+      expect(second.reply.status).toBe(200);
+      expect(JSON.parse(second.reply.body)).toEqual({ reference, status: 'paid' });
+      expect(second.outbox).toHaveLength(0);
+      await settle();
+      expect(s.log.recordCount()).toBe(records);
+      expect(outbox(s.log).filter((e) => e.event === 'request.paid')).toHaveLength(1);
+      const state = s.shard.stateOf(reference) as RequestState;
+      expect(state.transitions.map((t) => t.to)).toEqual(['created', 'paid']);
+      expect(state.transitions[1]!.by).toBe('beta');
+    },
+  );
 
   it('a paid request does not expire when expires_at passes', async () => {
     const s = setup();
@@ -157,23 +165,27 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     expect((s.shard.stateOf(reference) as RequestState).status).toBe('paid');
   });
 
-  it('revoke: only a local (issuer) caller; paid after revoke is 410 path.request.revoked; revoke after paid is 409 (P7)', async () => {
-    const s = setup();
-    const reference = await createRequest(s, null);
-    const refused = await requestCommand(s, reference, 'revoke', BETA);
-    expect(refused.reply.status).toBe(403);
-    expect(JSON.parse(refused.reply.body).error.code).toBe('path.auth.forbidden');
-    expect((await requestCommand(s, reference, 'revoke', LOCAL)).reply.status).toBe(200);
-    const paid = await requestCommand(s, reference, 'paid', BETA);
-    expect(paid.reply.status).toBe(410);
-    expect(JSON.parse(paid.reply.body).error.code).toBe('path.request.revoked');
+  it(
+    'revoke: only a local (issuer) caller; ' +
+      'paid after revoke is 410 path.request.revoked; revoke after paid is 409 (P7)',
+    async () => {
+      const s = setup();
+      const reference = await createRequest(s, null);
+      const refused = await requestCommand(s, reference, 'revoke', BETA);
+      expect(refused.reply.status).toBe(403);
+      expect(JSON.parse(refused.reply.body).error.code).toBe('path.auth.forbidden');
+      expect((await requestCommand(s, reference, 'revoke', LOCAL)).reply.status).toBe(200);
+      const paid = await requestCommand(s, reference, 'paid', BETA);
+      expect(paid.reply.status).toBe(410);
+      expect(JSON.parse(paid.reply.body).error.code).toBe('path.request.revoked');
 
-    const other = await createRequest(s, null);
-    await requestCommand(s, other, 'paid', BETA);
-    const late = await requestCommand(s, other, 'revoke', LOCAL);
-    expect(late.reply.status).toBe(409);
-    expect(JSON.parse(late.reply.body).error.code).toBe('path.request.not_open');
-  });
+      const other = await createRequest(s, null);
+      await requestCommand(s, other, 'paid', BETA);
+      const late = await requestCommand(s, other, 'revoke', LOCAL);
+      expect(late.reply.status).toBe(409);
+      expect(JSON.parse(late.reply.body).error.code).toBe('path.request.not_open');
+    },
+  );
 });
 
 describe('"States and transitions: Payment instruction" with a simulated clock (P12)', () => {
@@ -220,7 +232,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
     expect(after.body.error.code).toBe('path.instruction.expired');
   });
 
-  it('a used instruction stays used (410 path.instruction.used) and does not expire afterwards', async () => {
+  it('a used instruction stays used (410 path.instruction.used) and never expires', async () => {
     const s = setup();
     const { reference } = await issue(s);
     const used = await s.shard.submit({
@@ -267,31 +279,35 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
     return { reference, id, request };
   }
 
-  it('open -> expired at expires_at with a checkout.session.expired outbox event for its webhook_url, not before', async () => {
-    const s = setup();
-    const { reference, id } = await open(s, T0 + 30 * 60_000);
-    s.clock.advance(30 * 60_000 - 1);
-    await settle();
-    expect((s.shard.stateOf(reference) as SessionState).status).toBe('open');
-    expect(outbox(s.log).filter((e) => e.event === 'checkout.session.expired')).toHaveLength(0);
+  it(
+    'open -> expired at expires_at with a checkout.session.expired ' +
+      'outbox event for its webhook_url, not before',
+    async () => {
+      const s = setup();
+      const { reference, id } = await open(s, T0 + 30 * 60_000);
+      s.clock.advance(30 * 60_000 - 1);
+      await settle();
+      expect((s.shard.stateOf(reference) as SessionState).status).toBe('open');
+      expect(outbox(s.log).filter((e) => e.event === 'checkout.session.expired')).toHaveLength(0);
 
-    s.clock.advance(1);
-    await settle();
-    expect((s.shard.stateOf(reference) as SessionState).status).toBe('expired');
-    const events = outbox(s.log).filter((e) => e.event === 'checkout.session.expired');
-    expect(events).toHaveLength(1);
-    const event = events[0]!;
-    expect(event.id).toMatch(/^evt_[0-9a-f]{32}$/);
-    expect(s.log.get('outbox', event.id)).toBeDefined();
-    expect(event.targets).toEqual(['https://merchant.example/hooks/path']);
-    expect(event.created_at).toBe(isoTime(T0 + 30 * 60_000));
-    expect(event.data).toMatchObject({ id, reference, status: 'expired', completed_at: null });
-    // The payer-facing object now says expired.
-    expect(view(s.log, reference)!.body).toMatchObject({
-      type: 'path.checkout',
-      status: 'expired',
-    });
-  });
+      s.clock.advance(1);
+      await settle();
+      expect((s.shard.stateOf(reference) as SessionState).status).toBe('expired');
+      const events = outbox(s.log).filter((e) => e.event === 'checkout.session.expired');
+      expect(events).toHaveLength(1);
+      const event = events[0]!;
+      expect(event.id).toMatch(/^evt_[0-9a-f]{32}$/);
+      expect(s.log.get('outbox', event.id)).toBeDefined();
+      expect(event.targets).toEqual(['https://merchant.example/hooks/path']);
+      expect(event.created_at).toBe(isoTime(T0 + 30 * 60_000));
+      expect(event.data).toMatchObject({ id, reference, status: 'expired', completed_at: null });
+      // The payer-facing object now says expired.
+      expect(view(s.log, reference)!.body).toMatchObject({
+        type: 'path.checkout',
+        status: 'expired',
+      });
+    },
+  );
 
   it('a completed session does not expire and emits no checkout.session.expired', async () => {
     const s = setup();
@@ -308,7 +324,7 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
     expect(outbox(s.log).map((e) => e.event)).toEqual(['checkout.session.completed']);
   });
 
-  it('of many simultaneous completes exactly one wins; completing does not touch the request', async () => {
+  it('of simultaneous completes exactly one wins; the request is left untouched', async () => {
     const s = setup();
     const { reference, request } = await open(s, T0 + 60_000);
     const answers = await Promise.all(

@@ -60,10 +60,10 @@ export function deciderSpec<S, C extends CommandSchemas, E>(decider: Decider<S, 
           caller: Caller | null = LOCAL,
         ): Outcome<S, E> {
           const check = checks.get(name)!;
-          expect(
-            check.Check(input),
-            `input of ${decider.type}.${name}: ${[...check.Errors(input)].map((e) => `${e.path} ${e.message}`).join('; ')}`,
-          ).toBe(true);
+          const errors = [...check.Errors(input)].map((e) => `${e.path} ${e.message}`);
+          expect(check.Check(input), `input of ${decider.type}.${name}: ${errors.join('; ')}`).toBe(
+            true,
+          );
           const decision = decider.decide({ name, input, caller } as never, before, {
             now: context.now ?? SPEC_NOW,
             member: context.member ?? 'local',

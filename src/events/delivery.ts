@@ -169,7 +169,10 @@ export class WebhookDelivery {
     );
   }
 
-  /** Delivery state changes of one turn go to the log in one write (many events finish at once under load). */
+  /**
+   * Delivery state changes of one turn go to the log in
+   * one write (many events finish at once under load).
+   */
   private write(writes: TableWrite[]): Promise<void> {
     this.queued.push(...writes);
     this.queuedWrite ??= new Promise<void>((resolve, reject) => {

@@ -19,12 +19,16 @@ export type ExternalKeyType = (typeof EXTERNAL_KEY_TYPES)[number];
 /** Countries of the SEPA scheme, for IBAN keys (the EPC's list of scheme countries). */
 const SEPA = new Set(
   (
-    'AD AT BE BG CH CY CZ DE DK EE ES FI FR GB GI GR HR HU IE IS IT LI LT LU LV MC MT NL NO PL PT RO SE SI SK SM VA ' +
+    'AD AT BE BG CH CY CZ DE DK EE ES FI FR GB GI GR HR HU IE IS IT LI LT LU LV MC MT NL NO ' +
+    'PL PT RO SE SI SK SM VA ' +
     'AX GF GP MQ YT RE BL MF PM GG JE IM'
   ).split(' '),
 );
 
-/** Where a parsed key could be known: zones, or null when its form names no zone (email, VPA, alias). */
+/**
+ * Where a parsed key could be known: zones, or null
+ * when its form names no zone (email, VPA, alias).
+ */
 export type ParsedKey = { zones: string[] | null };
 
 const digitsOnly = (raw: string) => raw.replace(/[\s.\-/]/g, '');
@@ -70,7 +74,10 @@ function validSingaporeUen(raw: string): boolean {
   );
 }
 
-/** Australia's ABN: 11 digits, weighted checksum divisible by 89 after subtracting 1 from the first digit. */
+/**
+ * Australia's ABN: 11 digits, weighted checksum divisible
+ * by 89 after subtracting 1 from the first digit.
+ */
 function validAustralianAbn(raw: string): boolean {
   const d = digitsOnly(raw);
   if (!/^\d{11}$/.test(d)) return false;
@@ -86,7 +93,9 @@ const TAX_ZONES: [string, (raw: string) => boolean][] = [
   ['AU', validAustralianAbn],
 ];
 
-/** The parse of a key of the given type, or null when it does not parse (400 external.key.invalid). */
+/**
+ * The parse of a key of the given type, or null when it does not parse (400 external.key.invalid).
+ */
 export function parseExternalKey(type: ExternalKeyType, raw: string): ParsedKey | null {
   if (raw.length === 0 || raw.length > 320) return null;
   switch (type) {

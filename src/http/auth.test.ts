@@ -77,7 +77,9 @@ interface Draft {
   body?: string;
 }
 
-/** A request signed with @noble by `signer`, presented under `signer`'s key id unless overridden. */
+/**
+ * A request signed with @noble by `signer`, presented under `signer`'s key id unless overridden.
+ */
 function signed(signer: Party, draft: Draft = {}): SignedRequest {
   const method = draft.method ?? 'POST';
   const target = draft.target ?? '/api/path/v1/receipts';
@@ -148,17 +150,21 @@ describe('signingString reproduces the vectors (P5)', () => {
     },
   );
 
-  it('upper-cases the method, has no trailing newline, and an empty line for no idempotency key', () => {
-    const text = signingString({
-      method: 'get',
-      target: '/a?b=1',
-      timestamp: AT_NOW,
-      idempotencyKey: undefined,
-      bodySha256Hex: sha256(''),
-    });
-    expect(text).toBe(`path-request-v1\nGET\n/a?b=1\n${AT_NOW}\n\n${sha256('')}`);
-    expect(text.split('\n')).toHaveLength(6);
-  });
+  it(
+    'upper-cases the method, has no trailing newline, ' +
+      'and an empty line for no idempotency key',
+    () => {
+      const text = signingString({
+        method: 'get',
+        target: '/a?b=1',
+        timestamp: AT_NOW,
+        idempotencyKey: undefined,
+        bodySha256Hex: sha256(''),
+      });
+      expect(text).toBe(`path-request-v1\nGET\n/a?b=1\n${AT_NOW}\n\n${sha256('')}`);
+      expect(text.split('\n')).toHaveLength(6);
+    },
+  );
 
   it('the vector requests authenticate end to end under the vector key', () => {
     const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesPerCredentialMax: 100 });
@@ -401,24 +407,31 @@ describe('replay window (P5)', () => {
     });
   });
 
-  it('the replay memory is bounded: when full, fresh requests are refused as unavailable, not let through', () => {
-    const auth = authenticator(2);
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({
-      member: 'local',
-      local: true,
-    });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toMatchObject({
-      member: 'local',
-      local: true,
-    });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '3' }), NOW)).toMatchObject({
-      code: 'path.core.unavailable',
-    });
-    // once the remembered entries are older than any acceptable timestamp they are forgotten
-    const later = NOW + 2 * SKEW_MS + 1;
-    const fresh = signed(alice, { idempotencyKey: '3', timestamp: new Date(later).toISOString() });
-    expect(auth.authenticate(fresh, later)).toMatchObject({ member: 'local', local: true });
-  });
+  it(
+    'the replay memory is bounded: when full, ' +
+      'fresh requests are refused as unavailable, not let through',
+    () => {
+      const auth = authenticator(2);
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({
+        member: 'local',
+        local: true,
+      });
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toMatchObject({
+        member: 'local',
+        local: true,
+      });
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '3' }), NOW)).toMatchObject({
+        code: 'path.core.unavailable',
+      });
+      // once the remembered entries are older than any acceptable timestamp they are forgotten
+      const later = NOW + 2 * SKEW_MS + 1;
+      const fresh = signed(alice, {
+        idempotencyKey: '3',
+        timestamp: new Date(later).toISOString(),
+      });
+      expect(auth.authenticate(fresh, later)).toMatchObject({ member: 'local', local: true });
+    },
+  );
 
   it('each credential has its own share: a full one refuses its own requests alone', () => {
     const auth = authenticator(2);
@@ -435,7 +448,7 @@ describe('replay window (P5)', () => {
     });
   });
 
-  it('what one run remembered, restored from its rows, refuses the same request in the next', () => {
+  it('what one run remembered, restored from rows, refuses the same request in the next', () => {
     const first = authenticator();
     const accepted = first.authenticate(signed(alice), NOW) as Authenticated;
     const rows = [...first.remembered()];

@@ -27,7 +27,14 @@ export function signingString(r: {
   idempotencyKey: string | undefined;
   bodySha256Hex: string;
 }): string {
-  return `path-request-v1\n${r.method.toUpperCase()}\n${r.target}\n${r.timestamp}\n${r.idempotencyKey ?? ''}\n${r.bodySha256Hex}`;
+  return [
+    'path-request-v1',
+    r.method.toUpperCase(),
+    r.target,
+    r.timestamp,
+    r.idempotencyKey ?? '',
+    r.bodySha256Hex,
+  ].join('\n');
 }
 
 export function unauthenticated(
@@ -69,7 +76,9 @@ export class Authenticator {
   constructor(
     private readonly options: {
       skewMs: number;
-      /** Each credential's share of the replay memory (P5): one credential cannot fill another's. */
+      /**
+       * Each credential's share of the replay memory (P5): one credential cannot fill another's.
+       */
       replayEntriesPerCredentialMax: number;
       code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated';
     },

@@ -16,7 +16,10 @@ import { Router, type RouteSpec } from './router.js';
 
 export interface RequestContext {
   method: string;
-  /** Hex SHA-256 of the body, computed once (the P5 signing string and the idempotency fingerprint both use it). */
+  /**
+   * Hex SHA-256 of the body, computed once (the P5 signing
+   * string and the idempotency fingerprint both use it).
+   */
   bodySha256Hex?: string;
   path: string;
   query: string;
@@ -26,7 +29,9 @@ export interface RequestContext {
   now: number;
   /** Set on creating calls that carried `Path-Idempotency-Key` (P7). */
   idempotency?: { scope: string; requestHash: string };
-  /** Set on signed calls: what the commit of their command remembers (P5, replays across restarts). */
+  /**
+   * Set on signed calls: what the commit of their command remembers (P5, replays across restarts).
+   */
   replay?: ReplayMark;
   route: RouteSpec<Handler>;
 }
@@ -132,7 +137,9 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections; resolves when in-flight requests are answered (or time runs out). */
+  /**
+   * Stops accepting connections; resolves when in-flight requests are answered (or time runs out).
+   */
   async close(drainMs: number): Promise<void> {
     this.closing = true;
     if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
@@ -319,14 +326,12 @@ export class HttpServer {
 
   /** Replays a stored answer, refuses a conflict, or marks the call in flight (returns null). */
   private idempotency(context: RequestContext, key: string): HttpReply | null {
-    if (
-      key.length > this.options.limits.idempotency_key_length_max ||
-      !/^[\x21-\x7e]+$/.test(key)
-    ) {
+    const lengthMax = this.options.limits.idempotency_key_length_max;
+    if (key.length > lengthMax || !/^[\x21-\x7e]+$/.test(key)) {
       return failure(
         invalid(
           'Path-Idempotency-Key',
-          `Path-Idempotency-Key must be 1-${this.options.limits.idempotency_key_length_max} visible ASCII characters`,
+          `Path-Idempotency-Key must be 1-${lengthMax} visible ASCII characters`,
         ),
       );
     }

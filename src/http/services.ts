@@ -76,7 +76,10 @@ export function validBody<T>(context: RequestContext, validate: Validator<T>): P
   return body.ok ? validate(body.value) : body;
 }
 
-/** The aggregate that holds an id: the subject of an address, attestation or binding; the connection of a delegation; the session of a checkout id (the route index in the views). */
+/**
+ * The aggregate that holds an id: the subject of an address, attestation or binding; the connection
+ * of a delegation; the session of a checkout id (the route index in the views).
+ */
 export function ownerOf(services: Services, id: string): string | null {
   const bytes = services.log.get('views', `route/${id}`);
   if (bytes === undefined) return null;

@@ -103,8 +103,8 @@ export function checkDataFile(path: string): void {
     if (size < needed) {
       throw new DataFileError(
         `${path} is truncated: ${size} bytes, but its last commit needs ` +
-          `${needed}; the node will not read past the end of the file. Restore the data directory ` +
-          'from the latest backup',
+          `${needed}; the node will not read past the end of the file. ` +
+          'Restore the data directory from the latest backup',
       );
     }
   } finally {

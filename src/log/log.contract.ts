@@ -8,7 +8,9 @@ import type { Log, LogEntry, Table, TableWrite } from './log.js';
 export interface LogFactory {
   /** A new, empty log. */
   open(): Promise<Log> | Log;
-  /** The same log after an orderly close (what a restart sees); the old handle is not used again. */
+  /**
+   * The same log after an orderly close (what a restart sees); the old handle is not used again.
+   */
   reopen(log: Log): Promise<Log> | Log;
   /** Releases everything `open` made. */
   dispose(): Promise<void> | void;
@@ -39,16 +41,20 @@ export function logContract(name: string, factory: LogFactory): void {
       }
     };
 
-    it('reads the records of one partition in sequence order, after a given seq, apart from other partitions', () =>
-      withLog(async (log) => {
-        await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
-        await log.append([entry(5, 3, 'c')], []);
-        expect(texts(log.read(5, 0))).toEqual(['a', 'b', 'c']);
-        expect([...log.read(5, 1)].map((r) => r.seq)).toEqual([2, 3]);
-        expect(texts(log.read(6, 0))).toEqual(['x']);
-        expect([...log.read(7, 0)]).toEqual([]);
-        expect([...log.read(5, 3)]).toEqual([]);
-      }));
+    it(
+      'reads the records of one partition in sequence order, ' +
+        'after a given seq, apart from other partitions',
+      () =>
+        withLog(async (log) => {
+          await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
+          await log.append([entry(5, 3, 'c')], []);
+          expect(texts(log.read(5, 0))).toEqual(['a', 'b', 'c']);
+          expect([...log.read(5, 1)].map((r) => r.seq)).toEqual([2, 3]);
+          expect(texts(log.read(6, 0))).toEqual(['x']);
+          expect([...log.read(7, 0)]).toEqual([]);
+          expect([...log.read(5, 3)]).toEqual([]);
+        }),
+    );
 
     it('lands the table rows of an append with its records, and a null row deletes', () =>
       withLog(async (log) => {
@@ -125,7 +131,7 @@ export function logContract(name: string, factory: LogFactory): void {
         expect(log.readSnapshot(5)?.toString()).toBe('other');
       }));
 
-    it('P14: everything an append or write acknowledged is there after the log is reopened', async () => {
+    it('P14: all an append or write acknowledged is there after the log is reopened', async () => {
       const log = await factory.open();
       try {
         await log.append(

@@ -61,7 +61,10 @@ export interface Log {
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */
   refresh(): void;
-  /** Keys and values of a table from `start` (inclusive) to `end` (exclusive), in key order or reversed, at most `limit`. */
+  /**
+   * Keys and values of a table from `start` (inclusive) to `end`
+   * (exclusive), in key order or reversed, at most `limit`.
+   */
   scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;

@@ -47,7 +47,7 @@ describe('the change feed at start', () => {
     expect(second.sequence).toBe(3);
   });
 
-  it('appends the changes the feed missed: a key gone, a key turned public, a new key', async () => {
+  it('appends changes the feed missed: a key gone, a key turned public, a new key', async () => {
     const log = new MemoryLog();
     await log.write([
       { table: 'directory', key: `${hash(1)}/idn/a`, bytes: frame({ t: 'phone', v: 'network' }) },

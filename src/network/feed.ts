@@ -35,7 +35,9 @@ export class FeedPublisher {
   private readonly pendingState = new Map<string, FeedState>();
   private flushing: Promise<void> = Promise.resolve();
   private scheduled = false;
-  /** While the directory loads: the feed's state, walked in hash order beside the directory's keys. */
+  /**
+   * While the directory loads: the feed's state, walked in hash order beside the directory's keys.
+   */
   private loading: {
     rows: Iterator<{ key: string; bytes: Buffer }>;
     next: IteratorResult<{ key: string; bytes: Buffer }>;
@@ -69,7 +71,9 @@ export class FeedPublisher {
     this.append(hash, identifierType, v);
   }
 
-  /** The load is over: keys the feed still states but the directory no longer has become removals. */
+  /**
+   * The load is over: keys the feed still states but the directory no longer has become removals.
+   */
   endLoad(): void {
     if (this.loading === null) return;
     this.statedDuringLoad(null);
@@ -81,7 +85,10 @@ export class FeedPublisher {
     if (this.pending.length >= threshold) await this.flush();
   }
 
-  /** Walks the feed's state up to `hash` (to the end with null); keys passed over are no longer local. */
+  /**
+   * Walks the feed's state up to `hash` (to the end
+   * with null); keys passed over are no longer local.
+   */
   private statedDuringLoad(hash: string | null): FeedState | undefined {
     const walk = this.loading!;
     while (!walk.next.done && (hash === null || walk.next.value.key < hash)) {

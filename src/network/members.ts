@@ -26,7 +26,9 @@ export class MemberRegistry {
     },
   ) {}
 
-  /** Reads the member list (and cached keys) from the store; fetches keys of members that have none. */
+  /**
+   * Reads the member list (and cached keys) from the store; fetches keys of members that have none.
+   */
   load(): void {
     this.members = new Map(
       this.options.store
@@ -77,7 +79,9 @@ export class MemberRegistry {
     return undefined;
   }
 
-  /** Fetches a member's keys document; keeps the previous keys when the member cannot be reached. */
+  /**
+   * Fetches a member's keys document; keeps the previous keys when the member cannot be reached.
+   */
   async refresh(name: string): Promise<void> {
     const member = this.members.get(name);
     if (member === undefined) return;

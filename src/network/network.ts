@@ -44,7 +44,9 @@ export class Network {
       this.feed.observe(hash, type, visibility);
   }
 
-  /** Loads the local directory with the feed merged beside it, then the replicas; starts following. */
+  /**
+   * Loads the local directory with the feed merged beside it, then the replicas; starts following.
+   */
   async start(): Promise<{ directoryRows: number; replicaRows: number }> {
     this.feed.beginLoad();
     const directoryRows = await this.options.directory.load({

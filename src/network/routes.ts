@@ -1,4 +1,5 @@
-// GET /directory/feed: this node's change feed for member nodes (authenticated, ordered, resumable).
+// GET /directory/feed: this node's change feed for
+// member nodes (authenticated, ordered, resumable).
 import { invalid } from '../protocol/errors.js';
 import { failure } from '../http/reply.js';
 import type { RouteSpec } from '../http/router.js';

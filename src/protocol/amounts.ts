@@ -54,7 +54,9 @@ export function addDecimal(a: string, b: string): string {
   return format(x + y, scale);
 }
 
-/** a - b; callers check `compareDecimal(a, b) >= 0` first where a negative result is meaningless. */
+/**
+ * a - b; callers check `compareDecimal(a, b) >= 0` first where a negative result is meaningless.
+ */
 export function subtractDecimal(a: string, b: string): string {
   const [x, y, scale] = align(parse(a), parse(b));
   return format(x - y, scale);

@@ -59,24 +59,32 @@ describe('P8 identifier_hash vectors', () => {
   });
 
   for (const c of vectors.identifier_hash.cases) {
-    it(`P8 vector ${c.identifier_type}: input normalises to ${c.normalised} and hashes byte for byte`, () => {
-      expect(accepted(c.identifier_type, c.input)).toBe(c.normalised);
-      expect(c.message).toBe(`${c.identifier_type}:${c.normalised}`);
-      expect(identifierHash(pepper, c.identifier_type, c.normalised)).toBe(c.hash);
-      expect(identifierHash(pepper, c.identifier_type, accepted(c.identifier_type, c.input))).toBe(
-        c.hash,
-      );
-    });
+    it(
+      `P8 vector ${c.identifier_type}: ` +
+        `input normalises to ${c.normalised} and hashes byte for byte`,
+      () => {
+        expect(accepted(c.identifier_type, c.input)).toBe(c.normalised);
+        expect(c.message).toBe(`${c.identifier_type}:${c.normalised}`);
+        expect(identifierHash(pepper, c.identifier_type, c.normalised)).toBe(c.hash);
+        expect(
+          identifierHash(pepper, c.identifier_type, accepted(c.identifier_type, c.input)),
+        ).toBe(c.hash);
+      },
+    );
   }
 
-  it('P8 identifier_hash is lowercase hex HMAC-SHA-256 over "<type>:<normalised>", the type covered', () => {
-    const h = identifierHash(pepper, 'lei', '5493001KJTIIGC8Y1R12');
-    expect(h).toMatch(/^[0-9a-f]{64}$/);
-    expect(h).toBe(createHmac('sha256', pepper).update('lei:5493001KJTIIGC8Y1R12').digest('hex'));
-    // Same value under another type, or under another pepper, is another hash.
-    expect(identifierHash(pepper, 'reg', '5493001KJTIIGC8Y1R12')).not.toBe(h);
-    expect(identifierHash(Buffer.alloc(32, 7), 'lei', '5493001KJTIIGC8Y1R12')).not.toBe(h);
-  });
+  it(
+    'P8 identifier_hash is lowercase hex HMAC-SHA-256 ' +
+      'over "<type>:<normalised>", the type covered',
+    () => {
+      const h = identifierHash(pepper, 'lei', '5493001KJTIIGC8Y1R12');
+      expect(h).toMatch(/^[0-9a-f]{64}$/);
+      expect(h).toBe(createHmac('sha256', pepper).update('lei:5493001KJTIIGC8Y1R12').digest('hex'));
+      // Same value under another type, or under another pepper, is another hash.
+      expect(identifierHash(pepper, 'reg', '5493001KJTIIGC8Y1R12')).not.toBe(h);
+      expect(identifierHash(Buffer.alloc(32, 7), 'lei', '5493001KJTIIGC8Y1R12')).not.toBe(h);
+    },
+  );
 });
 
 describe('phone (SPEC B: E.164, normalisation normative; P8)', () => {

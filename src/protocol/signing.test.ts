@@ -47,7 +47,10 @@ function nobleVerifies(signatureHex: string, message: Uint8Array, publicKeyHex: 
   });
 }
 
-/** The signature with S (little-endian bytes 32..63) replaced by S + L: same curve equation, non-canonical S. */
+/**
+ * The signature with S (little-endian bytes 32..63)
+ * replaced by S + L: same curve equation, non-canonical S.
+ */
 function malleate(signatureHex: string): string {
   const bytes = Buffer.from(signatureHex, 'hex');
   let s = 0n;
@@ -80,7 +83,8 @@ describe('keys (P1)', () => {
 
   it('signs the empty message as RFC 8032 TEST 1 says', () => {
     expect(signBytes(new Uint8Array(0), key)).toBe(
-      'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b',
+      'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155' +
+        '5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b',
     );
   });
 
@@ -90,7 +94,7 @@ describe('keys (P1)', () => {
     expect(() => signingKeyFromSeed(`${vectors.key.seed_hex}00`)).toThrow(RangeError);
   });
 
-  it('kidOf is a stable fingerprint of the public key, distinct per key and header-safe (P1)', () => {
+  it('kidOf is a stable fingerprint of the public key, distinct per key, header-safe (P1)', () => {
     const other = generateSeedHex();
     expect(kidOf(publicKey)).toBe(kidOf(publicKey));
     expect(key.kid).toBe(kidOf(publicKey));
@@ -108,19 +112,23 @@ describe('keys (P1)', () => {
     );
   });
 
-  it('envelopeFields carries grammar 2, protocol 0.2.0, the time and the key id, as in the vectors', () => {
-    const fields = envelopeFields(key, '2026-11-21T12:00:00Z');
-    expect(fields).toEqual({
-      grammar: 2,
-      protocol_version: '0.2.0',
-      signed_at: '2026-11-21T12:00:00Z',
-      kid: key.kid,
-    });
-    expect({ grammar: envelope.grammar, protocol_version: envelope.protocol_version }).toEqual({
-      grammar: fields.grammar,
-      protocol_version: fields.protocol_version,
-    });
-  });
+  it(
+    'envelopeFields carries grammar 2, protocol 0.2.0, ' +
+      'the time and the key id, as in the vectors',
+    () => {
+      const fields = envelopeFields(key, '2026-11-21T12:00:00Z');
+      expect(fields).toEqual({
+        grammar: 2,
+        protocol_version: '0.2.0',
+        signed_at: '2026-11-21T12:00:00Z',
+        kid: key.kid,
+      });
+      expect({ grammar: envelope.grammar, protocol_version: envelope.protocol_version }).toEqual({
+        grammar: fields.grammar,
+        protocol_version: fields.protocol_version,
+      });
+    },
+  );
 });
 
 describe('signing reproduces the vectors (P2)', () => {

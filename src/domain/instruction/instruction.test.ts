@@ -66,29 +66,33 @@ const issued = (): InstructionEvent[] => {
 const lifetime = 5 * 60_000;
 
 describe('instruction: issue', () => {
-  it('for an address: signs the default live target of the capability in force, open for the lifetime (P12)', () => {
-    const decision = spec
-      .given([], withAddress())
-      .when('issue', { reference: REF, address: ADDRESS, via: SEPA }, BETA)
-      .then((events) => {
-        expect(events).toHaveLength(1);
+  it(
+    'for an address: signs the default live target of ' +
+      'the capability in force, open for the lifetime (P12)',
+    () => {
+      const decision = spec
+        .given([], withAddress())
+        .when('issue', { reference: REF, address: ADDRESS, via: SEPA }, BETA)
+        .then((events) => {
+          expect(events).toHaveLength(1);
+        });
+      expect(decision.answer).toMatchObject({ signed: true, created: true });
+      const object = JSON.parse((decision.answer as { text: string }).text);
+      expect(object).toMatchObject({
+        type: 'path.instruction',
+        reference: REF,
+        status: 'open',
+        single_use: true,
+        intent_version: 3,
+        beneficiary: { format: 'iban', value: 'default' },
+        via: SEPA,
+        payee: { member: 'local', address: ADDRESS },
+        expires_at: new Date(SPEC_NOW + lifetime).toISOString(),
       });
-    expect(decision.answer).toMatchObject({ signed: true, created: true });
-    const object = JSON.parse((decision.answer as { text: string }).text);
-    expect(object).toMatchObject({
-      type: 'path.instruction',
-      reference: REF,
-      status: 'open',
-      single_use: true,
-      intent_version: 3,
-      beneficiary: { format: 'iban', value: 'default' },
-      via: SEPA,
-      payee: { member: 'local', address: ADDRESS },
-      expires_at: new Date(SPEC_NOW + lifetime).toISOString(),
-    });
-    const state = (decision.events[0] as Extract<InstructionEvent, { type: 'issued' }>).state;
-    expect(state).toMatchObject({ status: 'open', obtained_by: 'beta', used_by: null });
-  });
+      const state = (decision.events[0] as Extract<InstructionEvent, { type: 'issued' }>).state;
+      expect(state).toMatchObject({ status: 'open', obtained_by: 'beta', used_by: null });
+    },
+  );
 
   it('for a request: the request must be open and bound; its amount wins', () => {
     const decision = spec
@@ -123,28 +127,32 @@ describe('instruction: issue', () => {
       .thenRefused('path.address.capability_not_accepted');
   });
 
-  it('refuses: both or neither of request and address, an anonymous caller for an address, a revoked address', () => {
-    spec
-      .given([], withRequest())
-      .when('issue', { reference: REF, request: REQ, address: ADDRESS, via: SEPA })
-      .thenRefused('path.core.invalid_request', { field: 'request' });
-    spec
-      .given([])
-      .when('issue', { reference: REF, via: SEPA })
-      .thenRefused('path.core.invalid_request', { field: 'request' });
-    spec
-      .given([], withAddress())
-      .when('issue', { reference: REF, address: ADDRESS, via: SEPA }, null)
-      .thenRefused('path.auth.unauthenticated', { reason: 'missing' });
-    spec
-      .given([], withAddress(info({ revoked: true })))
-      .when('issue', { reference: REF, address: ADDRESS, via: SEPA })
-      .thenRefused('path.address.revoked');
-    spec
-      .given([])
-      .when('issue', { reference: REF, address: ADDRESS, via: SEPA })
-      .thenRefused('path.core.not_found');
-  });
+  it(
+    'refuses: both or neither of request and address, ' +
+      'an anonymous caller for an address, a revoked address',
+    () => {
+      spec
+        .given([], withRequest())
+        .when('issue', { reference: REF, request: REQ, address: ADDRESS, via: SEPA })
+        .thenRefused('path.core.invalid_request', { field: 'request' });
+      spec
+        .given([])
+        .when('issue', { reference: REF, via: SEPA })
+        .thenRefused('path.core.invalid_request', { field: 'request' });
+      spec
+        .given([], withAddress())
+        .when('issue', { reference: REF, address: ADDRESS, via: SEPA }, null)
+        .thenRefused('path.auth.unauthenticated', { reason: 'missing' });
+      spec
+        .given([], withAddress(info({ revoked: true })))
+        .when('issue', { reference: REF, address: ADDRESS, via: SEPA })
+        .thenRefused('path.address.revoked');
+      spec
+        .given([])
+        .when('issue', { reference: REF, address: ADDRESS, via: SEPA })
+        .thenRefused('path.core.not_found');
+    },
+  );
 
   it('refuses a capability not in force, a reserved rail, a capability with no live target', () => {
     spec
@@ -200,7 +208,7 @@ describe('instruction: the state table', () => {
     spec.given(events).when('use', { receipt: 'rcp_b' }, null).thenNothing();
   });
 
-  it('open -> revoked (the issuer only); revoking again changes nothing; a used one is gone', () => {
+  it('open -> revoked (issuer only); revoking again changes nothing; a used one is gone', () => {
     spec.given(issued()).when('revoke', {}, BETA).thenRefused('path.auth.forbidden');
     spec
       .given(issued())
@@ -216,21 +224,25 @@ describe('instruction: the state table', () => {
       .thenRefused('path.instruction.used');
   });
 
-  it('open -> expired (passage of expires_at): the tick moves it; before then it does nothing; revoke after it is gone', () => {
-    spec
-      .given(issued(), { now: SPEC_NOW + lifetime - 1 })
-      .when('tick', null, null)
-      .thenNothing();
-    const later = SPEC_NOW + lifetime;
-    spec
-      .given(issued(), { now: later })
-      .when('tick', null, null)
-      .then([{ type: 'moved', to: 'expired', at: new Date(later).toISOString() }]);
-    spec
-      .given(issued(), { now: later })
-      .when('revoke', {}, LOCAL)
-      .thenRefused('path.instruction.expired');
-  });
+  it(
+    'open -> expired (passage of expires_at): the tick moves it; ' +
+      'before then it does nothing; revoke after it is gone',
+    () => {
+      spec
+        .given(issued(), { now: SPEC_NOW + lifetime - 1 })
+        .when('tick', null, null)
+        .thenNothing();
+      const later = SPEC_NOW + lifetime;
+      spec
+        .given(issued(), { now: later })
+        .when('tick', null, null)
+        .then([{ type: 'moved', to: 'expired', at: new Date(later).toISOString() }]);
+      spec
+        .given(issued(), { now: later })
+        .when('revoke', {}, LOCAL)
+        .thenRefused('path.instruction.expired');
+    },
+  );
 
   it('used, revoked, expired go nowhere: their reads answer 410 with the matching code', () => {
     for (const to of ['used', 'revoked', 'expired'] as const) {

@@ -162,7 +162,8 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
     outbox: [
       { id: context.newId('evt'), event: RECEIPT_EVENT, created_at: occurredAt, data_json: text },
     ],
-    // The transitions list of a new receipt derives from its envelope (firstTransitions): not written until it moves.
+    // The transitions list of a new receipt derives from its
+    // envelope (firstTransitions): not written until it moves.
     publications: [{ key: input.reference, view: { text, signed: true } }],
     // An instruction named by a receipt is used from then on (docs/decisions.md): decided by the
     // instruction itself, after this commit and again after a crash (STYLE 12). One that is not
@@ -248,7 +249,10 @@ function transition(
   };
 }
 
-/** `GET /receipts/{reference}` (and `/path/{reference}`) and `GET /receipts/{reference}/transitions`. */
+/**
+ * `GET /receipts/{reference}` (and `/path/{reference}`) and
+ * `GET /receipts/{reference}/transitions`.
+ */
 function published(reference: string, envelope: string, transitions: string): Publication[] {
   return [
     { key: reference, view: { text: envelope, signed: true } },

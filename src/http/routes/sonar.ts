@@ -175,7 +175,10 @@ async function hashSpread(
   return { ok: true, hashes: [...first.hashes, ...local.hashes] };
 }
 
-/** The share of a large batch's keys the front end hashes itself (the worker also charges and journals). */
+/**
+ * The share of a large batch's keys the front end
+ * hashes itself (the worker also charges and journals).
+ */
 const FRONT_END_HASHING_SHARE = 0.65;
 /** Batches smaller than this are hashed and signed on one thread alone. */
 const SPREAD_SIGNING_MIN = 64;

@@ -91,7 +91,10 @@ export function ownReference(decider: AnyDecider, name = 'reference') {
   };
 }
 
-/** A public read of the committed view named by the path's reference (SPEC: reads serve what was signed). */
+/**
+ * A public read of the committed view named by the
+ * path's reference (SPEC: reads serve what was signed).
+ */
 export function publicRead(
   services: Services,
   route: { operation: string; path: string; decider: AnyDecider; what: string },
