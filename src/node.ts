@@ -21,12 +21,12 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
-import { lockDataDir, tightenDataDir } from './log/data-dir.js';
+import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
-import { signingKeyFromSeed } from './protocol/signing.js';
+import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
 
 export interface RunningNode {
   port: number;
@@ -44,14 +44,82 @@ export async function startNode(
   const lock = lockDataDir(config.dataDir);
   announceDataDir(config, logger);
   const env = openEnvironment(config.dataDir);
-  const { store, signingKey, pepper, sealingKey } = await openIdentity(env, config);
+  const identity = await openIdentity(env, config);
   const log = new LmdbLog(env);
-  let signer = signingKeyFromSeed(signingKey.seed_hex);
+  const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
+  const runtime = await startPool(config, logger, onFatal, { log, identity, signer });
+  const access = await startNetwork(config, logger, {
+    log,
+    store: identity.store,
+    signer,
+    directory: runtime.directory,
+  });
+  // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
+  const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
+  const services = nodeServices(config, { log, identity, signer, runtime, access });
+  const listeners = await startListeners(config, logger, {
+    services,
+    log,
+    access,
+    localHolder: runtime.localHolder,
+  });
+  const followers = startFollowers(config, logger, {
+    log,
+    identity,
+    signer,
+    runtime,
+    access,
+    listeners,
+  });
+  await housekeeping(log, config.limits);
+  await forgetReplays(log, Date.now());
+  runtime.events.start();
+  logger.info(
+    {
+      port: listeners.port,
+      external_port: listeners.external.port,
+      base_url: services.config.baseUrl,
+      member: config.member,
+      workers: config.workers,
+      recovery: runtime.stats,
+      directory_rows: access.directoryRows,
+      replica_rows: access.replicaRows,
+      replay_rows: access.replayed,
+      follow_ups: followedUp,
+      directory_keys: runtime.directory.index.size,
+      recovery_ms: Date.now() - started,
+    },
+    'listening',
+  );
+  return {
+    port: listeners.port,
+    baseUrl: services.config.baseUrl,
+    stop: () => stopNode(config, logger, { lock, log, runtime, access, listeners, followers }),
+  };
+}
 
+/** The signing key in force: the command line may rotate it while the node runs. */
+interface SignerCell {
+  current: SigningKey;
+}
+
+type Identity = Awaited<ReturnType<typeof openIdentity>>;
+type Runtime = Awaited<ReturnType<typeof startPool>>;
+type Access = Awaited<ReturnType<typeof startNetwork>>;
+type Listeners = Awaited<ReturnType<typeof startListeners>>;
+
+/** Webhook delivery, the local directory and the shard pool (recovered from the log). */
+async function startPool(
+  config: Config,
+  logger: Logger,
+  onFatal: (message: string) => void,
+  opened: { log: LmdbLog; identity: Identity; signer: SignerCell },
+) {
+  const { log, identity, signer } = opened;
   const events = new WebhookDelivery({
     log,
     clock: systemClock,
-    signer: () => signer,
+    signer: () => signer.current,
     operatorUrls: config.webhookUrls,
     dev: config.dev,
     limits: config.limits,
@@ -64,9 +132,9 @@ export async function startNode(
     workers: config.workers,
     dataDir: config.dataDir,
     member: config.member,
-    seedHex: signingKey.seed_hex,
-    sealingKeyHex: sealingKey.toString('hex'),
-    pepperHex: pepper.hex,
+    seedHex: identity.signingKey.seed_hex,
+    sealingKeyHex: identity.sealingKey.toString('hex'),
+    pepperHex: identity.pepper.hex,
     limits: config.limits,
     dev: config.dev,
     onFatal,
@@ -76,8 +144,20 @@ export async function startNode(
       if (result.directory.length > 0) directory.apply(result.directory);
     },
   });
+  return { events, localHolder, directory, pool, stats };
+}
 
-  // Credentials: those added with the command line, and the active signing keys of member nodes.
+/**
+ * Who may call, and the network: the credentials added with the command line and the active
+ * signing keys of member nodes; the replays earlier runs remembered; the members, the change feed
+ * and the replicas, loaded and followed.
+ */
+async function startNetwork(
+  config: Config,
+  logger: Logger,
+  opened: { log: LmdbLog; store: NodeStore; signer: SignerCell; directory: LocalDirectory },
+) {
+  const { log, store, signer, directory } = opened;
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -88,7 +168,7 @@ export async function startNode(
     log,
     directory,
     member: config.member,
-    signer: () => signer,
+    signer: () => signer.current,
     limits: config.limits,
     logger,
     onKeys: () => loadCredentials(),
@@ -97,57 +177,101 @@ export async function startNode(
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
   const { directoryRows, replicaRows } = await network.start();
-  // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
-  const followedUp = await pool.resumeFollowUps(unfinishedFollowUps(log));
+  return { authenticator, replayed, network, loadCredentials, directoryRows, replicaRows };
+}
 
-  const services: Services = {
+/** What the route handlers reach. */
+function nodeServices(
+  config: Config,
+  parts: { log: LmdbLog; identity: Identity; signer: SignerCell; runtime: Runtime; access: Access },
+): Services {
+  const { log, identity, signer, runtime, access } = parts;
+  return {
     config: { ...config },
-    pool,
+    pool: runtime.pool,
     log,
-    store,
-    pepper: Buffer.from(pepper.hex, 'hex'),
-    pepperVersion: pepper.version,
-    sealingKey,
-    events,
-    directory,
-    signer: () => signer,
-    members: network.registry,
+    store: identity.store,
+    pepper: Buffer.from(identity.pepper.hex, 'hex'),
+    pepperVersion: identity.pepper.version,
+    sealingKey: identity.sealingKey,
+    events: runtime.events,
+    directory: runtime.directory,
+    signer: () => signer.current,
+    members: access.network.registry,
   };
-  const documents = { keys: keysDocument(config.member, store.signingKeys()), configuration: '' };
-  const routes = allRoutes(services, network, documents);
+}
+
+/**
+ * The main listener, then the external one. The base URL is known once the main listener has its
+ * port (unless configured): the local holder and the configuration document take it then.
+ */
+async function startListeners(
+  config: Config,
+  logger: Logger,
+  parts: {
+    services: Services;
+    log: LmdbLog;
+    access: Access;
+    localHolder: { member: string; endpoint: string };
+  },
+) {
+  const { services, log, access } = parts;
+  const documents = {
+    keys: keysDocument(config.member, services.store.signingKeys()),
+    configuration: '',
+  };
+  const routes = allRoutes(services, access.network, documents);
   const server = new HttpServer({
     routes,
-    authenticator,
+    authenticator: access.authenticator,
     idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms),
     limits: config.limits,
     logger,
     now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
-  const external = await startExternal(config, store, logger);
+  const external = await startExternal(config, services.store, logger);
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
-  localHolder.endpoint = services.config.baseUrl;
+  parts.localHolder.endpoint = services.config.baseUrl;
   documents.configuration = configurationDocument(
     services,
     routes,
     `http://${config.host}:${external.port}`,
   );
+  return { server, external, port, documents };
+}
 
-  // The command line changes credentials, keys, clients
-  // and members in the same environment; follow it.
-  let activeKid = signingKey.kid;
+/**
+ * The timers of a running node: it follows what the command line changes in the same environment
+ * (credentials, keys, clients and members) and sweeps what is past its retention.
+ */
+function startFollowers(
+  config: Config,
+  logger: Logger,
+  parts: {
+    log: LmdbLog;
+    identity: Identity;
+    signer: SignerCell;
+    runtime: Runtime;
+    access: Access;
+    listeners: Listeners;
+  },
+): NodeJS.Timeout[] {
+  const { log, identity, signer, runtime, access, listeners } = parts;
+  const store = identity.store;
+  let activeKid = identity.signingKey.kid;
   const poll = followChanges(store, config.limits.credentials_poll_interval_ms, () => {
-    network.membersChanged();
-    loadCredentials();
-    external.reload();
+    access.network.membersChanged();
+    access.loadCredentials();
+    listeners.external.reload();
     const keys = store.signingKeys();
-    documents.keys = keysDocument(config.member, keys);
+    listeners.documents.keys = keysDocument(config.member, keys);
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
-      signer = signingKeyFromSeed(active.seed_hex);
-      pool.setSigningKey(active.seed_hex);
+      signer.current = signingKeyFromSeed(active.seed_hex);
+      runtime.pool.setSigningKey(active.seed_hex);
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   });
@@ -156,51 +280,39 @@ export async function startNode(
     config.limits.idempotency_sweep_interval_ms,
   );
   const replaySweep = setInterval(() => {
-    authenticator.forget(Date.now());
+    access.authenticator.forget(Date.now());
     void forgetReplays(log, Date.now());
   }, config.limits.replay_sweep_interval_ms);
-  await housekeeping(log, config.limits);
-  await forgetReplays(log, Date.now());
-  events.start();
-  logger.info(
-    {
-      port,
-      external_port: external.port,
-      base_url: services.config.baseUrl,
-      member: config.member,
-      workers: config.workers,
-      recovery: stats,
-      directory_rows: directoryRows,
-      replica_rows: replicaRows,
-      replay_rows: replayed,
-      follow_ups: followedUp,
-      directory_keys: directory.index.size,
-      recovery_ms: Date.now() - started,
-    },
-    'listening',
-  );
+  return [poll, sweep, replaySweep];
+}
 
-  return {
-    port,
-    baseUrl: services.config.baseUrl,
-    async stop() {
-      clearInterval(poll);
-      clearInterval(sweep);
-      clearInterval(replaySweep);
-      await Promise.all([
-        server.close(config.limits.shutdown_drain_ms),
-        external.close(config.limits.shutdown_drain_ms),
-      ]);
-      // Requests that changed nothing durable are remembered too, once no new one can arrive.
-      await log.write([...authenticator.remembered()].map(replayRows.mark));
-      await events.stop();
-      await network.stop();
-      await pool.drain();
-      await log.close();
-      lock.release();
-      logger.info('stopped');
-    },
-  };
+/** The orderly stop: no new requests, those in flight answered, then each part closed in turn. */
+async function stopNode(
+  config: Config,
+  logger: Logger,
+  parts: {
+    lock: DataDirLock;
+    log: LmdbLog;
+    runtime: Runtime;
+    access: Access;
+    listeners: Listeners;
+    followers: NodeJS.Timeout[];
+  },
+): Promise<void> {
+  const { lock, log, runtime, access, listeners } = parts;
+  for (const timer of parts.followers) clearInterval(timer);
+  await Promise.all([
+    listeners.server.close(config.limits.shutdown_drain_ms),
+    listeners.external.close(config.limits.shutdown_drain_ms),
+  ]);
+  // Requests that changed nothing durable are remembered too, once no new one can arrive.
+  await log.write([...access.authenticator.remembered()].map(replayRows.mark));
+  await runtime.events.stop();
+  await access.network.stop();
+  await runtime.pool.drain();
+  await log.close();
+  lock.release();
+  logger.info('stopped');
 }
 
 /**

@@ -163,41 +163,9 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    if (this.closing)
-      return this.send(
-        res,
-        failure(
-          refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 }),
-        ),
-        base,
-      );
-    if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
-      return this.send(
-        res,
-        failure(
-          refusal('path.core.version_unknown', 'unknown Path-Version', {
-            served: [...SERVED_API_VERSIONS],
-          }),
-        ),
-        base,
-      );
-    }
-    const match = this.router.match(method, path);
-    if (match.kind === 'not_found')
-      return this.send(res, failure(refusal('path.core.not_found', 'no such route')), base);
-    if (match.kind === 'method_not_allowed') {
-      return this.send(
-        res,
-        failure(
-          refusal('path.core.method_not_allowed', 'method not allowed on this route', {
-            allowed: match.allowed,
-          }),
-          { allow: match.allowed.join(', ') },
-        ),
-        base,
-      );
-    }
-    const { route, params } = match;
+    const admission = this.admit(method, path, pinned);
+    if (admission.kind === 'refused') return this.send(res, admission.reply, base);
+    const { route, params } = admission;
     const context: RequestContext = {
       method,
       path,
@@ -211,15 +179,61 @@ export class HttpServer {
 
     // Public reads without a body answer at once, from committed bytes.
     if (route.auth === 'public' && method === 'GET') return this.finish(res, context, base, null);
+    this.receive(res, req, context, base, framing.declared);
+  }
 
+  /**
+   * The route a request goes to, or the refusal that comes first: the node is shutting down, the
+   * pinned version is unknown, no route has the path, or none takes the method.
+   */
+  private admit(
+    method: string,
+    path: string,
+    pinned: string,
+  ):
+    | { kind: 'found'; route: RouteSpec<Handler>; params: Record<string, string> }
+    | { kind: 'refused'; reply: HttpReply } {
+    if (this.closing) {
+      const details = { retry_after_seconds: 5 };
+      const reply = failure(refusal('path.core.unavailable', 'the node is shutting down', details));
+      return { kind: 'refused', reply };
+    }
+    if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
+      const details = { served: [...SERVED_API_VERSIONS] };
+      const reply = failure(refusal('path.core.version_unknown', 'unknown Path-Version', details));
+      return { kind: 'refused', reply };
+    }
+    const match = this.router.match(method, path);
+    if (match.kind === 'not_found') {
+      return { kind: 'refused', reply: failure(refusal('path.core.not_found', 'no such route')) };
+    }
+    if (match.kind === 'method_not_allowed') {
+      const message = 'method not allowed on this route';
+      const reply = failure(
+        refusal('path.core.method_not_allowed', message, { allowed: match.allowed }),
+        { allow: match.allowed.join(', ') },
+      );
+      return { kind: 'refused', reply };
+    }
+    return match;
+  }
+
+  /** A call that has (or may have) a body: reads it, then authenticates and runs the call. */
+  private receive(
+    res: uws.HttpResponse,
+    req: uws.HttpRequest,
+    context: RequestContext,
+    base: Base,
+    declared: number | null,
+  ): void {
     const signed = {
       keyId: req.getHeader('path-key-id') || undefined,
       timestamp: req.getHeader('path-timestamp') || undefined,
       signature: req.getHeader('path-signature') || undefined,
       idempotencyKey: req.getHeader('path-idempotency-key') || undefined,
     };
-    if (framing.declared !== null && framing.declared > this.options.limits.body_bytes_max) {
-      return this.refuseDeclared(res, base, framing.declared);
+    if (declared !== null && declared > this.options.limits.body_bytes_max) {
+      return this.refuseDeclared(res, base, declared);
     }
     const contentType = req.getHeader('content-type');
     const state: RequestState = { aborted: false };
@@ -234,6 +248,7 @@ export class HttpServer {
         return this.send(res, failure(UNSUPPORTED_MEDIA_TYPE), base, false, state);
       }
       context.body = body;
+      const { method, path, query } = context;
       const target = query === '' ? path : `${path}?${query}`;
       this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
     });

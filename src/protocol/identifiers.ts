@@ -63,88 +63,101 @@ export function normaliseIdentifier(
       field,
       `${field} must be a non-empty string of at most ${IDENTIFIER_LENGTH_MAX} characters`,
     );
-  switch (type) {
-    case 'phone': {
-      const trimmed = raw.trim();
-      if (!trimmed.startsWith('+'))
-        return refuse(field, 'a phone number must be in international form, starting with +');
-      // Only digits and the usual separators: no extensions, no surrounding text.
-      if (!/^\+[0-9 ().-]+$/.test(trimmed))
-        return refuse(
-          field,
-          'a phone number holds only digits, spaces, dots, dashes and parentheses',
-        );
-      const parsed = parsePhoneNumberFromString(trimmed);
-      if (parsed === undefined || !parsed.isValid())
-        return refuse(field, 'not a valid phone number');
-      return { ok: true, value: parsed.number };
-    }
-    case 'email': {
-      const lowered = raw.trim().toLowerCase();
-      const at = lowered.lastIndexOf('@');
-      if (at <= 0 || at === lowered.length - 1) return refuse(field, 'not an email address');
-      const local = lowered.slice(0, at);
-      const domain = domainToASCII(lowered.slice(at + 1));
-      const labels = domain.split('.');
-      if (labels.length < 2 || labels.some((l) => !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l)))
-        return refuse(field, 'the email domain is not valid');
-      if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64)
-        return refuse(field, 'the email local part is not valid');
-      return { ok: true, value: `${local}@${domain}` };
-    }
-    case 'bank_account': {
-      const colon = raw.indexOf(':');
-      const scheme = colon < 0 ? '' : raw.slice(0, colon).trim().toLowerCase();
-      const body = raw.slice(colon + 1).replace(/\s+/g, '');
-      if (scheme === 'iban') {
-        const iban = electronicFormatIBAN(body.toUpperCase());
-        if (iban === null || !isValidIBAN(iban)) return refuse(field, 'not a valid IBAN');
-        return { ok: true, value: `iban:${iban}` };
-      }
-      if (scheme === 'bban') {
-        if (!/^[A-Za-z0-9-]{4,64}$/.test(body)) return refuse(field, 'not a valid BBAN');
-        return { ok: true, value: `bban:${body}` };
-      }
-      return refuse(field, 'a bank account names its scheme: iban:<value> or bban:<value>');
-    }
-    case 'lei': {
-      const lei = raw.trim().toUpperCase();
-      if (!/^[A-Z0-9]{18}[0-9]{2}$/.test(lei) || mod97(lei) !== 1)
-        return refuse(field, 'not a valid LEI');
-      return { ok: true, value: lei };
-    }
-    case 'reg': {
-      const m = /^reg:([A-Za-z]{2}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9./ -]{1,64})$/.exec(
-        raw.trim(),
-      );
-      if (m === null)
-        return refuse(
-          field,
-          'a registry number is reg:<country>:<registry>:<number>, the registry part mandatory',
-        );
-      const country = m[1]!.toUpperCase();
-      if (!isCountryCode(country)) return refuse(field, 'unknown country code');
-      const number = m[3]!.replace(/[\s./-]/g, '').toUpperCase();
-      if (number === '') return refuse(field, 'the registry number is empty');
-      return { ok: true, value: `reg:${country}:${m[2]!.toLowerCase()}:${number}` };
-    }
-    case 'tax': {
-      const m = /^tax:([A-Za-z]{2}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
-      if (m === null) return refuse(field, 'a tax number is tax:<country>:<number>');
-      const country = m[1]!.toUpperCase();
-      if (!isCountryCode(country)) return refuse(field, 'unknown country code');
-      const number = m[2]!.replace(/[\s./-]/g, '').toUpperCase();
-      if (!/^[A-Z0-9]{2,32}$/.test(number)) return refuse(field, 'the tax number is not valid');
-      return { ok: true, value: `tax:${country}:${number}` };
-    }
-    case 'address': {
-      const address = raw.trim();
-      if (!/^path:[A-Za-z0-9]{22,64}$/.test(address))
-        return refuse(field, 'an address is path:<opaque>');
-      return { ok: true, value: address };
-    }
-  }
+  return NORMALISERS[type](raw, field);
 }
+
+/** Each type's normal form (P8), given a non-empty string within the length limit. */
+type Normaliser = (raw: string, field: string) => Normalised;
+
+function normalisePhone(raw: string, field: string): Normalised {
+  const trimmed = raw.trim();
+  if (!trimmed.startsWith('+'))
+    return refuse(field, 'a phone number must be in international form, starting with +');
+  // Only digits and the usual separators: no extensions, no surrounding text.
+  if (!/^\+[0-9 ().-]+$/.test(trimmed))
+    return refuse(field, 'a phone number holds only digits, spaces, dots, dashes and parentheses');
+  const parsed = parsePhoneNumberFromString(trimmed);
+  if (parsed === undefined || !parsed.isValid()) return refuse(field, 'not a valid phone number');
+  return { ok: true, value: parsed.number };
+}
+
+function normaliseEmail(raw: string, field: string): Normalised {
+  const lowered = raw.trim().toLowerCase();
+  const at = lowered.lastIndexOf('@');
+  if (at <= 0 || at === lowered.length - 1) return refuse(field, 'not an email address');
+  const local = lowered.slice(0, at);
+  const domain = domainToASCII(lowered.slice(at + 1));
+  const labels = domain.split('.');
+  if (labels.length < 2 || labels.some((l) => !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l)))
+    return refuse(field, 'the email domain is not valid');
+  if (/[\s@<>()[\]\\,;:"]/.test(local) || local.length > 64)
+    return refuse(field, 'the email local part is not valid');
+  return { ok: true, value: `${local}@${domain}` };
+}
+
+function normaliseBankAccount(raw: string, field: string): Normalised {
+  const colon = raw.indexOf(':');
+  const scheme = colon < 0 ? '' : raw.slice(0, colon).trim().toLowerCase();
+  const body = raw.slice(colon + 1).replace(/\s+/g, '');
+  if (scheme === 'iban') {
+    const iban = electronicFormatIBAN(body.toUpperCase());
+    if (iban === null || !isValidIBAN(iban)) return refuse(field, 'not a valid IBAN');
+    return { ok: true, value: `iban:${iban}` };
+  }
+  if (scheme === 'bban') {
+    if (!/^[A-Za-z0-9-]{4,64}$/.test(body)) return refuse(field, 'not a valid BBAN');
+    return { ok: true, value: `bban:${body}` };
+  }
+  return refuse(field, 'a bank account names its scheme: iban:<value> or bban:<value>');
+}
+
+function normaliseLei(raw: string, field: string): Normalised {
+  const lei = raw.trim().toUpperCase();
+  if (!/^[A-Z0-9]{18}[0-9]{2}$/.test(lei) || mod97(lei) !== 1)
+    return refuse(field, 'not a valid LEI');
+  return { ok: true, value: lei };
+}
+
+function normaliseRegistryNumber(raw: string, field: string): Normalised {
+  const m = /^reg:([A-Za-z]{2}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
+  if (m === null)
+    return refuse(
+      field,
+      'a registry number is reg:<country>:<registry>:<number>, the registry part mandatory',
+    );
+  const country = m[1]!.toUpperCase();
+  if (!isCountryCode(country)) return refuse(field, 'unknown country code');
+  const number = m[3]!.replace(/[\s./-]/g, '').toUpperCase();
+  if (number === '') return refuse(field, 'the registry number is empty');
+  return { ok: true, value: `reg:${country}:${m[2]!.toLowerCase()}:${number}` };
+}
+
+function normaliseTaxNumber(raw: string, field: string): Normalised {
+  const m = /^tax:([A-Za-z]{2}):([A-Za-z0-9./ -]{1,64})$/.exec(raw.trim());
+  if (m === null) return refuse(field, 'a tax number is tax:<country>:<number>');
+  const country = m[1]!.toUpperCase();
+  if (!isCountryCode(country)) return refuse(field, 'unknown country code');
+  const number = m[2]!.replace(/[\s./-]/g, '').toUpperCase();
+  if (!/^[A-Z0-9]{2,32}$/.test(number)) return refuse(field, 'the tax number is not valid');
+  return { ok: true, value: `tax:${country}:${number}` };
+}
+
+function normaliseAddress(raw: string, field: string): Normalised {
+  const address = raw.trim();
+  if (!/^path:[A-Za-z0-9]{22,64}$/.test(address))
+    return refuse(field, 'an address is path:<opaque>');
+  return { ok: true, value: address };
+}
+
+const NORMALISERS: Record<LookupKeyType, Normaliser> = {
+  phone: normalisePhone,
+  email: normaliseEmail,
+  bank_account: normaliseBankAccount,
+  lei: normaliseLei,
+  reg: normaliseRegistryNumber,
+  tax: normaliseTaxNumber,
+  address: normaliseAddress,
+};
 
 /** identifier_hash = hex HMAC-SHA-256(pepper, "<type>:<normalised>") (P8). */
 export function identifierHash(pepper: Buffer, type: LookupKeyType, normalised: string): string {

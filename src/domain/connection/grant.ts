@@ -36,25 +36,9 @@ export function create(
   subject: ReadView | undefined,
   context: DecideContext,
 ): Result {
-  if (caller === null || !caller.local) {
-    return refusal('path.auth.forbidden', "only the operator's own member creates a connection");
-  }
-  if (subject === undefined || subject.text === null) {
-    return refusal('path.core.not_found', 'no such subject');
-  }
-  const now = context.now;
-  if (parseTime(input.expires_at)! <= now) {
-    return invalid('expires_at', 'expires_at must be in the future');
-  }
-  if (isZeroDecimal(input.max_total)) return invalid('max_total', 'max_total must be above zero');
-  if (compareDecimal(input.max_single, input.max_total) > 0) {
-    return invalid('max_single', 'max_single cannot exceed max_total');
-  }
-  if (input.schedule !== undefined) {
-    const parsed = parseSchedule(input.schedule);
-    if (typeof parsed === 'string') return invalid('schedule.interval', parsed);
-  }
-  const at = isoTime(now);
+  const refused = createRefusal(input, caller, subject, context.now);
+  if (refused !== null) return refused;
+  const at = isoTime(context.now);
   const terms = {
     grantor: context.member,
     grantee: input.grantee,
@@ -105,30 +89,45 @@ export function create(
   return { events: [{ type: 'created', state }], answer: { value, created: true } };
 }
 
+/**
+ * Why a connection cannot be created, or null: only the local member creates one, for a subject
+ * that exists, with terms that hold together.
+ */
+function createRefusal(
+  input: InputOf<Commands, 'create'>,
+  caller: Caller | null,
+  subject: ReadView | undefined,
+  now: number,
+): Refusal | null {
+  if (caller === null || !caller.local) {
+    return refusal('path.auth.forbidden', "only the operator's own member creates a connection");
+  }
+  if (subject === undefined || subject.text === null) {
+    return refusal('path.core.not_found', 'no such subject');
+  }
+  if (parseTime(input.expires_at)! <= now) {
+    return invalid('expires_at', 'expires_at must be in the future');
+  }
+  if (isZeroDecimal(input.max_total)) return invalid('max_total', 'max_total must be above zero');
+  if (compareDecimal(input.max_single, input.max_total) > 0) {
+    return invalid('max_single', 'max_single cannot exceed max_total');
+  }
+  if (input.schedule !== undefined) {
+    const parsed = parseSchedule(input.schedule);
+    if (typeof parsed === 'string') return invalid('schedule.interval', parsed);
+  }
+  return null;
+}
+
 /** A delegation cut by the grantor, within the parent's scope and lifetime. */
 export function createDelegation(
   state: ConnectionState,
   input: InputOf<Commands, 'create-delegation'>,
   context: DecideContext,
 ): Result {
-  const gone = closed(state, context.now, 'connection');
-  if (gone !== null) return gone;
-  if (state.capabilities[input.capability] !== true) {
-    return outOfScope('the capability is not granted by the parent connection');
-  }
-  if (input.currency !== state.currency) {
-    return outOfScope("the currency is not the parent connection's");
-  }
-  if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
-  const expires = parseTime(input.expires_at)!;
-  if (expires <= context.now) return invalid('expires_at', 'expires_at must be in the future');
-  if (expires > parseTime(state.expires_at)!) {
-    return invalid('expires_at', 'a delegation cannot outlive its connection');
-  }
+  const refused = delegationRefusal(state, input, context.now);
+  if (refused !== null) return refused;
   const maxTotal = input.max_total ?? input.amount;
-  if (compareDecimal(maxTotal, input.amount) < 0) {
-    return invalid('max_total', 'max_total cannot be below the bound amount');
-  }
   const at = isoTime(context.now);
   const binds_to: BindsTo = {
     capability: input.capability,
@@ -183,4 +182,34 @@ export function createDelegation(
       },
     ],
   };
+}
+
+/**
+ * Why a delegation cannot be cut from this connection, or null: the connection is no longer
+ * active, or the delegation reaches beyond its scope or lifetime.
+ */
+function delegationRefusal(
+  state: ConnectionState,
+  input: InputOf<Commands, 'create-delegation'>,
+  now: number,
+): Refusal | null {
+  const gone = closed(state, now, 'connection');
+  if (gone !== null) return gone;
+  if (state.capabilities[input.capability] !== true) {
+    return outOfScope('the capability is not granted by the parent connection');
+  }
+  if (input.currency !== state.currency) {
+    return outOfScope("the currency is not the parent connection's");
+  }
+  if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
+  const expires = parseTime(input.expires_at)!;
+  if (expires <= now) return invalid('expires_at', 'expires_at must be in the future');
+  if (expires > parseTime(state.expires_at)!) {
+    return invalid('expires_at', 'a delegation cannot outlive its connection');
+  }
+  const maxTotal = input.max_total ?? input.amount;
+  if (compareDecimal(maxTotal, input.amount) < 0) {
+    return invalid('max_total', 'max_total cannot be below the bound amount');
+  }
+  return null;
 }

@@ -109,22 +109,8 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
   const status = input.status ?? (input.issued_by === 'payee' ? 'settled' : 'pending');
   const reasonCode = input.reason_code ?? null;
   const railReferences = input.rail_references ?? [];
-  if (input.issued_by === 'payee' && status !== 'settled')
-    return invalid('status', 'a payee receipt is issued settled');
-  if (input.issued_by === 'payer' && status === 'settled')
-    return invalid('status', 'a payer receipt is issued pending or failed');
-  if (input.issued_by === 'payee' && input.payee !== undefined)
-    return invalid('payee', 'the payee of a payee receipt is the issuer, filled by the node');
-  if (input.issued_by === 'payer' && input.payer !== undefined)
-    return invalid('payer', 'the payer of a payer receipt is the issuer, filled by the node');
-  if (status === 'settled' && (input.received === undefined || input.received === null))
-    return invalid('received', 'received is required on a settled payee receipt');
-  if (status === 'settled' && railReferences.length === 0)
-    return invalid('rail_references', 'rail_references are required on a settled receipt');
-  if (status === 'failed' && reasonCode === null)
-    return invalid('reason_code', 'reason_code is required on a failed receipt');
-  if (status !== 'failed' && reasonCode !== null)
-    return invalid('reason_code', 'reason_code belongs to a failed receipt');
+  const refused = issueRefusal(input, { status, reasonCode, railReferences });
+  if (refused !== null) return refused;
 
   const self = { member: context.member };
   const body: Envelope = {
@@ -180,6 +166,31 @@ function issue(input: IssueCommand, context: DecideContext): Decision<ReceiptEve
           ]
         : [],
   };
+}
+
+/** Why a new receipt cannot be issued as given, or null: what each issuing side may state. */
+function issueRefusal(
+  input: IssueCommand,
+  issued: { status: ReceiptStatus; reasonCode: string | null; railReferences: readonly unknown[] },
+): Refusal | null {
+  const { status, reasonCode, railReferences } = issued;
+  if (input.issued_by === 'payee' && status !== 'settled')
+    return invalid('status', 'a payee receipt is issued settled');
+  if (input.issued_by === 'payer' && status === 'settled')
+    return invalid('status', 'a payer receipt is issued pending or failed');
+  if (input.issued_by === 'payee' && input.payee !== undefined)
+    return invalid('payee', 'the payee of a payee receipt is the issuer, filled by the node');
+  if (input.issued_by === 'payer' && input.payer !== undefined)
+    return invalid('payer', 'the payer of a payer receipt is the issuer, filled by the node');
+  if (status === 'settled' && (input.received === undefined || input.received === null))
+    return invalid('received', 'received is required on a settled payee receipt');
+  if (status === 'settled' && railReferences.length === 0)
+    return invalid('rail_references', 'rail_references are required on a settled receipt');
+  if (status === 'failed' && reasonCode === null)
+    return invalid('reason_code', 'reason_code is required on a failed receipt');
+  if (status !== 'failed' && reasonCode !== null)
+    return invalid('reason_code', 'reason_code belongs to a failed receipt');
+  return null;
 }
 
 function transition(

@@ -52,17 +52,17 @@ function withBody<T, U>(
   };
 }
 
+const member = { decider, auth: 'member' as const };
+const connections = '/connect/connections';
+const delegations = '/connect/delegations';
+
 export function connectRoutes(services: Services): RouteSpec<Handler>[] {
-  /** A delegation's parent connection, from the route index. */
-  const parent = (context: RequestContext): string | null => {
-    const reference = context.params.reference ?? '';
-    return isReferenceShaped(reference, 'dlg') ? ownerOf(services, reference) : null;
-  };
-  const member = { decider, auth: 'member' as const };
+  return [...connectionRoutes(services), ...delegationRoutes(services)];
+}
+
+/** Routes on a connection, found by its own reference; a delegation is created on one. */
+function connectionRoutes(services: Services): RouteSpec<Handler>[] {
   const onConnection = { ...member, what: 'connection', key: ownReference(decider) };
-  const onDelegation = { ...member, what: 'delegation', key: parent };
-  const connections = '/connect/connections';
-  const delegations = '/connect/delegations';
   return [
     commandRoute(services, {
       ...onConnection,
@@ -116,6 +116,18 @@ export function connectRoutes(services: Services): RouteSpec<Handler>[] {
       command: 'create-delegation',
       input: withBody(bodyOf(validateCreateDelegation), () => ({ reference: newReference('dlg') })),
     }),
+  ];
+}
+
+/** Routes on a delegation, found in its parent connection's aggregate (the route index). */
+function delegationRoutes(services: Services): RouteSpec<Handler>[] {
+  /** A delegation's parent connection, from the route index. */
+  const parent = (context: RequestContext): string | null => {
+    const reference = context.params.reference ?? '';
+    return isReferenceShaped(reference, 'dlg') ? ownerOf(services, reference) : null;
+  };
+  const onDelegation = { ...member, what: 'delegation', key: parent };
+  return [
     commandRoute(services, {
       ...onDelegation,
       operation: 'delegations.get',

@@ -110,7 +110,8 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
   const use = helpers(services);
   return [
     ...subjectRoutes(services, use),
-    ...recordRoutes(services, use),
+    ...attestationRoutes(services, use),
+    ...bindingRoutes(services, use),
     ...addressRoutes(services, use),
     ...targetRoutes(services, use),
     resolverRead(services, 'commitments.get', '/commitments/:key', commitmentViewKey),
@@ -179,10 +180,11 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   ];
 }
 
-function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+/** The reference named by the path, as the read and revoke commands of a record take it. */
+const pathReference = (context: RequestContext) => ({ reference: context.params.reference! });
+
+function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   const attestation = use.holderOf('att', 'reference');
-  const binding = use.holderOf('obd', 'reference');
-  const reference = (context: RequestContext) => ({ reference: context.params.reference! });
   return [
     subjectRoute(services, {
       operation: 'attestations.create',
@@ -207,7 +209,7 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       command: 'read-attestation',
       what: 'attestation',
       key: attestation,
-      input: reference,
+      input: pathReference,
     }),
     subjectRoute(services, {
       operation: 'attestations.revoke',
@@ -216,7 +218,7 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       command: 'revoke-attestation',
       what: 'attestation',
       key: attestation,
-      input: reference,
+      input: pathReference,
     }),
     subjectRoute(services, {
       operation: 'subjects.attestations',
@@ -227,6 +229,12 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       key: use.subjectInPath,
       input: () => ({}),
     }),
+  ];
+}
+
+function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const binding = use.holderOf('obd', 'reference');
+  return [
     subjectRoute(services, {
       operation: 'ownership_bindings.create',
       method: 'POST',
@@ -252,7 +260,7 @@ function recordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       command: 'read-binding',
       what: 'ownership binding',
       key: binding,
-      input: reference,
+      input: pathReference,
     }),
   ];
 }

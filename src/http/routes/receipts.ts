@@ -14,8 +14,11 @@ import { notFound, validBody, viewReply, type Services } from '../services.js';
 import { commandRoute, ownReference } from './table.js';
 
 export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
-  const read = (key: string, reference: string) =>
-    (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
+  return [...memberRoutes(services), ...publicRoutes(services)];
+}
+
+/** Issuing and moving a receipt: commands of a member, signed. */
+function memberRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     commandRoute(services, {
       operation: 'receipts.create',
@@ -43,6 +46,14 @@ export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
       key: ownReference(receiptDecider),
       input: (_context, body) => body,
     }),
+  ];
+}
+
+/** Reading a receipt and its transitions, and checking an envelope: open to anyone. */
+function publicRoutes(services: Services): RouteSpec<Handler>[] {
+  const read = (key: string, reference: string) =>
+    (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
+  return [
     {
       operation: 'receipts.get',
       method: 'GET',

@@ -15,6 +15,8 @@ import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifi
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
+import type { Limits } from '../../config.js';
+import type { LocalDirectory } from '../../directory/directory.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
@@ -37,77 +39,21 @@ const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) })
 export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
   const directory = services.directory!;
-
-  /** One index probe for a hashed key: the same work whether it is found, hidden or absent. */
-  const answerFor = (item: KeyItem & { nonce?: string }, hash: string): AnswerBody => {
-    const holder = directory.index.find(hash, item.identifier_type);
-    return {
-      identifier_type: item.identifier_type,
-      identifier_hash: hash,
-      found: holder !== null,
-      member: holder?.member ?? null,
-      endpoint: holder?.endpoint ?? null,
-      nonce: item.nonce ?? null,
-    };
-  };
-
   const charge = budgetCharge(services);
-
   return [
     {
       operation: 'sonar.lookup',
       method: 'POST',
       path: '/sonar/lookup',
       auth: 'member',
-      handler: async (context) => {
-        const body = validBody(context, validateLookup);
-        if (!body.ok) return failure(body.refusal);
-        const shape = keyShapeRefusal([body.value], false);
-        if (shape !== null) return failure(shape);
-        const hashed = hashKeys(services.pepper, [body.value], 0, false);
-        if (!hashed.ok) return failure(hashed.refusal);
-        const answer = answerFor(body.value, hashed.hashes[0]!);
-        const { result, headers, signedText } = await charge(context, [answer], true);
-        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        // A one-element array of the signed answer.
-        return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
-      },
+      handler: lookupHandler(services, directory, charge),
     },
     {
       operation: 'sonar.lookup_batch',
       method: 'POST',
       path: '/sonar/lookup/batch',
       auth: 'member',
-      handler: async (context) => {
-        const body = validBody(context, validateBatch);
-        if (!body.ok) return failure(body.refusal);
-        const { items, signed = false } = body.value;
-        if (items.length === 0 || items.length > limits.lookup_batch_max) {
-          return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
-        }
-        const shape = keyShapeRefusal(items, true);
-        if (shape !== null) return failure(shape);
-        const hashed = await hashSpread(services, items);
-        if (!hashed.ok) return failure(hashed.refusal);
-        const answers = items.map((item, i) => answerFor(item, hashed.hashes[i]!));
-        const { result, headers, signedText } = await charge(context, answers, signed);
-        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        if (signed)
-          return {
-            status: 200,
-            body: `{"count":${answers.length},"signed":true,"results":${signedText}}`,
-            signed: true,
-            headers,
-          };
-        const results = answers.map((a) => ({
-          identifier_type: a.identifier_type,
-          identifier_hash: a.identifier_hash,
-          found: a.found,
-          member: a.member,
-          endpoint: a.endpoint,
-        }));
-        return { ...json(200, { count: results.length, signed: false, results }), headers };
-      },
+      handler: batchHandler(services, directory, limits, charge),
     },
     {
       operation: 'sonar.confirm',
@@ -121,6 +67,81 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       },
     },
   ];
+}
+
+type Charge = ReturnType<typeof budgetCharge>;
+
+/** One index probe for a hashed key: the same work whether it is found, hidden or absent. */
+function answerFor(
+  directory: LocalDirectory,
+  item: KeyItem & { nonce?: string },
+  hash: string,
+): AnswerBody {
+  const holder = directory.index.find(hash, item.identifier_type);
+  return {
+    identifier_type: item.identifier_type,
+    identifier_hash: hash,
+    found: holder !== null,
+    member: holder?.member ?? null,
+    endpoint: holder?.endpoint ?? null,
+    nonce: item.nonce ?? null,
+  };
+}
+
+/** One key: its answer, charged, journalled and signed. */
+function lookupHandler(services: Services, directory: LocalDirectory, charge: Charge): Handler {
+  return async (context) => {
+    const body = validBody(context, validateLookup);
+    if (!body.ok) return failure(body.refusal);
+    const shape = keyShapeRefusal([body.value], false);
+    if (shape !== null) return failure(shape);
+    const hashed = hashKeys(services.pepper, [body.value], 0, false);
+    if (!hashed.ok) return failure(hashed.refusal);
+    const answer = answerFor(directory, body.value, hashed.hashes[0]!);
+    const { result, headers, signedText } = await charge(context, [answer], true);
+    if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
+    // A one-element array of the signed answer.
+    return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
+  };
+}
+
+/** Up to `lookup_batch_max` keys, charged all or nothing; the answers signed when asked. */
+function batchHandler(
+  services: Services,
+  directory: LocalDirectory,
+  limits: Limits,
+  charge: Charge,
+): Handler {
+  return async (context) => {
+    const body = validBody(context, validateBatch);
+    if (!body.ok) return failure(body.refusal);
+    const { items, signed = false } = body.value;
+    if (items.length === 0 || items.length > limits.lookup_batch_max) {
+      return failure(invalid('items', `items holds 1 to ${limits.lookup_batch_max} entries`));
+    }
+    const shape = keyShapeRefusal(items, true);
+    if (shape !== null) return failure(shape);
+    const hashed = await hashSpread(services, items);
+    if (!hashed.ok) return failure(hashed.refusal);
+    const answers = items.map((item, i) => answerFor(directory, item, hashed.hashes[i]!));
+    const { result, headers, signedText } = await charge(context, answers, signed);
+    if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
+    if (signed)
+      return {
+        status: 200,
+        body: `{"count":${answers.length},"signed":true,"results":${signedText}}`,
+        signed: true,
+        headers,
+      };
+    const results = answers.map((a) => ({
+      identifier_type: a.identifier_type,
+      identifier_hash: a.identifier_hash,
+      found: a.found,
+      member: a.member,
+      endpoint: a.endpoint,
+    }));
+    return { ...json(200, { count: results.length, signed: false, results }), headers };
+  };
 }
 
 /**
