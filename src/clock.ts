@@ -11,7 +11,7 @@ export interface Clock {
 }
 
 /** setTimeout's ceiling; longer waits re-arm. */
-const TIMER_DELAY_MAX_MS = 2_147_483_647;
+const TIMER_DELAY_MAX_MS = 2_147_483_647; // tidy: format (Node's: a longer delay fires at once)
 
 export const systemClock: Clock = {
   now: () => Date.now(),

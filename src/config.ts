@@ -43,6 +43,10 @@ export interface Limits {
   usage_page_max: number;
   replication_poll_interval_ms: number;
   replication_page_size: number;
+  /** Most entries of this node's change feed in one page a member asks for (the `limit`). */
+  feed_page_max: number;
+  /** Feed entries waiting to be written before a loading directory pauses for them. */
+  feed_pending_max: number;
   member_keys_refresh_interval_ms: number;
   peer_request_timeout_ms: number;
 }
@@ -93,6 +97,34 @@ export const API_PREFIXES = ['/api/path/v1', '/api/path/genesis/v1'] as const;
  */
 export const BODY_DEPTH_MAX = 32;
 
+// Limits the code needs where no configuration reaches (schemas built when a module loads, pure
+// protocol functions, module-wide caches) or that only the code's authors should change. They
+// are fixed per build, not read from PATH_LIMIT_<NAME>.
+
+/** Longest string accepted in any free-form field of a body (the shared `Text` schema). */
+export const TEXT_LENGTH_MAX = 1024;
+
+/** Longest raw identifier (P8) a lookup or an identifier record may carry, in characters. */
+export const IDENTIFIER_LENGTH_MAX = 320;
+
+/** Public keys kept decoded and checked (P1) between calls; when full, the oldest is dropped. */
+export const PUBLIC_KEY_CACHE_MAX = 4096;
+
+/** Rounds of `reads` one decision may take (each may name views found in the last). */
+export const DECISION_READ_ROUNDS_MAX = 4;
+
+/**
+ * How full the in-memory directory index may get before it doubles: open addressing with linear
+ * probing stays short below this load. A slot is about 20 bytes, so a key costs 20 / load bytes.
+ */
+export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
+
+/**
+ * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and
+ * the front end); smaller ones on one thread alone.
+ */
+export const LOOKUP_SPREAD_ITEMS_MIN = 64;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,
@@ -129,6 +161,8 @@ export const DEFAULT_LIMITS: Limits = {
   usage_page_max: 500,
   replication_poll_interval_ms: 250,
   replication_page_size: 1000,
+  feed_page_max: 5000,
+  feed_pending_max: 20_000,
   member_keys_refresh_interval_ms: 60_000,
   peer_request_timeout_ms: 10_000,
 };

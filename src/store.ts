@@ -54,7 +54,7 @@ export interface Pepper {
 const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
 const SEALING_KEY = 'sealing_key';
-const PEPPER_BYTES = 32;
+const PEPPER_BYTES = 32; // tidy: format (P8: a 256-bit pepper)
 const HEX_32 = /^[0-9a-f]{64}$/;
 
 export class NodeStore {

@@ -19,7 +19,7 @@ import {
   type CommandSchemas,
   type ReadView,
 } from '../domain/decider.js';
-import type { Limits } from '../config.js';
+import { DECISION_READ_ROUNDS_MAX, type Limits } from '../config.js';
 import {
   CommandChecks,
   decisionWrites,
@@ -85,9 +85,6 @@ interface Slot {
 type Decided =
   | { kind: 'answered'; result: CommandResult }
   | { kind: 'committed'; record: LogRecord; writes: TableWrite[]; result: CommandResult };
-
-/** Rounds of `reads` a decision may take (each may name keys found in the last). */
-const READ_ROUNDS_MAX = 4;
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -391,7 +388,7 @@ export class Shard {
     const views = new Map<string, ReadView>();
     if (decider.reads === undefined) return views;
     const asked = new Set<string>();
-    for (let round = 0; round < READ_ROUNDS_MAX; round++) {
+    for (let round = 0; round < DECISION_READ_ROUNDS_MAX; round++) {
       const fresh = decider.reads(command, state, views).filter((k) => !asked.has(k));
       if (fresh.length === 0) break;
       for (const key of fresh) {

@@ -1,14 +1,16 @@
 // The directory index (SPEC D): hashed keys -> holder and visibility, in memory, sized for tens of
 // millions of keys. Open addressing with linear probing over typed arrays: each slot holds the
-// first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is
-// ~10^-22) and one 32-bit value, `holder << 5 | identifier type << 2 | visibility`.
-// About 20 bytes a slot and no object per key, so the garbage collector never sees
-// the index. A removed key keeps its slot with value 0.
+// first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is ~10^-22) and
+// one 32-bit value, `holder << 5 | identifier type << 2 | visibility`. About 20 bytes a slot
+// and no object per key, so the garbage collector never sees the index. A removed key keeps its
+// slot with value 0. The table doubles past DIRECTORY_INDEX_LOAD_MAX (src/config.ts).
 //
 // Lookups of present-but-invisible keys and of absent keys do the same work: one probe
 // sequence, one read of the value, and the caller treats "not visible" and "absent" alike.
+import { DIRECTORY_INDEX_LOAD_MAX } from '../config.js';
 
 export const VISIBILITY = { none: 0, network: 1, public: 2 } as const;
+
 /** Identifier types as index codes; a key answers only a lookup of its own type. */
 const TYPE_CODES: Record<string, number> = {
   phone: 0,
@@ -24,7 +26,6 @@ const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] 
 export type IndexVisibility = keyof typeof VISIBILITY;
 
 const WORDS_PER_KEY = 4;
-const LOAD_MAX = 0.6;
 const INITIAL_SLOTS = 1 << 16;
 
 export interface Holder {
@@ -51,7 +52,7 @@ export class DirectoryIndex {
 
   constructor(expectedKeys = 0) {
     let slots = INITIAL_SLOTS;
-    while (slots * LOAD_MAX < expectedKeys) slots *= 2;
+    while (slots * DIRECTORY_INDEX_LOAD_MAX < expectedKeys) slots *= 2;
     this.keys = new Uint32Array(slots * WORDS_PER_KEY);
     this.values = new Uint32Array(slots);
     this.occupiedBits = new Uint32Array((slots + 31) >>> 5);
@@ -83,7 +84,7 @@ export class DirectoryIndex {
    * only the holder's own removal does: one member withdrawing a key another holds changes nothing.
    */
   set(hashHex: string, identifierType: string, holder: number, visibility: IndexVisibility): void {
-    if (this.used + 1 > (this.mask + 1) * LOAD_MAX) this.grow();
+    if (this.used + 1 > (this.mask + 1) * DIRECTORY_INDEX_LOAD_MAX) this.grow();
     const slot = this.slotOf(hashHex, true);
     const previous = this.values[slot]!;
     if (visibility === 'none' && previous !== 0 && previous >>> HOLDER_SHIFT !== holder) return;

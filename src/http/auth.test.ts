@@ -32,7 +32,7 @@ const vectors = JSON.parse(
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 
-const SKEW_MS = 300_000;
+const SKEW_MS = 300_000; // tidy: format (the window of this test's authenticators)
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const AT_NOW = '2026-11-21T12:00:00Z';
 

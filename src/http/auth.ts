@@ -175,7 +175,7 @@ export class Authenticator {
   }
 }
 
-const DIGEST_BYTES = 16;
+const DIGEST_BYTES = 16; // tidy: format (replay row keys hold the digest: 128 bits)
 
 /** Entries older than the freshness window can never match a fresh request again. */
 function forgetExpired(seen: Seen, now: number): void {

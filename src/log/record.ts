@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
-const CHECKSUM_BYTES = 4;
+const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)
 
 export class ChecksumError extends Error {
   override name = 'ChecksumError';

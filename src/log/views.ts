@@ -7,7 +7,7 @@
 import { crc32 } from 'node:zlib';
 import type { Reply } from '../actors/types.js';
 
-const FIXED_BYTES = 16;
+const FIXED_BYTES = 16; // tidy: format (the fixed fields of the layout above)
 const FLAG_SIGNED = 1;
 
 export function encodeView(reply: Reply): Buffer {

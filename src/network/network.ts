@@ -10,9 +10,6 @@ import { FeedPublisher } from './feed.js';
 import { Follower } from './follower.js';
 import { MemberRegistry } from './members.js';
 
-/** Feed entries waiting to be written before a loading directory pauses for them. */
-const FEED_PENDING_MAX = 20_000;
-
 export class Network {
   readonly registry: MemberRegistry;
   readonly feed: FeedPublisher;
@@ -50,7 +47,7 @@ export class Network {
   async start(): Promise<{ directoryRows: number; replicaRows: number }> {
     this.feed.beginLoad();
     const directoryRows = await this.options.directory.load({
-      pause: () => this.feed.drainIfLarge(FEED_PENDING_MAX),
+      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
     });
     this.feed.endLoad();
     this.registry.load();

@@ -8,8 +8,6 @@ import { queryParams, type Services } from '../http/services.js';
 import type { FeedPublisher } from './feed.js';
 import { FEED_OPERATION } from './follower.js';
 
-const PAGE_MAX = 5000;
-
 export function networkRoutes(services: Services, feed: FeedPublisher): RouteSpec<Handler>[] {
   return [
     {
@@ -23,8 +21,9 @@ export function networkRoutes(services: Services, feed: FeedPublisher): RouteSpe
         const limit = Number(query.get('limit') ?? '1000');
         if (!Number.isSafeInteger(after) || after < 0)
           return failure(invalid('after', 'after is a sequence number of at least 0'));
-        if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX)
-          return failure(invalid('limit', `limit is a whole number from 1 to ${PAGE_MAX}`));
+        const pageMax = services.config.limits.feed_page_max;
+        if (!Number.isInteger(limit) || limit < 1 || limit > pageMax)
+          return failure(invalid('limit', `limit is a whole number from 1 to ${pageMax}`));
         return {
           status: 200,
           body: feed.page(

@@ -5,14 +5,13 @@ import { createHmac } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { electronicFormatIBAN, isValidIBAN } from 'ibantools';
+import { IDENTIFIER_LENGTH_MAX } from '../config.js';
 import { invalid, type Refusal } from './errors.js';
 
 export const IDENTIFIER_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax'] as const;
 export type IdentifierType = (typeof IDENTIFIER_TYPES)[number];
 /** Lookup also takes opaque addresses as keys (SPEC D). */
 export type LookupKeyType = IdentifierType | 'address';
-
-export const IDENTIFIER_LENGTH_MAX = 320;
 
 /**
  * The officially assigned ISO 3166-1 alpha-2 codes

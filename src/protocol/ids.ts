@@ -17,7 +17,7 @@ export type ReferencePrefix =
   | 'tgt'
   | 'evt';
 
-export const REFERENCE_RANDOM_BYTES = 16;
+export const REFERENCE_RANDOM_BYTES = 16; // tidy: format (P9: 128 random bits)
 
 export function newReference(prefix: ReferencePrefix): string {
   return `${prefix}_${randomBytes(REFERENCE_RANDOM_BYTES).toString('hex')}`;

@@ -3,10 +3,8 @@
 import { Type, type TSchema, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { DECIMAL_PATTERN } from './amounts.js';
+import { TEXT_LENGTH_MAX } from '../config.js';
 import { invalid, type Refusal } from './errors.js';
-
-/** Longest string accepted in any free-form field. */
-export const TEXT_LENGTH_MAX = 1024;
 
 export const Text = (options: { maxLength?: number; minLength?: number } = {}) =>
   Type.String({

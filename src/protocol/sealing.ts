@@ -3,8 +3,8 @@
 // clear. The front end seals on arrival; only the code that must compare a value opens it.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
+const IV_BYTES = 12; // tidy: format (AES-GCM's 96-bit nonce)
+const TAG_BYTES = 16; // tidy: format (AES-GCM's 128-bit tag)
 const VERSION = 's1';
 
 export function seal(key: Buffer, plaintext: string): string {

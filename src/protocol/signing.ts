@@ -13,6 +13,7 @@ import {
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { canonicalBytes } from './canonical.js';
+import { PUBLIC_KEY_CACHE_MAX } from '../config.js';
 import { sha256Hex } from './digest.js';
 
 ed.hashes.sha512 = sha512;
@@ -26,7 +27,6 @@ const HEX_32 = /^[0-9a-f]{64}$/;
 const HEX_64 = /^[0-9a-f]{128}$/;
 /** The group order L of edwards25519, little-endian bytes as they appear in S. */
 const GROUP_ORDER = 2n ** 252n + 27742317777372353535851937790883648493n;
-const PUBLIC_KEY_CACHE_MAX = 4096;
 
 export interface SigningKey {
   kid: string;

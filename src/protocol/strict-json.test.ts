@@ -7,7 +7,7 @@ import { getUnsafeNumberReason } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
 import { parseStrictObject } from './strict-json.js';
 
-const DEPTH_MAX = 32;
+const DEPTH_MAX = 32; // tidy: format (the nesting limit these test bodies are read with)
 const SEED = Number(process.env.STRICT_JSON_SEED ?? 20261121) >>> 0;
 const BODIES = 5_000;
 

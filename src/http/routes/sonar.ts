@@ -15,7 +15,7 @@ import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifi
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
-import type { Limits } from '../../config.js';
+import { IDENTIFIER_LENGTH_MAX, LOOKUP_SPREAD_ITEMS_MIN, type Limits } from '../../config.js';
 import type { LocalDirectory } from '../../directory/directory.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
@@ -26,7 +26,7 @@ const KEY_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax', 'addre
 const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
 const Item = Type.Object({
   identifier_type: KeyType,
-  identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+  identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_LENGTH_MAX })),
   identifier_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
@@ -186,7 +186,7 @@ async function hashSpread(
   services: Services,
   items: KeyItem[],
 ): Promise<ReturnType<typeof hashKeys>> {
-  if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0, true);
+  if (items.length < LOOKUP_SPREAD_ITEMS_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
   const local = hashKeys(services.pepper, items.slice(cut), cut, true);
@@ -201,8 +201,6 @@ async function hashSpread(
  * hashes itself (the worker also charges and journals).
  */
 const FRONT_END_HASHING_SHARE = 0.65;
-/** Batches smaller than this are hashed and signed on one thread alone. */
-const SPREAD_SIGNING_MIN = 64;
 /** The share of a large batch the front end signs itself while a worker signs the rest. */
 const FRONT_END_SIGNING_SHARE = 0.4;
 
@@ -216,7 +214,7 @@ async function signSpread(
   requester: string,
   signedAt: string,
 ): Promise<string> {
-  if (answers.length < SPREAD_SIGNING_MIN)
+  if (answers.length < LOOKUP_SPREAD_ITEMS_MIN)
     return services.pool.signAnswers(answers, requester, signedAt);
   const cut = Math.floor(answers.length * (1 - FRONT_END_SIGNING_SHARE));
   const remote = services.pool.signAnswers(answers.slice(0, cut), requester, signedAt);
