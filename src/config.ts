@@ -173,12 +173,20 @@ export class ConfigError extends Error {
 
 type Flags = Record<string, string | true>;
 
-/** Parses `--name value`, `--name=value` and bare `--flag`. */
+/** Flags that never take a value, so that `--help serve` reads `serve` as a command. */
+const SWITCHES = ['help'] as const;
+
+/** Parses `--name value`, `--name=value`, bare `--flag`, and `-h` as `--help`. */
 export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {
   const positional: string[] = [];
   const flags: Flags = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
+    const name = arg === '-h' ? 'help' : arg.slice(2);
+    if (arg === '-h' || (arg.startsWith('--') && (SWITCHES as readonly string[]).includes(name))) {
+      flags[name] = true;
+      continue;
+    }
     if (!arg.startsWith('--')) {
       positional.push(arg);
       continue;

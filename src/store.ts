@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Database } from 'lmdb';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { sha256Hex } from './protocol/digest.js';
-import { generateSeedHex, kidOf } from './protocol/signing.js';
+import { generateSeedHex, kidOf, publicKeyFault } from './protocol/signing.js';
 
 export interface Credential {
   key_id: string;
@@ -55,7 +55,23 @@ const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
 const SEALING_KEY = 'sealing_key';
 const PEPPER_BYTES = 32; // tidy: format (P8: a 256-bit pepper)
-const HEX_32 = /^[0-9a-f]{64}$/;
+
+/**
+ * Refuses a public key that is not 32 bytes of lowercase hex, or that is a small-order or
+ * non-canonical point (P1). Strict verification refuses every signature under such a key, but a
+ * credential that can never sign is a mistake or an attack the operator should hear of when
+ * adding it, not a stream of 401s later.
+ */
+function refuseUnusableKey(publicKeyHex: string): void {
+  const fault = publicKeyFault(publicKeyHex);
+  if (fault === 'malformed') throw new RangeError('public key must be 32 bytes of lowercase hex');
+  if (fault === 'weak') {
+    throw new RangeError(
+      'public key is a small-order or non-canonical Ed25519 point, ' +
+        'under which signatures can be forged; it is refused (P1)',
+    );
+  }
+}
 
 export class NodeStore {
   private readonly credentials: Database<Credential, string>;
@@ -120,8 +136,7 @@ export class NodeStore {
     registries: string[];
     now: number;
   }): Promise<ExternalClient> {
-    if (!HEX_32.test(options.publicKeyHex))
-      throw new RangeError('public key must be 32 bytes of lowercase hex');
+    refuseUnusableKey(options.publicKeyHex);
     const client: ExternalClient = {
       key_id: `ext_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`,
       client: options.client,
@@ -162,8 +177,7 @@ export class NodeStore {
     local: boolean;
     now: number;
   }): Promise<Credential> {
-    if (!HEX_32.test(options.publicKeyHex))
-      throw new RangeError('public key must be 32 bytes of lowercase hex');
+    refuseUnusableKey(options.publicKeyHex);
     const credential: Credential = {
       key_id: `cred_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`,
       member: options.member,

@@ -349,15 +349,25 @@ describe('SPEC D lookup, batch and confirm (main node)', () => {
       expect(empty.json.error.detail?.field).toBe('items');
     });
 
-    it('an invalid item -> 400 naming items.N.identifier, the clear value not echoed (P7, P8)', async () => {
+    // P17: an item that does not normalise is answered at its index, naming its field; the
+    // clear value is not echoed (P7, P8).
+    it('an item that does not normalise -> an error at its index, items.N.identifier', async () => {
       const res = await batch(beta, [
         { identifier_type: 'phone', identifier: visiblePhone },
         { identifier_type: 'email', identifier: visibleEmail },
         { identifier_type: 'phone', identifier: '+44 20 79 not-a-number' },
       ]);
-      expectError(res, 400, 'path.core.invalid_request');
-      expect(res.json.error.detail?.field).toBe('items.2.identifier');
+      expect(res.status, res.text).toBe(200);
+      expect(res.json.results[2]).toEqual({
+        identifier_type: 'phone',
+        error: {
+          code: 'path.core.invalid_request', message: expect.any(String),
+          detail: { field: 'items.2.identifier' },
+        },
+      });
+      expect(res.json.results.slice(0, 2).map((r: any) => r.found)).toEqual([true, true]);
       expect(res.text).not.toContain('not-a-number');
+      // A key of the wrong shape is not a key at all: the body is not a batch, 400 (P17).
       const both = await batch(beta, [{ identifier_type: 'phone', identifier: visiblePhone, identifier_hash: randomHash() }]);
       expectError(both, 400, 'path.core.invalid_request');
       expect(both.json.error.detail?.field).toMatch(/^items\.0\.identifier/);

@@ -1,4 +1,5 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate.
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, and the
+// network's external clients and members; `--help` or `-h` on any of them prints its usage.
 import { ConfigError, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
 import { createLogger } from '../logger.js';
 import { openEnvironment } from '../log/lmdb-log.js';
@@ -6,23 +7,42 @@ import { startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 
-const USAGE = `usage:
-  path-node serve [--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
+/** Each command and its flags (P15); `--help` prints the entries its words name. */
+const COMMANDS: readonly { command: string; flags: string }[] = [
+  {
+    command: 'serve',
+    flags: `[--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
                   [--base-url URL] [--external-port 8081] [--workers N] [--dev]
                   [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
-                  [--connectors-file F] [--log-level info]
-  path-node credentials add --data-dir D --member NAME --public-key HEX [--local]
-  path-node credentials create --data-dir D --member NAME [--local]
-  path-node credentials revoke --data-dir D --key-id ID
-  path-node keys rotate --data-dir D
-  path-node external-clients add --data-dir D --client NAME --public-key HEX --registries R1,R2
-  path-node external-clients revoke --data-dir D --key-id ID
-  path-node members add --data-dir D --member NAME --base-url URL
-  path-node members remove --data-dir D --member NAME`;
+                  [--connectors-file F] [--log-level info]`,
+  },
+  { command: 'credentials add', flags: '--data-dir D --member NAME --public-key HEX [--local]' },
+  { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
+  { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
+  { command: 'keys rotate', flags: '--data-dir D' },
+  {
+    command: 'external-clients add',
+    flags: '--data-dir D --client NAME --public-key HEX --registries R1,R2',
+  },
+  { command: 'external-clients revoke', flags: '--data-dir D --key-id ID' },
+  { command: 'members add', flags: '--data-dir D --member NAME --base-url URL' },
+  { command: 'members remove', flags: '--data-dir D --member NAME' },
+];
+
+const usageOf = (entries: readonly { command: string; flags: string }[]): string =>
+  `usage:\n${entries.map((e) => `  path-node ${e.command} ${e.flags}`).join('\n')}`;
+const USAGE = usageOf(COMMANDS);
 
 class UsageError extends Error {}
 
 type Flags = Record<string, string | true>;
+
+/** `path-node [command [sub]] --help`: the usage of what the words name, or of everything. */
+function helpFor(positional: readonly string[]): string {
+  const named = COMMANDS.filter((c) => positional.every((w, i) => c.command.split(' ')[i] === w));
+  if (named.length === 0) throw new UsageError(`unknown command '${positional.join(' ')}'`);
+  return usageOf(named);
+}
 
 function need(flags: Flags, name: string): string {
   const v = flags[name];
@@ -68,6 +88,10 @@ async function main(argv: string[]): Promise<void> {
   // P16: every command may create the data directory and its files; they are private from birth.
   process.umask(PRIVATE_UMASK);
   const { positional, flags } = parseFlags(argv);
+  if (flags.help === true) {
+    process.stdout.write(`${helpFor(positional)}\n`);
+    return;
+  }
   const [command, sub] = positional;
   if (command === 'serve' || command === undefined) return serve(flags);
   if (command === 'credentials' && (sub === 'add' || sub === 'create'))

@@ -1,5 +1,5 @@
 // Request authentication (P5): the signing string against the profile's vectors, and the
-// Authenticator's checks (missing, unknown_key, stale, bad_signature, replayed).
+// Authenticator's checks (missing, malformed, unknown_key, stale, bad_signature, replayed).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as ed from '@noble/ed25519';
@@ -283,17 +283,31 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
     ).toEqual(refused('stale'));
   });
 
-  it('a timestamp that is not RFC 3339 UTC is refused, even when correctly signed', () => {
+  it('malformed: a timestamp not RFC 3339 UTC with Z, even when correctly signed and fresh', () => {
     const auth = authenticator();
-    for (const timestamp of [
+    const notUtcWithZ = [
       '2026-11-21T12:00:00+00:00',
+      '2026-11-21T13:00:00+01:00',
       '2026-11-21T12:00:00',
+      '2026-11-21 12:00:00Z',
+      '2026-11-21T12:00:00z',
+      '2026-02-30T12:00:00Z',
       'Sat, 21 Nov 2026 12:00:00 GMT',
-    ]) {
-      const result = auth.authenticate(signed(alice, { timestamp }), NOW);
-      expect(result).toMatchObject({ code: 'path.auth.unauthenticated' });
-      expect(['missing', 'stale']).toContain((result as Refusal).detail?.reason);
+      '1795262400',
+    ];
+    for (const timestamp of notUtcWithZ) {
+      const result = auth.authenticate(signed(alice, { timestamp }), NOW) as Refusal;
+      expect(result, timestamp).toEqual(refused('malformed'));
+      // P5: the message says the form that was expected
+      expect(result.message).toContain('RFC 3339 UTC');
+      expect(result.message).toContain('ending in Z');
     }
+  });
+
+  it('malformed comes before the key: an unknown key with a bad timestamp is malformed', () => {
+    const request = signed(alice, { timestamp: '2026-11-21T12:00:00+01:00' });
+    const result = authenticator().authenticate({ ...request, keyId: 'key_nobody' }, NOW);
+    expect(result).toEqual(refused('malformed'));
   });
 
   it('bad_signature: signed by another key than the one named', () => {

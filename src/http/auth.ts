@@ -18,7 +18,13 @@ export interface SignedRequest {
   bodySha256Hex: string;
 }
 
-export type AuthFailure = 'missing' | 'unknown_key' | 'stale' | 'bad_signature' | 'replayed';
+export type AuthFailure =
+  'missing' | 'malformed' | 'unknown_key' | 'stale' | 'bad_signature' | 'replayed';
+
+/** P5: a malformed timestamp's refusal says the form the node expects. */
+const TIMESTAMP_FORM =
+  'Path-Timestamp must be an RFC 3339 UTC time ending in Z, with whole or ' +
+  'fractional seconds, such as 2026-11-21T12:00:00Z or 2026-11-21T12:00:00.123Z';
 
 export function signingString(r: {
   method: string;
@@ -41,7 +47,8 @@ export function unauthenticated(
   reason: AuthFailure,
   code: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' = 'path.auth.unauthenticated',
 ): Refusal {
-  return refusal(code, 'request authentication failed', { reason });
+  const message = reason === 'malformed' ? TIMESTAMP_FORM : 'request authentication failed';
+  return refusal(code, message, { reason });
 }
 
 /**
@@ -95,7 +102,8 @@ export class Authenticator {
     const { keyId, timestamp, signature } = request;
     if (!keyId || !timestamp || !signature) return fail('missing');
     const at = parseTime(timestamp);
-    if (at === null || Math.abs(now - at) > this.options.skewMs) return fail('stale');
+    if (at === null) return fail('malformed');
+    if (Math.abs(now - at) > this.options.skewMs) return fail('stale');
     const credential = this.credentials.get(keyId);
     if (credential === undefined) return fail('unknown_key');
     const text = signingString({ ...request, timestamp });

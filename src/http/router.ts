@@ -1,5 +1,7 @@
 // The declarative route table's matcher: literal segments and `:name` parameters. Operation
 // routes are mounted under both API prefixes (P6); the fixed routes sit at the root.
+// Parameters are named per route, not per position: `/checkout/sessions/:id` and
+// `/checkout/sessions/:reference/attempt` share a position but not a name (SPEC I).
 
 export type Auth = 'public' | 'member' | 'local' | 'optional';
 

@@ -4,6 +4,7 @@
 // ones too) verifies what it signed.
 import type { Logger } from 'pino';
 import type { Credential, NetworkMember, NodeStore } from '../store.js';
+import { publicKeyFault } from '../protocol/signing.js';
 import { peerRequest } from './peer.js';
 
 interface KeysDocument {
@@ -30,12 +31,10 @@ export class MemberRegistry {
    * Reads the member list (and cached keys) from the store; fetches keys of members that have none.
    */
   load(): void {
-    this.members = new Map(
-      this.options.store
-        .allMembers()
-        .filter((m) => m.member !== this.options.self)
-        .map((m) => [m.member, m]),
-    );
+    // Keys cached before P1's check was made at the door are checked again here.
+    const others = this.options.store.allMembers().filter((m) => m.member !== this.options.self);
+    const checked = others.map((m) => ({ ...m, keys: this.usableKeys(m.member, m.keys) }));
+    this.members = new Map(checked.map((m) => [m.member, m]));
     for (const m of this.members.values()) if (m.keys.length === 0) void this.refresh(m.member);
   }
 
@@ -80,8 +79,24 @@ export class MemberRegistry {
   }
 
   /**
-   * Fetches a member's keys document; keeps the previous keys when the member cannot be reached.
+   * The keys of a member's document this node will trust. A malformed, small-order or
+   * non-canonical key (P1) is dropped and logged: a member publishing one is misconfigured or
+   * hostile, and its other keys stay usable.
    */
+  private usableKeys(name: string, published: KeysDocument['keys']): NetworkMember['keys'] {
+    const keys: NetworkMember['keys'] = [];
+    for (const k of published) {
+      const fault = publicKeyFault(k.public_key);
+      if (fault === null) {
+        keys.push({ kid: k.kid, public_key: k.public_key, status: k.status });
+        continue;
+      }
+      this.options.logger.warn({ member: name, kid: k.kid, fault }, 'member key ignored (P1)');
+    }
+    return keys;
+  }
+
+  /** Fetches a member's keys document; keeps the previous keys when the member is unreachable. */
   async refresh(name: string): Promise<void> {
     const member = this.members.get(name);
     if (member === undefined) return;
@@ -94,9 +109,7 @@ export class MemberRegistry {
       const doc = JSON.parse(res.text) as KeysDocument;
       if (doc.member !== member.member)
         throw new Error(`keys document names member '${doc.member}'`);
-      const keys = doc.keys
-        .filter((k) => /^[0-9a-f]{64}$/.test(k.public_key))
-        .map((k) => ({ kid: k.kid, public_key: k.public_key, status: k.status }));
+      const keys = this.usableKeys(name, doc.keys);
       const current = this.members.get(name);
       if (current === undefined || current.base_url !== member.base_url) return;
       this.members.set(name, { ...current, keys, keys_fetched_at: new Date().toISOString() });

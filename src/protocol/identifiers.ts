@@ -191,30 +191,25 @@ export function keyShapeRefusal(items: readonly KeyItem[], batch: boolean): Refu
     : invalid(keyField(bad, batch), 'give exactly one of identifier or identifier_hash');
 }
 
+/** A lookup key's hash, or the 400 refusal of a key that does not normalise (P8). */
+export type KeyHash = string | Refusal;
+
 /**
- * The hashes of a run of lookup keys (P8), or the refusal of the first that does not normalise.
- * `offset` is the run's index in the whole batch, so the refusal names the right item.
+ * The hash of each key of a run of lookup keys (P8), or, at its index, the refusal of a key that
+ * does not normalise: a batch answers such a key alone (P17), a single lookup refuses the call.
+ * `offset` is the run's index in the whole batch, so each refusal names its own item.
  */
 export function hashKeys(
   pepper: Buffer,
   items: readonly KeyItem[],
   offset: number,
   batch: boolean,
-): { ok: true; hashes: string[] } | { ok: false; refusal: Refusal } {
-  const hashes: string[] = [];
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    if (item.identifier_hash !== undefined) {
-      hashes.push(item.identifier_hash);
-      continue;
-    }
-    const normalised = normaliseIdentifier(
-      item.identifier_type,
-      item.identifier!,
-      keyField(offset + i, batch),
-    );
-    if (!normalised.ok) return normalised;
-    hashes.push(identifierHash(pepper, item.identifier_type, normalised.value));
-  }
-  return { ok: true, hashes };
+): KeyHash[] {
+  return items.map((item, i) => {
+    if (item.identifier_hash !== undefined) return item.identifier_hash;
+    const field = keyField(offset + i, batch);
+    const normalised = normaliseIdentifier(item.identifier_type, item.identifier!, field);
+    if (!normalised.ok) return normalised.refusal;
+    return identifierHash(pepper, item.identifier_type, normalised.value);
+  });
 }

@@ -120,6 +120,17 @@ function publicKeyFor(publicKeyHex: string): KeyObject | 'weak' {
   return result;
 }
 
+/**
+ * Why a public key cannot be used (P1), or null when it can: not 32 bytes of lowercase hex
+ * ('malformed'), or a non-canonical or small-order point ('weak'), whose forgeries a cofactorless
+ * check would let through. Credentials and members' published keys are refused with this at the
+ * door; verifyBytes makes the same check again at verify time.
+ */
+export function publicKeyFault(publicKeyHex: unknown): 'malformed' | 'weak' | null {
+  if (typeof publicKeyHex !== 'string' || !HEX_32.test(publicKeyHex)) return 'malformed';
+  return publicKeyFor(publicKeyHex) === 'weak' ? 'weak' : null;
+}
+
 function scalarIsCanonical(signature: Buffer): boolean {
   let s = 0n;
   for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i]!);

@@ -1,11 +1,9 @@
 // Wire schemas and commands of SPEC I (checkout sessions).
 import { Type } from '@sinclair/typebox';
-import { Rfc3339, validator } from '../../protocol/schemas.js';
-
-const Url = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://' });
+import { HttpUrl as Url, Reference, Rfc3339, validator } from '../../protocol/schemas.js';
 
 export const CreateSession = Type.Object({
-  request_reference: Type.String({ pattern: '^req_[0-9a-f]{32}$' }),
+  request_reference: Reference('req', 'a request reference'),
   success_url: Url,
   cancel_url: Url,
   webhook_url: Type.Optional(Url),

@@ -1,13 +1,20 @@
 // Wire schemas and commands of SPEC K (connections, mandates, delegations).
 import { Type } from '@sinclair/typebox';
-import { Decimal, MemberName, Rfc3339, Text, validator } from '../../protocol/schemas.js';
+import {
+  Decimal,
+  MemberName,
+  Reference,
+  Rfc3339,
+  Text,
+  validator,
+} from '../../protocol/schemas.js';
 
 const Currency = Text({ maxLength: 64 });
 const CapabilityName = Type.String({ minLength: 1, maxLength: 64 });
 
 export const CreateConnection = Type.Object({
   grantee: MemberName,
-  subject_id: Type.String({ pattern: '^sub_[0-9a-f]{32}$' }),
+  subject_id: Reference('sub', 'a subject id'),
   capabilities: Type.Record(CapabilityName, Type.Boolean(), { maxProperties: 64 }),
   mode: Type.Union([Type.Literal('per_operation_signature'), Type.Literal('persistent_consent')]),
   max_single: Decimal,
@@ -56,7 +63,7 @@ export const validateRevoke = validator(Revoke);
 export const validateCreateDelegation = validator(CreateDelegation);
 
 /** A fresh reference, made by the route (P9). */
-const Reference = Type.Object({ reference: Type.String() });
+const WithReference = Type.Object({ reference: Type.String() });
 /** The delegation a command concerns, inside its parent connection's aggregate. */
 const Delegation = Type.Object({ delegation: Type.String({ pattern: '^dlg_[0-9a-f]{32}$' }) });
 
@@ -66,7 +73,7 @@ const Delegation = Type.Object({ delegation: Type.String({ pattern: '^dlg_[0-9a-
  */
 export const connectionCommands = {
   /** The local member (the grantor) creates a connection for one of its subjects. */
-  create: Type.Intersect([CreateConnection, Reference]),
+  create: Type.Intersect([CreateConnection, WithReference]),
   /** Either party reads the connection, signed at read. */
   read: Type.Object({}),
   /** Either party asks the length of the usage log (the route then reads its page). */
@@ -76,7 +83,7 @@ export const connectionCommands = {
   /** Either party revokes (the grantor withdraws, the grantee renounces). */
   revoke: Revoke,
   /** The grantor cuts a delegation under a fresh reference. */
-  'create-delegation': Type.Intersect([CreateDelegation, Reference]),
+  'create-delegation': Type.Intersect([CreateDelegation, WithReference]),
   'read-delegation': Delegation,
   'usage-delegation': Delegation,
   /** The named delegate consumes exactly what the delegation binds. */

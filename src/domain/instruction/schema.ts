@@ -1,10 +1,10 @@
 // Wire schemas and commands of SPEC G (payment instructions).
 import { Type } from '@sinclair/typebox';
-import { Amount, Capability, validator } from '../../protocol/schemas.js';
+import { Amount, Capability, PathAddress, Reference, validator } from '../../protocol/schemas.js';
 
 export const CreateInstruction = Type.Object({
-  request: Type.Optional(Type.String({ pattern: '^req_[0-9a-f]{32}$' })),
-  address: Type.Optional(Type.String({ pattern: '^path:[A-Za-z0-9]{1,64}$' })),
+  request: Type.Optional(Reference('req', 'a request reference')),
+  address: Type.Optional(PathAddress),
   via: Capability,
   amount: Type.Optional(Amount),
 });

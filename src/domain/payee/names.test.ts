@@ -12,9 +12,11 @@ import {
   matchName,
   nameIdentity,
   oneTypo,
+  untitledWords,
   type NameResult,
   type SubjectType,
 } from './names.js';
+import { TITLES_BY_LANGUAGE } from './titles.js';
 
 interface Pair {
   registered: string;
@@ -103,6 +105,58 @@ describe('P12 nameIdentity: two proposed names are one for the distinct-names al
       expect(nameIdentity(same), same).toBe(one);
     }
     expect(nameIdentity('José Álvarez Núñez')).not.toBe(one);
+  });
+});
+
+describe('SPEC F courtesy titles, for each language the matcher claims (titles.ts)', () => {
+  it('claims these languages', () => {
+    expect(Object.keys(TITLES_BY_LANGUAGE).sort()).toEqual([
+      'de',
+      'el',
+      'en',
+      'es',
+      'fr',
+      'hi',
+      'it',
+      'nl',
+      'pl',
+      'pt',
+      'ru',
+      'sh',
+      'tr',
+    ]);
+  });
+
+  it('lists the feminine forms of Spanish and Portuguese (issue 11 item 13)', () => {
+    const spanish = ['Sra.', 'Srta.', 'Dña.', 'Doña', 'Dra.', 'D.ª'];
+    const portuguese = ['Sra.', 'Sr.ª', 'Senhora', 'D.ª', 'Dona', 'Dra.'];
+    expect(TITLES_BY_LANGUAGE.es).toEqual(expect.arrayContaining(spanish));
+    expect(TITLES_BY_LANGUAGE.pt).toEqual(expect.arrayContaining(portuguese));
+  });
+
+  const written = Object.entries(TITLES_BY_LANGUAGE).flatMap(([language, titles]) =>
+    titles.map((t) => [language, t] as const),
+  );
+  it.each(written)('%s: "%s" leading a name is ignored on either side, never shown', (_, title) => {
+    expect(matchName('Maria Silva', `${title} Maria Silva`, 'natural_person')).toBe('match');
+    expect(matchName(`${title} Maria Silva`, 'Maria Silva', 'natural_person')).toBe('match');
+    expect(matchName('Maria Silva', `${title} Maria Silvia`, 'natural_person')).toBe('close_match');
+    expect(maskedName(`${title} Maria Silva`, 'natural_person')).toBe('Maria S.');
+  });
+
+  it('titles are ignored only where they lead: inside a name they are words', () => {
+    expect(untitledWords('Sra. Doña Carmen Ruiz')).toEqual(['carmen', 'ruiz']);
+    expect(matchName('Carmen Ruiz', 'Carmen Doña Ruiz', 'natural_person')).toBe('no_match');
+  });
+
+  it('a title alone is not dropped to nothing: it stays the only word', () => {
+    expect(untitledWords('Senhora')).toEqual(['senhora']);
+  });
+
+  it('a raised a (ª) joins its abbreviation, and "D.ª" does not read as the name "Da"', () => {
+    expect(untitledWords('D.ª Ana Sousa')).toEqual(['ana', 'sousa']);
+    expect(untitledWords('Dª Ana Sousa')).toEqual(['ana', 'sousa']);
+    expect(untitledWords('Da Wei Zhang')).toEqual(['da', 'wei', 'zhang']);
   });
 });
 

@@ -9,71 +9,10 @@
 //                words left over are middle names only, and at least two words agree in full
 //   no_match:    anything else
 
+import { TITLES_BY_LANGUAGE } from './titles.js';
+
 export type NameResult = 'match' | 'close_match' | 'no_match';
 export type SubjectType = 'natural_person' | 'legal_entity';
-
-const COURTESY_TITLES = new Set([
-  'mr',
-  'mrs',
-  'ms',
-  'miss',
-  'mx',
-  'dr',
-  'prof',
-  'sir',
-  'dame',
-  'lord',
-  'lady',
-  'madam',
-  'rev',
-  'hon',
-  'herr',
-  'frau',
-  'fraulein',
-  'sr',
-  'sra',
-  'srta',
-  'don',
-  'dona',
-  'senor',
-  'senora',
-  'senorita',
-  'm',
-  'mme',
-  'mlle',
-  'monsieur',
-  'madame',
-  'mademoiselle',
-  'sig',
-  'sigra',
-  'signor',
-  'signora',
-  'dott',
-  'dottssa',
-  'ing',
-  'avv',
-  'dhr',
-  'mevr',
-  'pan',
-  'pani',
-  'gospodin',
-  'gospodja',
-  'bay',
-  'bayan',
-  'shri',
-  'smt',
-  'kumari',
-  'г',
-  'г-н',
-  'г-жа',
-  'господин',
-  'госпожа',
-  'κ',
-  'κος',
-  'κα',
-  'κυριος',
-  'κυρια',
-]);
 
 const LEGAL_FORMS = new Set([
   'ltd',
@@ -192,22 +131,60 @@ const FOLDS: Record<string, string> = {
 const FOLDABLE = new RegExp(`[${Object.keys(FOLDS).join('')}]`, 'g');
 /** Apostrophes join the parts of a word (O'Brien, O’Brien, D‘Angelo). */
 const APOSTROPHES = /['’‘ʼ`´]/g;
-
 /**
- * Words of a name: NFKD, marks dropped, lower-cased, special letters folded, punctuation as
- * separators.
+ * A raised a or o ends a Spanish or Portuguese abbreviation (Sr.ª, Dr.ª, Eng.º): it joins the
+ * word. "D.ª" is written as its other abbreviation "Dña", as "da" would read as a name.
  */
-export function nameWords(name: string): string[] {
-  return name
+const ORDINAL_ENDING = /(\p{L}+)\.?\s?([ªº])/gu;
+
+function joinOrdinal(_match: string, stem: string, ordinal: string): string {
+  if (ordinal === 'ª' && stem.toLowerCase() === 'd') return 'dña';
+  return stem + (ordinal === 'ª' ? 'a' : 'o');
+}
+
+/** Case, accents and special letters folded; a raised ending joined to its abbreviation. */
+function folded(text: string): string {
+  return text
+    .replace(ORDINAL_ENDING, joinOrdinal)
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
     .toLowerCase()
     .replace(FOLDABLE, (c) => FOLDS[c]!)
-    .replace(APOSTROPHES, '')
-    .replace(/\bdott\.\s*ssa\b/g, 'dottssa')
+    .replace(APOSTROPHES, '');
+}
+
+/**
+ * Titles written with a dot or dash inside ("Sig.ra", "Dott. ssa", "г-жа") are one word: one
+ * matcher for all of them, built from the title list, keeps the split below from cutting them.
+ */
+function innerPunctuationTitles(): RegExp {
+  const forms = Object.values(TITLES_BY_LANGUAGE)
+    .flat()
+    .map(folded)
+    .filter((title) => /[.-]\p{L}/u.test(title))
+    .map((title) => title.replace(/[.-]$/, '').replace(/\./g, '\\.\\s?').replace(/-/g, '-\\s?'));
+  return new RegExp(`(?<![\\p{L}\\p{N}])(?:${forms.join('|')})(?![\\p{L}\\p{N}])`, 'gu');
+}
+const JOINED_TITLES = innerPunctuationTitles();
+
+/** Words of a name: folded as above, titles with inner punctuation joined, punctuation splits. */
+export function nameWords(name: string): string[] {
+  return folded(name)
+    .replace(JOINED_TITLES, (title) => title.replace(/[.\s-]/g, ''))
     .split(/[^\p{L}\p{N}&]+/u)
     .filter((w) => w.length > 0);
 }
+
+/** Every title of TITLES_BY_LANGUAGE as nameWords reads it: one word each. */
+const COURTESY_TITLES = new Set(
+  Object.values(TITLES_BY_LANGUAGE)
+    .flat()
+    .map((written) => {
+      const words = nameWords(written);
+      if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
+      return words[0]!;
+    }),
+);
 
 /** Words of a name without the courtesy titles that lead it ("Dr", "Mme", "Herr"…). */
 export function untitledWords(name: string): string[] {

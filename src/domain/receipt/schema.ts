@@ -6,6 +6,7 @@ import {
   Fee,
   MemberName,
   RailReference,
+  Reference,
   Text,
   validator,
 } from '../../protocol/schemas.js';
@@ -25,13 +26,13 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 const ReasonCodeSchema = Type.Union(REASON_CODES.map((c) => Type.Literal(c)));
 const RAIL_REFERENCES_MAX = 64; // tidy: format (SPEC J bounds a receipt's rail references)
 const Party = Type.Object({ member: MemberName });
+const RequestReference = Reference('req', 'a request reference');
+const InstructionReference = Reference('ins', 'an instruction reference');
 
 export const IssueReceipt = Type.Object({
   issued_by: Type.Union([Type.Literal('payer'), Type.Literal('payee')]),
-  request: Type.Optional(Type.Union([Type.Null(), Type.String({ pattern: '^req_[0-9a-f]{32}$' })])),
-  instruction: Type.Optional(
-    Type.Union([Type.Null(), Type.String({ pattern: '^ins_[0-9a-f]{32}$' })]),
-  ),
+  request: Type.Optional(Type.Union([Type.Null(), RequestReference])),
+  instruction: Type.Optional(Type.Union([Type.Null(), InstructionReference])),
   via: Capability,
   sent: Type.Optional(Type.Union([Type.Null(), Amount])),
   received: Type.Optional(Type.Union([Type.Null(), Amount])),

@@ -4,7 +4,14 @@
 // and seals the clear values of the wire before it builds one.
 import { Type, type Static } from '@sinclair/typebox';
 import { IDENTIFIER_TYPES } from '../../protocol/identifiers.js';
-import { Capability, Rfc3339, Text, validator } from '../../protocol/schemas.js';
+import {
+  Capability,
+  PathAddress,
+  Reference,
+  Rfc3339,
+  Text,
+  validator,
+} from '../../protocol/schemas.js';
 
 const literals = <T extends string>(values: readonly T[]) =>
   Type.Union(values.map((v) => Type.Literal(v)));
@@ -52,14 +59,14 @@ export const ACCOUNT_KINDS = [
   'wallet',
 ] as const;
 
-const reference = (prefix: string) => Type.String({ pattern: `^${prefix}_[0-9a-f]{32}$` });
-const SubjectId = reference('sub');
-const AddressId = reference('adr');
+const reference = (prefix: string) => Reference(prefix, `a ${prefix}_ reference`);
+const SubjectId = Reference('sub', 'a subject id');
+const AddressId = Reference('adr', 'an address id');
 /** An identifier hash (P8) or another keyed digest: lowercase hex of an HMAC-SHA-256. */
 const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
 /** A value sealed by the front end (sealing.ts). */
 const Sealed = Type.String({ minLength: 1 });
-const Address = Type.String({ pattern: '^path:[A-Za-z0-9]{1,64}$' });
+const Address = PathAddress;
 const SubjectType = literals(['natural_person', 'legal_entity'] as const);
 const PayeeCheckSetting = literals(['enabled', 'disabled'] as const);
 const Profile = literals(['directory', 'relationship'] as const);
@@ -135,8 +142,8 @@ export const PayeeCheck = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   context: Type.Optional(
     Type.Object({
-      request: Type.Optional(reference('req')),
-      instruction: Type.Optional(reference('ins')),
+      request: Type.Optional(Reference('req', 'a request reference')),
+      instruction: Type.Optional(Reference('ins', 'an instruction reference')),
     }),
   ),
   nonce: Type.String({ minLength: 1, maxLength: 128 }),
@@ -159,8 +166,8 @@ const OnAddress = Type.Object({ address_id: AddressId });
 
 /** A payment context of the payee check (SPEC F): one request or one instruction. */
 export const PaymentContext = Type.Union([
-  Type.Object({ request: reference('req') }),
-  Type.Object({ instruction: reference('ins') }),
+  Type.Object({ request: Reference('req', 'a request reference') }),
+  Type.Object({ instruction: Reference('ins', 'an instruction reference') }),
 ]);
 export type PaymentContextInput = Static<typeof PaymentContext>;
 

@@ -11,10 +11,15 @@ import {
   type AnswerBody,
   type ChargeLookups,
 } from '../../domain/budget/budget.js';
-import { hashKeys, keyShapeRefusal, type KeyItem } from '../../protocol/identifiers.js';
+import {
+  hashKeys,
+  keyShapeRefusal,
+  type KeyHash,
+  type KeyItem,
+} from '../../protocol/identifiers.js';
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
-import { validator } from '../../protocol/schemas.js';
+import { Sha256Hex, validator } from '../../protocol/schemas.js';
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_SPREAD_ITEMS_MIN, type Limits } from '../../config.js';
 import type { LocalDirectory } from '../../directory/directory.js';
 import { failure, json, type HttpReply } from '../reply.js';
@@ -27,7 +32,7 @@ const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
 const Item = Type.Object({
   identifier_type: KeyType,
   identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_LENGTH_MAX })),
-  identifier_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  identifier_hash: Type.Optional(Sha256Hex),
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 const validateLookup = validator(Item);
@@ -95,9 +100,9 @@ function lookupHandler(services: Services, directory: LocalDirectory, charge: Ch
     if (!body.ok) return failure(body.refusal);
     const shape = keyShapeRefusal([body.value], false);
     if (shape !== null) return failure(shape);
-    const hashed = hashKeys(services.pepper, [body.value], 0, false);
-    if (!hashed.ok) return failure(hashed.refusal);
-    const answer = answerFor(directory, body.value, hashed.hashes[0]!);
+    const [hash] = hashKeys(services.pepper, [body.value], 0, false);
+    if (typeof hash !== 'string') return failure(hash!);
+    const answer = answerFor(directory, body.value, hash);
     const { result, headers, signedText } = await charge(context, [answer], true);
     if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
     // A one-element array of the signed answer.
@@ -105,7 +110,11 @@ function lookupHandler(services: Services, directory: LocalDirectory, charge: Ch
   };
 }
 
-/** Up to `lookup_batch_max` keys, charged all or nothing; the answers signed when asked. */
+/**
+ * Up to `lookup_batch_max` keys, charged all or nothing; the answers signed when asked. P17: a
+ * key that does not normalise is answered at its index with its refusal, and is neither looked
+ * up, journalled nor charged. A body that is not a batch is still refused whole.
+ */
 function batchHandler(
   services: Services,
   directory: LocalDirectory,
@@ -122,25 +131,30 @@ function batchHandler(
     const shape = keyShapeRefusal(items, true);
     if (shape !== null) return failure(shape);
     const hashed = await hashSpread(services, items);
-    if (!hashed.ok) return failure(hashed.refusal);
-    const answers = items.map((item, i) => answerFor(directory, item, hashed.hashes[i]!));
-    const { result, headers, signedText } = await charge(context, answers, signed);
-    if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-    if (signed)
-      return {
-        status: 200,
-        body: `{"count":${answers.length},"signed":true,"results":${signedText}}`,
-        signed: true,
-        headers,
-      };
-    const results = answers.map((a) => ({
-      identifier_type: a.identifier_type,
-      identifier_hash: a.identifier_hash,
-      found: a.found,
-      member: a.member,
-      endpoint: a.endpoint,
-    }));
-    return { ...json(200, { count: results.length, signed: false, results }), headers };
+    const answers: AnswerBody[] = [];
+    items.forEach((item, i) => {
+      const hash = hashed[i]!;
+      if (typeof hash === 'string') answers.push(answerFor(directory, item, hash));
+    });
+    let headers: Record<string, string> | undefined;
+    let signedText = '[]';
+    if (answers.length > 0) {
+      const charged = await charge(context, answers, signed);
+      headers = charged.headers;
+      if (charged.result.reply.status !== 200)
+        return { ...fromReply(charged.result.reply), headers };
+      signedText = charged.signedText;
+    }
+    let results: string;
+    if (signed && answers.length === items.length) results = signedText;
+    else {
+      // Signed answers are spliced between the errors as parsed objects: the signature covers
+      // the canonical form, so writing them out again keeps them verifiable.
+      const shown = signed ? (JSON.parse(signedText) as object[]) : answers.map(unsignedResult);
+      results = batchResults(items, hashed, shown);
+    }
+    const text = `{"count":${items.length},"signed":${signed},"results":${results}}`;
+    return { status: 200, body: text, signed, ...(headers === undefined ? {} : { headers }) };
   };
 }
 
@@ -178,22 +192,41 @@ function budgetCharge(services: Services) {
   };
 }
 
+/** An answer of an unsigned batch (SPEC D): no nonce, no signature. */
+function unsignedResult(a: AnswerBody): object {
+  const { identifier_type, identifier_hash, found, member, endpoint } = a;
+  return { identifier_type, identifier_hash, found, member, endpoint };
+}
+
+/**
+ * The results array of a batch, as JSON text: the answers of the keys that normalised, in order,
+ * with each key that did not at its own index as `{ identifier_type, error }` (P17). The error
+ * comes from normalisation, whose messages never quote the value.
+ */
+function batchResults(
+  items: readonly KeyItem[],
+  hashed: readonly KeyHash[],
+  answers: readonly object[],
+): string {
+  let next = 0;
+  const results = items.map((item, i) => {
+    const hash = hashed[i]!;
+    if (typeof hash === 'string') return answers[next++];
+    return { identifier_type: item.identifier_type, error: hash };
+  });
+  return JSON.stringify(results);
+}
+
 /**
  * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
  * while the front end does the rest. Small batches stay on the front end.
  */
-async function hashSpread(
-  services: Services,
-  items: KeyItem[],
-): Promise<ReturnType<typeof hashKeys>> {
+async function hashSpread(services: Services, items: KeyItem[]): Promise<KeyHash[]> {
   if (items.length < LOOKUP_SPREAD_ITEMS_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
   const local = hashKeys(services.pepper, items.slice(cut), cut, true);
-  const first = await remote;
-  if (!first.ok) return first;
-  if (!local.ok) return local;
-  return { ok: true, hashes: [...first.hashes, ...local.hashes] };
+  return [...(await remote), ...local];
 }
 
 /**

@@ -1,0 +1,66 @@
+// package.json `engines` (issue 11 item 14) against what the code and its dependencies need:
+// record framing (P14) checksums with zlib.crc32, the front end loads uWebSockets.js's native
+// binary, and each dependency declares its own engines. A range that admits a Node without one
+// of them fails here.
+import { existsSync, readFileSync } from 'node:fs';
+import semver from 'semver';
+import { describe, expect, it } from 'vitest';
+import { ChecksumError, frame, unframe } from './record.js';
+
+interface Manifest {
+  engines?: { node?: string };
+  dependencies?: Record<string, string>;
+}
+
+const root = new URL('../../', import.meta.url);
+const manifest = (path: string): Manifest => JSON.parse(readFileSync(new URL(path, root), 'utf8'));
+const pkg = manifest('package.json');
+const engines = pkg.engines!.node!;
+
+/** Node APIs the code uses that are newer than Node 20.0, with the releases that have them. */
+const NEWER_APIS: Record<string, string> = {
+  'zlib.crc32 (src/log/record.ts, src/log/views.ts)': '^20.15.0 || >=22.2.0',
+};
+
+/** NODE_MODULE_VERSION of each Node major, which names uWebSockets.js's native binaries. */
+const MODULE_VERSIONS: Record<number, number> = {
+  18: 108,
+  20: 115,
+  21: 120,
+  22: 127,
+  23: 131,
+  24: 137,
+};
+
+describe('package.json engines (issue 11 item 14)', () => {
+  it.each(Object.entries(NEWER_APIS))('admits only Node releases that have %s', (_api, range) => {
+    expect(semver.subset(engines, range), `${engines} within ${range}`).toBe(true);
+  });
+
+  it('admits only Node releases every runtime dependency declares it runs on', () => {
+    for (const name of Object.keys(pkg.dependencies ?? {})) {
+      const declared = manifest(`node_modules/${name}/package.json`).engines?.node;
+      if (declared === undefined) continue;
+      expect(semver.subset(engines, declared), `${name} declares ${declared}`).toBe(true);
+    }
+  });
+
+  it('admits only Node majors for which uWebSockets.js ships a native binary', () => {
+    for (let major = 16; major <= 30; major++) {
+      if (!semver.intersects(engines, `^${major}.0.0`)) continue;
+      const abi = MODULE_VERSIONS[major];
+      expect(abi, `NODE_MODULE_VERSION of Node ${major}`).toBeDefined();
+      const binary = `uws_${process.platform}_${process.arch}_${abi}.node`;
+      const path = `node_modules/uWebSockets.js/binaries/${binary}`;
+      expect(existsSync(new URL(path, root)), path).toBe(true);
+    }
+  });
+
+  it('the running Node satisfies engines; its zlib.crc32 frames and checks a record (P14)', () => {
+    expect(semver.satisfies(process.versions.node, engines)).toBe(true);
+    const bytes = frame({ hello: 'world' });
+    expect(unframe(bytes)).toEqual({ hello: 'world' });
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
+    expect(() => unframe(bytes)).toThrow(ChecksumError);
+  });
+});
