@@ -271,8 +271,11 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
     c.write(chunkedHead());
     let sent = 0;
     // At most 1 MiB waits in this process, so `sent` stays near what reached the node.
+    // Bounded per tick and in all, and stopped once the socket is done: a socket that drops
+    // writes must not turn this into a loop that starves the event loop.
     const pump = setInterval(() => {
-      while (!c.isClosed && c.socket.writableLength < MiB) {
+      for (let i = 0; i < 16 && sent < 64 * MiB; i++) {
+        if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
         c.write(CHUNK);
         sent += 64 * 1024;
       }
@@ -284,7 +287,10 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
       expect(text).toMatch(/^HTTP\/1\.1 413 /);
       expect(text.toLowerCase()).toContain('connection: close');
       expect(firstChunk(c).error.code).toBe('path.core.payload_too_large');
-      expect(answeredAfter).toBeLessThan(8 * MiB);
+      // The stream never ends, so any answer at all is the limit at work; how much the client
+      // had pushed by then depends on the machine's load (kernel buffers, scheduling), hence the
+      // wide bound. The cut-off below is the strict part.
+      expect(answeredAfter).toBeLessThan(32 * MiB);
       expect(await c.closedWithin(20_000), 'a client streaming forever was not cut off').toBe(true);
       expect(c.socket.bytesWritten).toBeLessThan(40 * MiB);
     } finally {
