@@ -1,8 +1,8 @@
 // Real objects for the benchmarks: a typical payee receipt request, the signed envelope and the
 // log record the receipt decider makes from it. Nothing here is hand-written JSON of an envelope:
 // it all comes from the node's own decider, so the sizes and shapes are the ones the node writes.
-import type { Command, DecideContext } from '../src/actors/types.js';
-import { isDecisionRefusal } from '../src/actors/types.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
+import { isRefusal, type DecideContext } from '../src/domain/decider.js';
 import { receiptDecider, type ReceiptEvent } from '../src/domain/receipt/receipt.js';
 import { newReference } from '../src/protocol/ids.js';
 import { generateSeedHex, signingKeyFromSeed, type SigningKey } from '../src/protocol/signing.js';
@@ -39,11 +39,13 @@ export function freshSigningKey(): SigningKey {
 
 /** Runs the receipt decider's `issue` exactly as a shard does. */
 export function issueReceipt(key: SigningKey, now: number, reference = newReference('rcp')): IssuedReceipt {
-  const command: Command = { name: 'issue', input: { ...PAYEE_RECEIPT_BODY, reference }, caller: { member: MEMBER, local: true } };
-  const context: DecideContext = { now, member: MEMBER, signer: key, newId: newReference };
-  const decision = receiptDecider.decide(command, null, context);
-  if (isDecisionRefusal(decision)) throw new Error(`the receipt fixture was refused: ${decision.message}`);
-  return { reference, envelopeText: decision.reply.body, events: decision.events };
+  const input = { ...PAYEE_RECEIPT_BODY, via: { ...PAYEE_RECEIPT_BODY.via }, received: { ...PAYEE_RECEIPT_BODY.received },
+    rail_references: [...PAYEE_RECEIPT_BODY.rail_references], payer: { ...PAYEE_RECEIPT_BODY.payer }, reference };
+  const context: DecideContext = { now, member: MEMBER, signer: key, newId: newReference, limits: DEFAULT_LIMITS, views: new Map(), dev: false };
+  const decision = receiptDecider.decide({ name: 'issue', input, caller: { member: MEMBER, local: true } }, null, context);
+  if (isRefusal(decision)) throw new Error(`the receipt fixture was refused: ${decision.message}`);
+  if (!('text' in decision.answer)) throw new Error('the receipt decider answered no signed text');
+  return { reference, envelopeText: decision.answer.text, events: decision.events };
 }
 
 export function receiptRecord(issued: IssuedReceipt, now: number): ReceiptLogRecord {

@@ -15,6 +15,11 @@ export interface Limits {
   replay_entries_per_credential_max: number;
   replay_sweep_interval_ms: number;
   mailbox_depth_max: number;
+  /** Commands of one aggregate decided together and made durable in one write. */
+  batch_commands_max: number;
+  /** A follow-up that could not be routed is tried again after this, doubling up to the max. */
+  follow_up_retry_ms: number;
+  follow_up_retry_max_ms: number;
   snapshot_every_records: number;
   shutdown_drain_ms: number;
   credentials_poll_interval_ms: number;
@@ -33,8 +38,15 @@ export interface Limits {
   payee_check_daily_max: number;
   payee_check_context_max: number;
   payee_check_names_per_day_max: number;
+  /** Rows of a connection's or delegation's usage log in one page (SPEC K, P12). */
+  usage_page_default: number;
+  usage_page_max: number;
   replication_poll_interval_ms: number;
   replication_page_size: number;
+  /** Most entries of this node's change feed in one page a member asks for (the `limit`). */
+  feed_page_max: number;
+  /** Feed entries waiting to be written before a loading directory pauses for them. */
+  feed_pending_max: number;
   member_keys_refresh_interval_ms: number;
   peer_request_timeout_ms: number;
 }
@@ -50,9 +62,14 @@ export interface Config {
   dev: boolean;
   lookupBudgetBase: number;
   lookupBudgetFactor: number;
-  /** The network pepper given in the configuration (P8); absent: generated in the data directory. */
+  /**
+   * The network pepper given in the configuration (P8); absent: generated in the data directory.
+   */
   pepper?: { version: string; hex: string };
-  /** The key that seals names and account references, kept apart from the data; absent: generated in the data directory. */
+  /**
+   * The key that seals names and account references, kept apart
+   * from the data; absent: generated in the data directory.
+   */
   sealingKeyHex?: string;
   /** The operator's webhook endpoints, sent every event (P11). */
   webhookUrls: string[];
@@ -80,6 +97,34 @@ export const API_PREFIXES = ['/api/path/v1', '/api/path/genesis/v1'] as const;
  */
 export const BODY_DEPTH_MAX = 32;
 
+// Limits the code needs where no configuration reaches (schemas built when a module loads, pure
+// protocol functions, module-wide caches) or that only the code's authors should change. They
+// are fixed per build, not read from PATH_LIMIT_<NAME>.
+
+/** Longest string accepted in any free-form field of a body (the shared `Text` schema). */
+export const TEXT_LENGTH_MAX = 1024;
+
+/** Longest raw identifier (P8) a lookup or an identifier record may carry, in characters. */
+export const IDENTIFIER_LENGTH_MAX = 320;
+
+/** Public keys kept decoded and checked (P1) between calls; when full, the oldest is dropped. */
+export const PUBLIC_KEY_CACHE_MAX = 4096;
+
+/** Rounds of `reads` one decision may take (each may name views found in the last). */
+export const DECISION_READ_ROUNDS_MAX = 4;
+
+/**
+ * How full the in-memory directory index may get before it doubles: open addressing with linear
+ * probing stays short below this load. A slot is about 20 bytes, so a key costs 20 / load bytes.
+ */
+export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
+
+/**
+ * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and
+ * the front end); smaller ones on one thread alone.
+ */
+export const LOOKUP_SPREAD_ITEMS_MIN = 64;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,
@@ -91,6 +136,9 @@ export const DEFAULT_LIMITS: Limits = {
   replay_entries_per_credential_max: 2_000_000,
   replay_sweep_interval_ms: 60_000,
   mailbox_depth_max: 1024,
+  batch_commands_max: 256,
+  follow_up_retry_ms: 100,
+  follow_up_retry_max_ms: 10_000,
   snapshot_every_records: 2_048,
   shutdown_drain_ms: 10_000,
   credentials_poll_interval_ms: 500,
@@ -109,8 +157,12 @@ export const DEFAULT_LIMITS: Limits = {
   payee_check_daily_max: 10_000,
   payee_check_context_max: 10,
   payee_check_names_per_day_max: 3,
+  usage_page_default: 100,
+  usage_page_max: 500,
   replication_poll_interval_ms: 250,
   replication_page_size: 1000,
+  feed_page_max: 5000,
+  feed_pending_max: 20_000,
   member_keys_refresh_interval_ms: 60_000,
   peer_request_timeout_ms: 10_000,
 };
@@ -141,18 +193,33 @@ export function parseFlags(argv: readonly string[]): { positional: string[]; fla
     }
     const eq = arg.indexOf('=');
     if (eq > 0) flags[arg.slice(2, eq)] = arg.slice(eq + 1);
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) flags[arg.slice(2)] = argv[++i]!;
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--'))
+      flags[arg.slice(2)] = argv[++i]!;
     else flags[arg.slice(2)] = true;
   }
   return { positional, flags };
 }
 
-const SERVE_FLAGS = ['port', 'host', 'data-dir', 'member', 'base-url', 'external-port', 'workers', 'dev',
-  'lookup-budget-base', 'lookup-budget-factor', 'webhook-urls', 'connectors-file', 'log-level'] as const;
+const SERVE_FLAGS = [
+  'port',
+  'host',
+  'data-dir',
+  'member',
+  'base-url',
+  'external-port',
+  'workers',
+  'dev',
+  'lookup-budget-base',
+  'lookup-budget-factor',
+  'webhook-urls',
+  'connectors-file',
+  'log-level',
+] as const;
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of Object.keys(flags)) {
-    if (!(SERVE_FLAGS as readonly string[]).includes(name)) throw new ConfigError(`unknown flag --${name}`);
+    if (!(SERVE_FLAGS as readonly string[]).includes(name))
+      throw new ConfigError(`unknown flag --${name}`);
   }
   const read = (name: (typeof SERVE_FLAGS)[number]): string | true | undefined =>
     flags[name] ?? env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
@@ -161,22 +228,31 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     if (v === true) throw new ConfigError(`--${name} needs a value`);
     return v ?? fallback;
   };
-  const integer = (name: (typeof SERVE_FLAGS)[number], fallback: number, min: number, max: number): number => {
+  const integer = (
+    name: (typeof SERVE_FLAGS)[number],
+    fallback: number,
+    min: number,
+    max: number,
+  ): number => {
     const raw = text(name, String(fallback));
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
     return n;
   };
   const port = integer('port', 8080, 0, 65535);
   const host = text('host', '127.0.0.1');
   const member = text('member', 'local');
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member)) throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member))
+    throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
   const devRaw = read('dev');
   const factor = Number(text('lookup-budget-factor', '10'));
-  if (!Number.isFinite(factor) || factor < 0) throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
+  if (!Number.isFinite(factor) || factor < 0)
+    throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
   // Empty: the node derives it from the address it listens on (port 0 picks a free one).
   const baseUrl = text('base-url', '').replace(/\/+$/, '');
-  if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl)) throw new ConfigError('--base-url must be an absolute http(s) origin');
+  if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl))
+    throw new ConfigError('--base-url must be an absolute http(s) origin');
   return {
     port,
     host,
@@ -189,23 +265,35 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
     lookupBudgetFactor: factor,
     ...secrets(env),
-    ...(read('connectors-file') === undefined ? {} : { connectorsFile: text('connectors-file', '') }),
-    webhookUrls: text('webhook-urls', '').split(',').map((u) => u.trim()).filter((u) => u !== ''),
+    ...(read('connectors-file') === undefined
+      ? {}
+      : { connectorsFile: text('connectors-file', '') }),
+    webhookUrls: text('webhook-urls', '')
+      .split(',')
+      .map((u) => u.trim())
+      .filter((u) => u !== ''),
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
 }
 
-/** Secrets come from the environment only (PATH_PEPPER, PATH_PEPPER_VERSION, PATH_SEALING_KEY), never from flags. */
+/**
+ * Secrets come from the environment only (PATH_PEPPER,
+ * PATH_PEPPER_VERSION, PATH_SEALING_KEY), never from flags.
+ */
 function secrets(env: NodeJS.ProcessEnv): Pick<Config, 'pepper' | 'sealingKeyHex'> {
   const hex32 = /^[0-9a-f]{64}$/;
   const out: Pick<Config, 'pepper' | 'sealingKeyHex'> = {};
   if (env.PATH_PEPPER !== undefined) {
-    if (!hex32.test(env.PATH_PEPPER) || !env.PATH_PEPPER_VERSION) throw new ConfigError('PATH_PEPPER must be 32 bytes of lowercase hex, with PATH_PEPPER_VERSION naming it');
+    if (!hex32.test(env.PATH_PEPPER) || !env.PATH_PEPPER_VERSION)
+      throw new ConfigError(
+        'PATH_PEPPER must be 32 bytes of lowercase hex, with PATH_PEPPER_VERSION naming it',
+      );
     out.pepper = { version: env.PATH_PEPPER_VERSION, hex: env.PATH_PEPPER };
   }
   if (env.PATH_SEALING_KEY !== undefined) {
-    if (!hex32.test(env.PATH_SEALING_KEY)) throw new ConfigError('PATH_SEALING_KEY must be 32 bytes of lowercase hex');
+    if (!hex32.test(env.PATH_SEALING_KEY))
+      throw new ConfigError('PATH_SEALING_KEY must be 32 bytes of lowercase hex');
     out.sealingKeyHex = env.PATH_SEALING_KEY;
   }
   return out;
@@ -218,7 +306,8 @@ export function loadLimits(env: NodeJS.ProcessEnv): Limits {
     const raw = env[`PATH_LIMIT_${name.toUpperCase()}`];
     if (raw === undefined) continue;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`PATH_LIMIT_${name.toUpperCase()} must be a positive integer`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ConfigError(`PATH_LIMIT_${name.toUpperCase()} must be a positive integer`);
     limits[name] = n;
   }
   return limits;

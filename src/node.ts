@@ -1,13 +1,14 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
-import type { IdempotencyEntry } from './actors/types.js';
 import type { Config, Limits } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
-import { replayWrite } from './actors/shard.js';
+import { idempotencyRows, replayRows } from './log/rows.js';
+import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { directoryRoutes } from './http/routes/directory.js';
+import { instructionRoutes } from './http/routes/instructions.js';
 import { paymentRoutes } from './http/routes/payments.js';
 import { receiptRoutes } from './http/routes/receipts.js';
 import { sonarRoutes } from './http/routes/sonar.js';
@@ -20,13 +21,12 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
 import type { Services } from './http/services.js';
-import { lockDataDir, tightenDataDir } from './log/data-dir.js';
+import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
-import { unframeRow } from './log/record.js';
 import { NodeStore } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
-import { signingKeyFromSeed } from './protocol/signing.js';
+import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
 
 export interface RunningNode {
   port: number;
@@ -34,107 +34,285 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
-export async function startNode(config: Config, logger: Logger, onFatal: (message: string) => void): Promise<RunningNode> {
+export async function startNode(
+  config: Config,
+  logger: Logger,
+  onFatal: (message: string) => void,
+): Promise<RunningNode> {
   const started = Date.now();
   // P16: the directory is this process's before anything in it is opened.
   const lock = lockDataDir(config.dataDir);
   announceDataDir(config, logger);
   const env = openEnvironment(config.dataDir);
-  const { store, signingKey, pepper, sealingKey } = await openIdentity(env, config);
+  const identity = await openIdentity(env, config);
   const log = new LmdbLog(env);
-  let signer = signingKeyFromSeed(signingKey.seed_hex);
+  const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
+  const runtime = await startPool(config, logger, onFatal, { log, identity, signer });
+  const access = await startNetwork(config, logger, {
+    log,
+    store: identity.store,
+    signer,
+    directory: runtime.directory,
+  });
+  // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
+  const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
+  const services = nodeServices(config, { log, identity, signer, runtime, access });
+  const listeners = await startListeners(config, logger, {
+    services,
+    log,
+    access,
+    localHolder: runtime.localHolder,
+  });
+  const followers = startFollowers(config, logger, {
+    log,
+    identity,
+    signer,
+    runtime,
+    access,
+    listeners,
+  });
+  await housekeeping(log, config.limits);
+  await forgetReplays(log, Date.now());
+  runtime.events.start();
+  logger.info(
+    {
+      port: listeners.port,
+      external_port: listeners.external.port,
+      base_url: services.config.baseUrl,
+      member: config.member,
+      workers: config.workers,
+      recovery: runtime.stats,
+      directory_rows: access.directoryRows,
+      replica_rows: access.replicaRows,
+      replay_rows: access.replayed,
+      follow_ups: followedUp,
+      directory_keys: runtime.directory.index.size,
+      recovery_ms: Date.now() - started,
+    },
+    'listening',
+  );
+  return {
+    port: listeners.port,
+    baseUrl: services.config.baseUrl,
+    stop: () => stopNode(config, logger, { lock, log, runtime, access, listeners, followers }),
+  };
+}
 
+/** The signing key in force: the command line may rotate it while the node runs. */
+interface SignerCell {
+  current: SigningKey;
+}
+
+type Identity = Awaited<ReturnType<typeof openIdentity>>;
+type Runtime = Awaited<ReturnType<typeof startPool>>;
+type Access = Awaited<ReturnType<typeof startNetwork>>;
+type Listeners = Awaited<ReturnType<typeof startListeners>>;
+
+/** Webhook delivery, the local directory and the shard pool (recovered from the log). */
+async function startPool(
+  config: Config,
+  logger: Logger,
+  onFatal: (message: string) => void,
+  opened: { log: LmdbLog; identity: Identity; signer: SignerCell },
+) {
+  const { log, identity, signer } = opened;
   const events = new WebhookDelivery({
-    log, clock: systemClock, signer: () => signer, operatorUrls: config.webhookUrls, dev: config.dev, limits: config.limits, logger,
+    log,
+    clock: systemClock,
+    signer: () => signer.current,
+    operatorUrls: config.webhookUrls,
+    dev: config.dev,
+    limits: config.limits,
+    logger,
   });
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
   const { pool, stats } = await ShardPool.start({
-    workers: config.workers, dataDir: config.dataDir, member: config.member, seedHex: signingKey.seed_hex, sealingKeyHex: sealingKey.toString('hex'), pepperHex: pepper.hex,
-    limits: config.limits, onFatal,
-    // A tick's commit (an expiry) may carry events to deliver and index rows to apply.
-    onEffects: (result) => {
+    workers: config.workers,
+    dataDir: config.dataDir,
+    member: config.member,
+    seedHex: identity.signingKey.seed_hex,
+    sealingKeyHex: identity.sealingKey.toString('hex'),
+    pepperHex: identity.pepper.hex,
+    limits: config.limits,
+    dev: config.dev,
+    onFatal,
+    afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
       if (result.directory.length > 0) directory.apply(result.directory);
     },
   });
+  return { events, localHolder, directory, pool, stats };
+}
 
-  // Credentials: those added with the command line, and the active signing keys of member nodes.
+/**
+ * Who may call, and the network: the credentials added with the command line and the active
+ * signing keys of member nodes; the replays earlier runs remembered; the members, the change feed
+ * and the replicas, loaded and followed.
+ */
+async function startNetwork(
+  config: Config,
+  logger: Logger,
+  opened: { log: LmdbLog; store: NodeStore; signer: SignerCell; directory: LocalDirectory },
+) {
+  const { log, store, signer, directory } = opened;
   const authenticator = new Authenticator({
-    skewMs: config.limits.timestamp_skew_ms, replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
+    skewMs: config.limits.timestamp_skew_ms,
+    replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
   });
   const replayed = authenticator.restore(rememberedReplays(log), Date.now());
   const network = new Network({
-    store, log, directory, member: config.member, signer: () => signer, limits: config.limits, logger, onKeys: () => loadCredentials(),
+    store,
+    log,
+    directory,
+    member: config.member,
+    signer: () => signer.current,
+    limits: config.limits,
+    logger,
+    onKeys: () => loadCredentials(),
   });
-  const loadCredentials = () => authenticator.load([...store.allCredentials(), ...network.credentials()]);
+  const loadCredentials = () =>
+    authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
   const { directoryRows, replicaRows } = await network.start();
+  return { authenticator, replayed, network, loadCredentials, directoryRows, replicaRows };
+}
 
-  const services: Services = {
-    config: { ...config }, pool, log, store, pepper: Buffer.from(pepper.hex, 'hex'), pepperVersion: pepper.version, sealingKey,
-    events, directory, signer: () => signer, members: network.registry,
+/** What the route handlers reach. */
+function nodeServices(
+  config: Config,
+  parts: { log: LmdbLog; identity: Identity; signer: SignerCell; runtime: Runtime; access: Access },
+): Services {
+  const { log, identity, signer, runtime, access } = parts;
+  return {
+    config: { ...config },
+    pool: runtime.pool,
+    log,
+    store: identity.store,
+    pepper: Buffer.from(identity.pepper.hex, 'hex'),
+    pepperVersion: identity.pepper.version,
+    sealingKey: identity.sealingKey,
+    events: runtime.events,
+    directory: runtime.directory,
+    signer: () => signer.current,
+    members: access.network.registry,
   };
-  const documents = { keys: keysDocument(config.member, store.signingKeys()), configuration: '' };
-  const routes = allRoutes(services, network, documents);
+}
+
+/**
+ * The main listener, then the external one. The base URL is known once the main listener has its
+ * port (unless configured): the local holder and the configuration document take it then.
+ */
+async function startListeners(
+  config: Config,
+  logger: Logger,
+  parts: {
+    services: Services;
+    log: LmdbLog;
+    access: Access;
+    localHolder: { member: string; endpoint: string };
+  },
+) {
+  const { services, log, access } = parts;
+  const documents = {
+    keys: keysDocument(config.member, services.store.signingKeys()),
+    configuration: '',
+  };
+  const routes = allRoutes(services, access.network, documents);
   const server = new HttpServer({
-    routes, authenticator, idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms), limits: config.limits, logger, now: Date.now,
+    routes,
+    authenticator: access.authenticator,
+    idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms),
+    limits: config.limits,
+    logger,
+    now: Date.now,
   });
   const port = await server.listen(config.host, config.port);
-  const external = await startExternal(config, store, logger);
-  services.config.baseUrl = config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
-  localHolder.endpoint = services.config.baseUrl;
-  documents.configuration = configurationDocument(services, routes, `http://${config.host}:${external.port}`);
+  const external = await startExternal(config, services.store, logger);
+  services.config.baseUrl =
+    config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
+  parts.localHolder.endpoint = services.config.baseUrl;
+  documents.configuration = configurationDocument(
+    services,
+    routes,
+    `http://${config.host}:${external.port}`,
+  );
+  return { server, external, port, documents };
+}
 
-  // The command line changes credentials, keys, clients and members in the same environment; follow it.
-  let activeKid = signingKey.kid;
+/**
+ * The timers of a running node: it follows what the command line changes in the same environment
+ * (credentials, keys, clients and members) and sweeps what is past its retention.
+ */
+function startFollowers(
+  config: Config,
+  logger: Logger,
+  parts: {
+    log: LmdbLog;
+    identity: Identity;
+    signer: SignerCell;
+    runtime: Runtime;
+    access: Access;
+    listeners: Listeners;
+  },
+): NodeJS.Timeout[] {
+  const { log, identity, signer, runtime, access, listeners } = parts;
+  const store = identity.store;
+  let activeKid = identity.signingKey.kid;
   const poll = followChanges(store, config.limits.credentials_poll_interval_ms, () => {
-    network.membersChanged();
-    loadCredentials();
-    external.reload();
+    access.network.membersChanged();
+    access.loadCredentials();
+    listeners.external.reload();
     const keys = store.signingKeys();
-    documents.keys = keysDocument(config.member, keys);
+    listeners.documents.keys = keysDocument(config.member, keys);
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
-      signer = signingKeyFromSeed(active.seed_hex);
-      pool.setSigningKey(active.seed_hex);
+      signer.current = signingKeyFromSeed(active.seed_hex);
+      runtime.pool.setSigningKey(active.seed_hex);
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   });
-  const sweep = setInterval(() => void housekeeping(log, config.limits), config.limits.idempotency_sweep_interval_ms);
+  const sweep = setInterval(
+    () => void housekeeping(log, config.limits),
+    config.limits.idempotency_sweep_interval_ms,
+  );
   const replaySweep = setInterval(() => {
-    authenticator.forget(Date.now());
+    access.authenticator.forget(Date.now());
     void forgetReplays(log, Date.now());
   }, config.limits.replay_sweep_interval_ms);
-  await housekeeping(log, config.limits);
-  await forgetReplays(log, Date.now());
-  events.start();
-  logger.info({
-    port, external_port: external.port, base_url: services.config.baseUrl, member: config.member, workers: config.workers, recovery: stats,
-    directory_rows: directoryRows, replica_rows: replicaRows, replay_rows: replayed, directory_keys: directory.index.size, recovery_ms: Date.now() - started,
-  }, 'listening');
+  return [poll, sweep, replaySweep];
+}
 
-  return {
-    port,
-    baseUrl: services.config.baseUrl,
-    async stop() {
-      clearInterval(poll);
-      clearInterval(sweep);
-      clearInterval(replaySweep);
-      await Promise.all([server.close(config.limits.shutdown_drain_ms), external.close(config.limits.shutdown_drain_ms)]);
-      // Requests that changed nothing durable are remembered too, once no new one can arrive.
-      await log.write([...authenticator.remembered()].map(replayWrite));
-      await events.stop();
-      await network.stop();
-      await pool.drain();
-      await log.close();
-      lock.release();
-      logger.info('stopped');
-    },
-  };
+/** The orderly stop: no new requests, those in flight answered, then each part closed in turn. */
+async function stopNode(
+  config: Config,
+  logger: Logger,
+  parts: {
+    lock: DataDirLock;
+    log: LmdbLog;
+    runtime: Runtime;
+    access: Access;
+    listeners: Listeners;
+    followers: NodeJS.Timeout[];
+  },
+): Promise<void> {
+  const { lock, log, runtime, access, listeners } = parts;
+  for (const timer of parts.followers) clearInterval(timer);
+  await Promise.all([
+    listeners.server.close(config.limits.shutdown_drain_ms),
+    listeners.external.close(config.limits.shutdown_drain_ms),
+  ]);
+  // Requests that changed nothing durable are remembered too, once no new one can arrive.
+  await log.write([...access.authenticator.remembered()].map(replayRows.mark));
+  await runtime.events.stop();
+  await access.network.stop();
+  await runtime.pool.drain();
+  await log.close();
+  lock.release();
+  logger.info('stopped');
 }
 
 /**
@@ -145,19 +323,26 @@ export async function startNode(config: Config, logger: Logger, onFatal: (messag
 function announceDataDir(config: Config, logger: Logger): void {
   const narrowed = tightenDataDir(config.dataDir);
   if (narrowed.length > 0) {
-    logger.warn({ data_dir: config.dataDir, files: narrowed },
-      'files in the data directory were open to other users; narrowed to 0600');
+    logger.warn(
+      { data_dir: config.dataDir, files: narrowed },
+      'files in the data directory were open to other users; narrowed to 0600',
+    );
   }
   const secrets = ['the signing key (no variable moves it out yet)'];
   if (config.pepper === undefined) {
     secrets.push('the pepper (set PATH_PEPPER and PATH_PEPPER_VERSION)');
   }
   if (config.sealingKeyHex === undefined) secrets.push('the sealing key (set PATH_SEALING_KEY)');
-  logger.warn({ data_dir: config.dataDir },
-    `secrets stored in the data directory: ${secrets.join(', ')}`);
+  logger.warn(
+    { data_dir: config.dataDir },
+    `secrets stored in the data directory: ${secrets.join(', ')}`,
+  );
 }
 
-/** The node's own records: its signing key, the network pepper and the sealing key (made on first start). */
+/**
+ * The node's own records: its signing key, the network
+ * pepper and the sealing key (made on first start).
+ */
 async function openIdentity(env: LmdbEnvironment, config: Config) {
   const store = new NodeStore(env);
   const signingKey = await store.ensureSigningKey(Date.now());
@@ -166,12 +351,28 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
   return { store, signingKey, pepper, sealingKey };
 }
 
-/** Every route of the main listener; the fixed documents are read at request time, so they can change. */
-function allRoutes(services: Services, network: Network, documents: { keys: string; configuration: string }): RouteSpec<Handler>[] {
+/**
+ * Every route of the main listener; the fixed documents
+ * are read at request time, so they can change.
+ */
+function allRoutes(
+  services: Services,
+  network: Network,
+  documents: { keys: string; configuration: string },
+): RouteSpec<Handler>[] {
   return [
-    ...fixedRoutes(services, { keys: () => documents.keys, configuration: () => documents.configuration }),
-    ...receiptRoutes(services), ...directoryRoutes(services), ...paymentRoutes(services), ...sonarRoutes(services),
-    ...payeeCheckRoutes(services), ...connectRoutes(services), ...networkRoutes(services, network.feed),
+    ...fixedRoutes(services, {
+      keys: () => documents.keys,
+      configuration: () => documents.configuration,
+    }),
+    ...receiptRoutes(services),
+    ...directoryRoutes(services),
+    ...paymentRoutes(services),
+    ...instructionRoutes(services),
+    ...sonarRoutes(services),
+    ...payeeCheckRoutes(services),
+    ...connectRoutes(services),
+    ...networkRoutes(services, network.feed),
   ];
 }
 
@@ -191,7 +392,7 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
     stored(scope) {
       const bytes = log.get('idempotency', scope);
       if (bytes === undefined) return undefined;
-      const entry = unframeRow<IdempotencyEntry>('idempotency', scope, bytes);
+      const entry = idempotencyRows.read(scope, bytes);
       return entry.at + retentionMs < Date.now() ? undefined : entry;
     },
   };
@@ -200,14 +401,15 @@ function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
 /** The requests earlier runs accepted and still remember (P5). */
 function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> {
   for (const { key, bytes } of log.scan('replay', { start: replayCutoff(Date.now()) })) {
-    yield { key, keyId: unframeRow<{ c: string }>('replay', key, bytes).c };
+    yield { key, keyId: replayRows.read(key, bytes).c };
   }
 }
 
 /** Replay rows sort by the time they may be forgotten: the expired ones are one range. */
 async function forgetReplays(log: Log, now: number): Promise<void> {
   const writes: TableWrite[] = [];
-  for (const { key } of log.scan('replay', { end: replayCutoff(now) })) writes.push({ table: 'replay', key, bytes: null });
+  for (const { key } of log.scan('replay', { end: replayCutoff(now) }))
+    writes.push({ table: 'replay', key, bytes: null });
   if (writes.length > 0) await log.write(writes);
 }
 
@@ -220,9 +422,11 @@ export async function housekeeping(log: Log, limits: Limits): Promise<void> {
   const now = Date.now();
   const writes: TableWrite[] = [];
   for (const { key, bytes } of log.scan('idempotency')) {
-    if (unframeRow<IdempotencyEntry>('idempotency', key, bytes).at < now - limits.idempotency_retention_ms) writes.push({ table: 'idempotency', key, bytes: null });
+    if (idempotencyRows.read(key, bytes).at < now - limits.idempotency_retention_ms)
+      writes.push({ table: 'idempotency', key, bytes: null });
   }
   const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
-  for (const { key } of log.scan('journal', { end: cutoff })) writes.push({ table: 'journal', key, bytes: null });
+  for (const { key } of log.scan('journal', { end: cutoff }))
+    writes.push({ table: 'journal', key, bytes: null });
   if (writes.length > 0) await log.write(writes);
 }

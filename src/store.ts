@@ -54,7 +54,7 @@ export interface Pepper {
 const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
 const SEALING_KEY = 'sealing_key';
-const PEPPER_BYTES = 32;
+const PEPPER_BYTES = 32; // tidy: format (P8: a 256-bit pepper)
 
 /**
  * Refuses a public key that is not 32 bytes of lowercase hex, or that is a small-order or
@@ -66,8 +66,10 @@ function refuseUnusableKey(publicKeyHex: string): void {
   const fault = publicKeyFault(publicKeyHex);
   if (fault === 'malformed') throw new RangeError('public key must be 32 bytes of lowercase hex');
   if (fault === 'weak') {
-    throw new RangeError('public key is a small-order or non-canonical Ed25519 point, '
-      + 'under which signatures can be forged; it is refused (P1)');
+    throw new RangeError(
+      'public key is a small-order or non-canonical Ed25519 point, ' +
+        'under which signatures can be forged; it is refused (P1)',
+    );
   }
 }
 
@@ -90,11 +92,18 @@ export class NodeStore {
     return [...this.members.getRange({ snapshot: false })].map(({ value }) => value);
   }
 
-  async addMember(options: { member: string; baseUrl: string; now: number }): Promise<NetworkMember> {
+  async addMember(options: {
+    member: string;
+    baseUrl: string;
+    now: number;
+  }): Promise<NetworkMember> {
     const existing = this.members.get(options.member);
     const member: NetworkMember = {
-      member: options.member, base_url: options.baseUrl.replace(/\/+$/, ''), added_at: new Date(options.now).toISOString(),
-      keys: existing?.base_url === options.baseUrl ? existing.keys : [], keys_fetched_at: existing?.base_url === options.baseUrl ? existing.keys_fetched_at : null,
+      member: options.member,
+      base_url: options.baseUrl.replace(/\/+$/, ''),
+      added_at: new Date(options.now).toISOString(),
+      keys: existing?.base_url === options.baseUrl ? existing.keys : [],
+      keys_fetched_at: existing?.base_url === options.baseUrl ? existing.keys_fetched_at : null,
     };
     await this.write(() => this.members.put(member.member, member));
     return member;
@@ -110,18 +119,31 @@ export class NodeStore {
   async cacheMemberKeys(name: string, keys: NetworkMember['keys'], now: number): Promise<void> {
     const existing = this.members.get(name);
     if (existing === undefined) return;
-    await this.members.put(name, { ...existing, keys, keys_fetched_at: new Date(now).toISOString() });
+    await this.members.put(name, {
+      ...existing,
+      keys,
+      keys_fetched_at: new Date(now).toISOString(),
+    });
   }
 
   allExternalClients(): ExternalClient[] {
     return [...this.externalClients.getRange({ snapshot: false })].map(({ value }) => value);
   }
 
-  async addExternalClient(options: { client: string; publicKeyHex: string; registries: string[]; now: number }): Promise<ExternalClient> {
+  async addExternalClient(options: {
+    client: string;
+    publicKeyHex: string;
+    registries: string[];
+    now: number;
+  }): Promise<ExternalClient> {
     refuseUnusableKey(options.publicKeyHex);
     const client: ExternalClient = {
-      key_id: `ext_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`, client: options.client,
-      public_key: options.publicKeyHex, registries: options.registries, created_at: new Date(options.now).toISOString(), revoked_at: null,
+      key_id: `ext_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`,
+      client: options.client,
+      public_key: options.publicKeyHex,
+      registries: options.registries,
+      created_at: new Date(options.now).toISOString(),
+      revoked_at: null,
     };
     await this.write(() => this.externalClients.put(client.key_id, client));
     return client;
@@ -130,7 +152,12 @@ export class NodeStore {
   async revokeExternalClient(keyId: string, now: number): Promise<boolean> {
     const existing = this.externalClients.get(keyId);
     if (existing === undefined) return false;
-    await this.write(() => this.externalClients.put(keyId, { ...existing, revoked_at: existing.revoked_at ?? new Date(now).toISOString() }));
+    await this.write(() =>
+      this.externalClients.put(keyId, {
+        ...existing,
+        revoked_at: existing.revoked_at ?? new Date(now).toISOString(),
+      }),
+    );
     return true;
   }
 
@@ -144,7 +171,12 @@ export class NodeStore {
     return [...this.credentials.getRange({ snapshot: false })].map(({ value }) => value);
   }
 
-  async addCredential(options: { member: string; publicKeyHex: string; local: boolean; now: number }): Promise<Credential> {
+  async addCredential(options: {
+    member: string;
+    publicKeyHex: string;
+    local: boolean;
+    now: number;
+  }): Promise<Credential> {
     refuseUnusableKey(options.publicKeyHex);
     const credential: Credential = {
       key_id: `cred_${sha256Hex(Buffer.from(options.publicKeyHex, 'hex')).slice(0, 32)}`,
@@ -161,12 +193,19 @@ export class NodeStore {
   async revokeCredential(keyId: string, now: number): Promise<boolean> {
     const existing = this.credentials.get(keyId);
     if (existing === undefined) return false;
-    await this.write(() => this.credentials.put(keyId, { ...existing, revoked_at: existing.revoked_at ?? new Date(now).toISOString() }));
+    await this.write(() =>
+      this.credentials.put(keyId, {
+        ...existing,
+        revoked_at: existing.revoked_at ?? new Date(now).toISOString(),
+      }),
+    );
     return true;
   }
 
   signingKeys(): StoredSigningKey[] {
-    return [...this.keys.getRange({ snapshot: false })].map(({ value }) => value).sort((a, b) => a.created_at.localeCompare(b.created_at));
+    return [...this.keys.getRange({ snapshot: false })]
+      .map(({ value }) => value)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
   activeSigningKey(): StoredSigningKey | undefined {
@@ -177,9 +216,18 @@ export class NodeStore {
   async rotateSigningKey(now: number): Promise<StoredSigningKey> {
     const { seedHex, publicKeyHex } = generateSeedHex();
     const at = new Date(now).toISOString();
-    const fresh: StoredSigningKey = { kid: kidOf(publicKeyHex), seed_hex: seedHex, public_key: publicKeyHex, status: 'active', created_at: at, retired_at: null };
+    const fresh: StoredSigningKey = {
+      kid: kidOf(publicKeyHex),
+      seed_hex: seedHex,
+      public_key: publicKeyHex,
+      status: 'active',
+      created_at: at,
+      retired_at: null,
+    };
     await this.write(() => {
-      for (const k of this.signingKeys()) if (k.status === 'active') this.keys.put(k.kid, { ...k, status: 'retired', retired_at: at });
+      for (const k of this.signingKeys())
+        if (k.status === 'active')
+          this.keys.put(k.kid, { ...k, status: 'retired', retired_at: at });
       this.keys.put(fresh.kid, fresh);
     });
     return fresh;

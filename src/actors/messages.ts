@@ -14,6 +14,7 @@ export interface WorkerData {
   sealingKeyHex: string;
   pepperHex: string;
   limits: Limits;
+  dev: boolean;
 }
 
 export type ToWorker =

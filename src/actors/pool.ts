@@ -6,12 +6,16 @@ import { refusal } from '../protocol/errors.js';
 import type { Limits } from '../config.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
-import type { CommandResult, RoutedCommand } from './types.js';
+import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
+import { carryOut } from './follow-ups.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
 /** A call to a worker awaiting its answer. */
-interface Pending { resolve: (value: never) => void; reject: (e: Error) => void }
+interface Pending {
+  resolve: (value: never) => void;
+  reject: (e: Error) => void;
+}
 
 export interface PoolOptions {
   workers: number;
@@ -21,10 +25,15 @@ export interface PoolOptions {
   sealingKeyHex: string;
   pepperHex: string;
   limits: Limits;
+  /** The node runs with `--dev` (its deciders allow plain-http and loopback webhook targets). */
+  dev: boolean;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
-  /** What a worker's time-driven command committed (outbox events, index rows). */
-  onEffects: (result: CommandResult) => void;
+  /**
+   * The one fan-out after every commit, whoever caused it (a call, a follow-up, a tick): the
+   * front end refreshes its reads, delivers the outbox events and applies index rows.
+   */
+  afterCommit: (result: CommandResult) => void;
 }
 
 export class ShardPool {
@@ -40,7 +49,9 @@ export class ShardPool {
   /** Starts the workers and waits until each has recovered its partitions. */
   static async start(options: PoolOptions): Promise<{ pool: ShardPool; stats: RecoveryStats }> {
     const pool = new ShardPool(options);
-    const recovered = await Promise.all(Array.from({ length: options.workers }, (_, i) => pool.spawn(i)));
+    const recovered = await Promise.all(
+      Array.from({ length: options.workers }, (_, i) => pool.spawn(i)),
+    );
     const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0 };
     for (const s of recovered) {
       stats.snapshots += s.snapshots;
@@ -50,14 +61,46 @@ export class ShardPool {
     return { pool, stats };
   }
 
-  /** Runs a command on the worker that owns its aggregate's partition. */
-  submit(routed: RoutedCommand): Promise<CommandResult> {
-    return this.call(this.workers[partitionOf(routed.key) % this.workers.length]!, (id) => ({ t: 'command', id, routed }));
+  /**
+   * Runs a command on the worker that owns its aggregate's partition. The follow-ups its commit
+   * wrote are carried out before the answer, so a caller sees their effect; were the node to
+   * stop first, the next start carries them out from their rows (resumeFollowUps).
+   */
+  async submit(routed: RoutedCommand): Promise<CommandResult> {
+    const worker = this.workers[partitionOf(routed.key) % this.workers.length]!;
+    const result = await this.call<CommandResult>(worker, (id) => ({ t: 'command', id, routed }));
+    if (result.committed) this.options.afterCommit(result);
+    if (result.followUps.length > 0)
+      await Promise.all(result.followUps.map((f) => this.carryOut(f)));
+    return result;
+  }
+
+  /** Carries out the follow-ups earlier runs wrote and did not finish (at start). */
+  async resumeFollowUps(pending: Iterable<PendingFollowUp>): Promise<number> {
+    const all = [...pending];
+    await Promise.all(all.map((f) => this.carryOut(f)));
+    return all.length;
+  }
+
+  private carryOut(f: PendingFollowUp): Promise<void> {
+    const { limits } = this.options;
+    return carryOut(f, {
+      submit: (routed) => this.submit(routed),
+      retryMs: limits.follow_up_retry_ms,
+      retryMaxMs: limits.follow_up_retry_max_ms,
+      stopped: () => this.stopping,
+    });
   }
 
   /** Signs lookup answers on the next worker in turn (stateless work, spread over the shards). */
   signAnswers(answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
-    return this.call(this.nextWorker(), (id) => ({ t: 'sign-answers', id, answers, requester, signedAt }));
+    return this.call(this.nextWorker(), (id) => ({
+      t: 'sign-answers',
+      id,
+      answers,
+      requester,
+      signedAt,
+    }));
   }
 
   /** Normalises and hashes lookup keys on the next worker in turn (stateless work). */
@@ -75,7 +118,11 @@ export class ShardPool {
    */
   private call<T>(worker: Worker, message: (id: number) => ToWorker): Promise<T> {
     if (this.pending.size >= this.options.limits.pending_commands_max) {
-      return Promise.reject(refusal('path.core.unavailable', 'the node has too many commands in flight', { retry_after_seconds: 1 }));
+      return Promise.reject(
+        refusal('path.core.unavailable', 'the node has too many commands in flight', {
+          retry_after_seconds: 1,
+        }),
+      );
     }
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -91,11 +138,18 @@ export class ShardPool {
   /** Lets every worker finish its commands, snapshot and close the log. */
   async drain(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.workers.map((w) => new Promise<void>((resolve) => {
-      w.on('message', (m: FromWorker) => { if (m.t === 'drained') resolve(); });
-      w.on('exit', () => resolve());
-      w.postMessage({ t: 'drain' } satisfies ToWorker);
-    })));
+    await Promise.all(
+      this.workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            w.on('message', (m: FromWorker) => {
+              if (m.t === 'drained') resolve();
+            });
+            w.on('exit', () => resolve());
+            w.postMessage({ t: 'drain' } satisfies ToWorker);
+          }),
+      ),
+    );
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
@@ -103,8 +157,15 @@ export class ShardPool {
     const partitions = [];
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
     const data: WorkerData = {
-      index, dataDir: this.options.dataDir, partitions, member: this.options.member,
-      seedHex: this.options.seedHex, sealingKeyHex: this.options.sealingKeyHex, pepperHex: this.options.pepperHex, limits: this.options.limits,
+      index,
+      dataDir: this.options.dataDir,
+      partitions,
+      member: this.options.member,
+      seedHex: this.options.seedHex,
+      sealingKeyHex: this.options.sealingKeyHex,
+      pepperHex: this.options.pepperHex,
+      limits: this.options.limits,
+      dev: this.options.dev,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
@@ -114,17 +175,37 @@ export class ShardPool {
     return new Promise((resolve, reject) => {
       worker.on('message', (m: FromWorker) => {
         switch (m.t) {
-          case 'ready': resolve(m.stats); break;
-          case 'result': this.settle(m.id)?.resolve(m.result as never); break;
-          case 'signed': this.settle(m.id)?.resolve(m.text as never); break;
-          case 'hashed': this.settle(m.id)?.resolve(m.outcome as never); break;
-          case 'failed': this.settle(m.id)?.reject(new Error(m.message)); break;
-          case 'fatal': reject(new Error(m.message)); this.options.onFatal(`shard ${index}: ${m.message}`); break;
-          case 'effects': this.options.onEffects(m.result); break;
-          case 'drained': break;
+          case 'ready':
+            resolve(m.stats);
+            break;
+          case 'result':
+            this.settle(m.id)?.resolve(m.result as never);
+            break;
+          case 'signed':
+            this.settle(m.id)?.resolve(m.text as never);
+            break;
+          case 'hashed':
+            this.settle(m.id)?.resolve(m.outcome as never);
+            break;
+          case 'failed':
+            this.settle(m.id)?.reject(new Error(m.message));
+            break;
+          case 'fatal':
+            reject(new Error(m.message));
+            this.options.onFatal(`shard ${index}: ${m.message}`);
+            break;
+          case 'effects':
+            this.options.afterCommit(m.result);
+            for (const f of m.result.followUps) void this.carryOut(f);
+            break;
+          case 'drained':
+            break;
         }
       });
-      worker.on('error', (error) => { reject(error); this.options.onFatal(`shard ${index}: ${error.message}`); });
+      worker.on('error', (error) => {
+        reject(error);
+        this.options.onFatal(`shard ${index}: ${error.message}`);
+      });
       worker.on('exit', (code) => {
         if (!this.stopping) this.options.onFatal(`shard ${index} exited with code ${code}`);
       });

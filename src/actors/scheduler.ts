@@ -3,7 +3,10 @@
 // skipped lazily); one timer is armed, for the earliest.
 import type { Clock, Timer } from '../clock.js';
 
-interface Entry { at: number; key: string }
+interface Entry {
+  at: number;
+  key: string;
+}
 
 export class Scheduler {
   private readonly due = new Map<string, number>();
@@ -11,7 +14,10 @@ export class Scheduler {
   private timer: Timer | null = null;
   private armedAt = Infinity;
 
-  constructor(private readonly clock: Clock, private readonly wake: (key: string) => void) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly wake: (key: string) => void,
+  ) {}
 
   /** Sets (or clears, with null) the deadline of one aggregate. */
   schedule(key: string, at: number | null): void {

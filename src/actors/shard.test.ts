@@ -10,48 +10,86 @@ import { decodeView } from '../log/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { RecoveryError, Shard } from './shard.js';
-import type { Decider } from './types.js';
+import { Type } from '@sinclair/typebox';
+import { DEFAULT_LIMITS } from '../config.js';
+import type { Decider } from '../domain/decider.js';
 
-const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const signer = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
 const LOCAL = { member: 'alpha', local: true };
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 
 /** A toy aggregate with a deadline, to drive the scheduler: it expires at `at`. */
 type Timed = { at: number; expired: boolean };
-const timedDecider: Decider<Timed, { type: 'opened'; at: number } | { type: 'expired' }> = {
+const timedCommands = { open: Type.Number(), tick: Type.Null() };
+const timedDecider: Decider<
+  Timed,
+  typeof timedCommands,
+  { type: 'opened'; at: number } | { type: 'expired' }
+> = {
   type: 'timed',
+  prefix: null,
+  commands: timedCommands,
   decide(command, state, context) {
-    if (command.name === 'open') return { events: [{ type: 'opened', at: command.input as number }], reply: { status: 201, body: '{}', signed: false } };
+    if (command.name === 'open')
+      return {
+        events: [{ type: 'opened', at: command.input }],
+        answer: { value: {}, created: true },
+      };
     if (command.name === 'tick' && state !== null && !state.expired && context.now >= state.at) {
-      return { events: [{ type: 'expired' }], reply: { status: 200, body: '{}', signed: false } };
+      return { events: [{ type: 'expired' }], answer: { value: {} } };
     }
-    return { events: [], reply: { status: 200, body: '{}', signed: false } };
+    return { events: [], answer: { value: {} } };
   },
-  evolve: (state, event) => (event.type === 'opened' ? { at: event.at, expired: false } : { ...state!, expired: true }),
+  evolve: (state, event) =>
+    event.type === 'opened' ? { at: event.at, expired: false } : { ...state!, expired: true },
   publications: () => [],
   deadline: (state) => (state.expired ? null : state.at),
 };
 
-function shardOver(log: MemoryLog, options: { clock?: SimulatedClock; snapshotEveryRecords?: number } = {}) {
+function shardOver(
+  log: MemoryLog,
+  options: { clock?: SimulatedClock; snapshotEveryRecords?: number } = {},
+) {
   return new Shard({
-    partitions: ALL, log, deciders: [receiptDecider, timedDecider], clock: options.clock ?? new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
-    member: 'alpha', signer: () => signer, newId: newReference, snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
-    mailboxDepthMax: 1024, onFatal: (e) => { throw e; },
+    partitions: ALL,
+    log,
+    deciders: [receiptDecider, timedDecider],
+    clock: options.clock ?? new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
+    member: 'alpha',
+    signer: () => signer,
+    newId: newReference,
+    snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
+    mailboxDepthMax: 1024,
+    limits: DEFAULT_LIMITS,
+    onFatal: (e) => {
+      throw e;
+    },
   });
 }
 
 function issue(shard: Shard, reference = newReference('rcp')) {
-  return shard.submit({
-    aggregate: 'receipt', key: reference,
-    command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
-  }).then((result) => ({ reference, result }));
+  return shard
+    .submit({
+      aggregate: 'receipt',
+      key: reference,
+      command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
+    })
+    .then((result) => ({ reference, result }));
 }
 
-const settle = (shard: Shard, reference: string) => shard.submit({
-  aggregate: 'receipt', key: reference,
-  command: { name: 'transition', input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] }, caller: LOCAL },
-});
+const settle = (shard: Shard, reference: string) =>
+  shard.submit({
+    aggregate: 'receipt',
+    key: reference,
+    command: {
+      name: 'transition',
+      input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] },
+      caller: LOCAL,
+    },
+  });
 
 const turn = () => new Promise((r) => setImmediate(r));
 
@@ -61,7 +99,10 @@ describe('P14: a write is answered only once durable', () => {
     const shard = shardOver(log);
     await shard.recover();
     let answered = false;
-    const pending = issue(shard).then((r) => { answered = true; return r; });
+    const pending = issue(shard).then((r) => {
+      answered = true;
+      return r;
+    });
     for (let i = 0; i < 5; i++) await turn();
     expect(answered).toBe(false);
     expect(log.pendingCount()).toBe(1);
@@ -71,7 +112,7 @@ describe('P14: a write is answered only once durable', () => {
     expect(result.reply.status).toBe(201);
   });
 
-  it('after power loss every acknowledged receipt survives and nothing unacknowledged appears', async () => {
+  it('power loss: each acknowledged receipt survives, nothing unacknowledged appears', async () => {
     const log = new MemoryLog({ autoFlush: false });
     const shard = shardOver(log);
     await shard.recover();
@@ -104,7 +145,7 @@ describe('P14: a write is answered only once durable', () => {
 });
 
 describe('P14: damaged records', () => {
-  it('refuses to start when the last record fails its checksum, naming partition and seq', async () => {
+  it('refuses to start when the last record fails its checksum; names partition, seq', async () => {
     // P14: a commit is atomic, so a damaged last record is damage at rest; dropping it would
     // keep the rest of its commit (views, idempotent answers) without the record behind them.
     const log = new MemoryLog();
@@ -144,7 +185,8 @@ describe('snapshots', () => {
     const stats = await recovered.recover();
     expect(stats.snapshots).toBeGreaterThan(0);
     expect(stats.records).toBeLessThan(160);
-    for (const { reference } of issued) expect(recovered.stateOf(reference)).toEqual(shard.stateOf(reference));
+    for (const { reference } of issued)
+      expect(recovered.stateOf(reference)).toEqual(shard.stateOf(reference));
   });
 });
 
@@ -164,8 +206,19 @@ describe('the mailbox', () => {
   it('refuses with 503 when an aggregate mailbox is full, losing nothing accepted', async () => {
     const log = new MemoryLog({ autoFlush: false });
     const shard = new Shard({
-      partitions: ALL, log, deciders: [receiptDecider], clock: new SimulatedClock(0), member: 'alpha', signer: () => signer,
-      newId: newReference, snapshotEveryRecords: 1000, mailboxDepthMax: 2, onFatal: (e) => { throw e; },
+      partitions: ALL,
+      log,
+      deciders: [receiptDecider],
+      clock: new SimulatedClock(0),
+      member: 'alpha',
+      signer: () => signer,
+      newId: newReference,
+      snapshotEveryRecords: 1000,
+      mailboxDepthMax: 2,
+      limits: DEFAULT_LIMITS,
+      onFatal: (e) => {
+        throw e;
+      },
     });
     await shard.recover();
     const reference = newReference('rcp');
@@ -190,7 +243,11 @@ describe('the scheduler', () => {
     const log = new MemoryLog();
     const shard = shardOver(log, { clock });
     await shard.recover();
-    await shard.submit({ aggregate: 'timed', key: 'timed-1', command: { name: 'open', input: 6_000, caller: null } });
+    await shard.submit({
+      aggregate: 'timed',
+      key: 'timed-1',
+      command: { name: 'open', input: 6_000, caller: null },
+    });
     clock.advance(4_000);
     await turn();
     expect((shard.stateOf('timed-1') as Timed).expired).toBe(false);
@@ -205,7 +262,11 @@ describe('the scheduler', () => {
     const log = new MemoryLog();
     const shard = shardOver(log, { clock });
     await shard.recover();
-    await shard.submit({ aggregate: 'timed', key: 'timed-2', command: { name: 'open', input: 3_000, caller: null } });
+    await shard.submit({
+      aggregate: 'timed',
+      key: 'timed-2',
+      command: { name: 'open', input: 3_000, caller: null },
+    });
     shard.stop();
     const recovered = shardOver(log, { clock });
     await recovered.recover();

@@ -5,22 +5,38 @@
 // Nobody, not even the next command of the same aggregate, sees a state before it is durable.
 // Different aggregates proceed concurrently, so their appends share group commits.
 import type { Clock } from '../clock.js';
-import { errorBody, refusal, statusOf, type Refusal } from '../protocol/errors.js';
+import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { ChecksumError, DamagedRowError, frame, unframe } from '../log/record.js';
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
-import { decodeView, encodeView } from '../log/views.js';
+import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import {
-  isDecisionRefusal, type CommandResult, type Decider, type DirectoryRow, type IdempotencyEntry, type OutboxEvent,
-  type Publication, type ReplayMark, type Reply, type RoutedCommand,
-} from './types.js';
+  isRefusal,
+  type AnyDecider,
+  type CommandOf,
+  type CommandSchemas,
+  type ReadView,
+} from '../domain/decider.js';
+import { DECISION_READ_ROUNDS_MAX, type Limits } from '../config.js';
+import {
+  CommandChecks,
+  decisionWrites,
+  errorReply,
+  pendingFollowUps,
+  readView,
+  replyOf,
+} from './decision.js';
+import type { CommandResult, RoutedCommand } from './types.js';
 
 export interface ShardOptions {
   partitions: readonly number[];
   log: Log;
-  deciders: readonly Decider<any, any>[];
+  deciders: readonly AnyDecider[];
+  limits: Limits;
+  /** The node runs with `--dev` (DecideContext); absent: it does not. */
+  dev?: boolean;
   clock: Clock;
   member: string;
   signer: () => SigningKey;
@@ -32,7 +48,10 @@ export interface ShardOptions {
   mailboxDepthMax: number;
   /** Called when a durable append fails: the node cannot go on safely. */
   onFatal: (error: unknown) => void;
-  /** Told what a time-driven command (a tick) committed: outbox events to deliver, index rows to apply. */
+  /**
+   * Told what a time-driven command (a tick) committed:
+   * outbox events to deliver, index rows to apply.
+   */
   onEffects?: (result: CommandResult) => void;
 }
 
@@ -62,8 +81,10 @@ interface Slot {
   busy: boolean;
 }
 
-/** Commands of one aggregate decided together and made durable in one write. */
-const BATCH_COMMANDS_MAX = 256;
+/** What deciding one command came to: an answer alone, or a record and rows to commit. */
+type Decided =
+  | { kind: 'answered'; result: CommandResult }
+  | { kind: 'committed'; record: LogRecord; writes: TableWrite[]; result: CommandResult };
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -82,13 +103,15 @@ export class Shard {
   private readonly applied = new Map<number, Promise<void>>();
   /** Seq of the last record whose state was adopted, per partition. */
   private readonly adopted = new Map<number, number>();
-  private readonly deciders = new Map<string, Decider<any, any>>();
+  private readonly deciders = new Map<string, AnyDecider>();
+  private readonly checks: CommandChecks;
   private readonly scheduler: Scheduler;
   private inFlight = 0;
   private idle: (() => void) | null = null;
 
   constructor(private readonly options: ShardOptions) {
     for (const d of options.deciders) this.deciders.set(d.type, d);
+    this.checks = new CommandChecks(options.deciders);
     for (const p of options.partitions) {
       this.slots.set(p, new Map());
       this.seq.set(p, 0);
@@ -108,7 +131,8 @@ export class Shard {
       const snapshot = this.options.log.readSnapshot(p);
       if (snapshot !== undefined) {
         const body = this.unframeOrFail<SnapshotBody>(snapshot, `snapshot of partition ${p}`);
-        for (const [key, type, state] of body.aggregates) slots.set(key, { type, state, queue: [], busy: false });
+        for (const [key, type, state] of body.aggregates)
+          slots.set(key, { type, state, queue: [], busy: false });
         last = body.seq;
         stats.snapshots++;
       }
@@ -151,7 +175,13 @@ export class Shard {
       slots.set(routed.key, slot);
     }
     if (slot.queue.length >= this.options.mailboxDepthMax) {
-      return Promise.resolve(refused(refusal('path.core.unavailable', 'too many commands are waiting for this object', { retry_after_seconds: 1 })));
+      return Promise.resolve(
+        refused(
+          refusal('path.core.unavailable', 'too many commands are waiting for this object', {
+            retry_after_seconds: 1,
+          }),
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       slot!.queue.push({ routed, resolve, reject });
@@ -162,12 +192,15 @@ export class Shard {
   /** Resolves once no command is running or waiting. */
   drained(): Promise<void> {
     if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => { this.idle = resolve; });
+    return new Promise((resolve) => {
+      this.idle = resolve;
+    });
   }
 
   /** Writes a snapshot of every owned partition (on shutdown, so that the next start is quick). */
   async snapshotAll(): Promise<void> {
-    for (const p of this.options.partitions) if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    for (const p of this.options.partitions)
+      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
   }
 
   stop(): void {
@@ -189,12 +222,15 @@ export class Shard {
   private async run(key: string, p: number, slot: Slot): Promise<void> {
     slot.busy = true;
     while (slot.queue.length > 0) {
-      const decider = this.deciders.get(slot.queue[0]!.routed.aggregate);
-      const take = decider?.reads === undefined ? Math.min(slot.queue.length, BATCH_COMMANDS_MAX) : 1;
-      const jobs = slot.queue.splice(0, take);
+      const jobs = slot.queue.splice(0, this.batchSize(slot));
       this.inFlight += jobs.length;
       try {
-        const results = await this.executeBatch(key, p, slot, jobs.map((j) => j.routed));
+        const results = await this.executeBatch(
+          key,
+          p,
+          slot,
+          jobs.map((j) => j.routed),
+        );
         jobs.forEach((job, i) => job.resolve(results[i]!));
       } catch (error) {
         for (const job of jobs) job.reject(error);
@@ -210,86 +246,168 @@ export class Shard {
     if (slot.state === null) this.slots.get(p)!.delete(key);
   }
 
-  private async executeBatch(key: string, p: number, slot: Slot, commands: RoutedCommand[]): Promise<CommandResult[]> {
+  /**
+   * How many waiting commands are decided together: a command that reads committed views goes
+   * in a batch of its own, since the views reflect only what is durable, not the draft.
+   */
+  private batchSize(slot: Slot): number {
+    const max = Math.min(slot.queue.length, this.options.limits.batch_commands_max);
+    const none = new Map<string, ReadView>();
+    for (let i = 0; i < max; i++) {
+      const routed = slot.queue[i]!.routed;
+      const reads =
+        this.deciders.get(routed.aggregate)?.reads?.(routed.command as never, slot.state, none) ??
+        [];
+      if (reads.length > 0) return i === 0 ? 1 : i;
+    }
+    return max;
+  }
+
+  private async executeBatch(
+    key: string,
+    p: number,
+    slot: Slot,
+    commands: RoutedCommand[],
+  ): Promise<CommandResult[]> {
     const results: CommandResult[] = [];
     const entries: LogEntry[] = [];
     const writes: TableWrite[] = [];
-    let draft = slot.state;
-    let type = slot.type;
+    const draft = { state: slot.state, type: slot.type };
     for (const routed of commands) {
-      const decider = this.deciders.get(routed.aggregate);
-      if (decider === undefined || (draft !== null && type !== routed.aggregate)) {
-        results.push(refused(refusal('path.core.not_found', 'no such object')));
+      const outcome = this.decideOne(key, draft, routed);
+      if (outcome.kind === 'answered') {
+        results.push(outcome.result);
+        // A follow-up decided without a change is done all the same: its row goes.
+        if (routed.followUp !== undefined)
+          writes.push({ table: 'followups', key: routed.followUp, bytes: null });
         continue;
       }
-      const now = this.options.clock.now();
-      const views = this.readViews(decider.reads?.(routed.command, draft as never) ?? []);
-      const decision = decider.decide(routed.command, draft, {
-        now, member: this.options.member, signer: this.options.signer(), newId: this.options.newId,
-        ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
-        ...(views === undefined ? {} : { views }),
-      });
-      if (isDecisionRefusal(decision)) {
-        results.push(refused(decision));
-        continue;
-      }
-      if (decision.events.length === 0) {
-        results.push({ reply: decision.reply, committed: false, outbox: [], directory: [] });
-        continue;
-      }
-      for (const event of decision.events) draft = decider.evolve(draft, event);
-      type = routed.aggregate;
-      const publications = [...(decision.publications ?? []), ...(decider.publications?.(draft) ?? [])];
-      const idempotency = routed.idempotency === undefined ? null : {
-        scope: routed.idempotency.scope, requestHash: routed.idempotency.requestHash,
-        status: decision.reply.status, body: decision.reply.body, signed: decision.reply.signed, at: now,
-      } satisfies IdempotencyEntry;
       const seq = this.seq.get(p)! + 1;
       this.seq.set(p, seq);
-      const record: LogRecord = { a: routed.aggregate, k: key, e: decision.events, t: now };
-      entries.push({ partition: p, seq, bytes: frame(record) });
-      writes.push(...tableWrites(publications, decision, idempotency));
-      if (routed.replay !== undefined) writes.push(replayWrite(routed.replay));
-      results.push({ reply: decision.reply, committed: true, outbox: (decision.outbox ?? []).map((e) => e.id), directory: decision.directory ?? [] });
+      entries.push({ partition: p, seq, bytes: frame(outcome.record) });
+      writes.push(...outcome.writes);
+      results.push(outcome.result);
     }
-    if (entries.length === 0) return results;
-
-    const appended = this.options.log.append(entries, writes);
-    // Records of one partition are adopted in sequence order, so a snapshot taken between two
-    // adoptions is exactly the fold of the records up to its seq.
-    const ready = this.applied.get(p)!.then(() => appended);
-    this.applied.set(p, ready.catch(() => undefined));
-    try {
-      await ready;
-    } catch (error) {
-      this.options.onFatal(error);
-      throw error;
+    if (entries.length === 0) {
+      if (writes.length > 0) await this.options.log.write(writes);
+      return results;
     }
-    slot.type = type;
-    slot.state = draft;
+    await this.appendInOrder(p, entries, writes);
+    slot.type = draft.type;
+    slot.state = draft.state;
     this.adopted.set(p, entries[entries.length - 1]!.seq);
     this.scheduleFor(key, slot);
     for (let i = 0; i < entries.length; i++) this.countForSnapshot(p);
     return results;
   }
 
-  private readViews(keys: readonly string[]): Map<string, string> | undefined {
-    if (keys.length === 0) return undefined;
-    const views = new Map<string, string>();
-    for (const key of keys) {
-      const bytes = this.options.log.get('views', key);
-      if (bytes === undefined) continue;
-      // A damaged view is not an absent one: deciding on it would act on unverified state (P14).
-      const view = decodeView(bytes);
-      if (view === null) throw new DamagedRowError('views', key);
-      views.set(key, view.body.toString('utf8'));
+  /** Decides one command against the draft; evolves the draft when it commits something. */
+  private decideOne(
+    key: string,
+    draft: { state: unknown; type: string },
+    routed: RoutedCommand,
+  ): Decided {
+    const decider = this.deciders.get(routed.aggregate);
+    if (decider === undefined || (draft.state !== null && draft.type !== routed.aggregate)) {
+      return {
+        kind: 'answered',
+        result: refused(refusal('path.core.not_found', 'no such object')),
+      };
+    }
+    const problem = this.checks.problem(routed);
+    if (problem !== null) return { kind: 'answered', result: refused(problem) };
+    const command = routed.command as CommandOf<CommandSchemas>;
+    const now = this.options.clock.now();
+    const decision = decider.decide(command, draft.state, {
+      now,
+      member: this.options.member,
+      signer: this.options.signer(),
+      newId: this.options.newId,
+      limits: this.options.limits,
+      dev: this.options.dev ?? false,
+      views: this.readViews(decider, command, draft.state, now),
+      ...(this.options.unseal === undefined ? {} : { unseal: this.options.unseal }),
+    });
+    if (isRefusal(decision)) return { kind: 'answered', result: refused(decision) };
+    const reply = replyOf(decision.answer, decision.meta);
+    if (decision.events.length === 0) {
+      return {
+        kind: 'answered',
+        result: { reply, committed: false, outbox: [], directory: [], followUps: [] },
+      };
+    }
+    for (const event of decision.events) draft.state = decider.evolve(draft.state, event);
+    draft.type = routed.aggregate;
+    const publications = [
+      ...(decision.publications ?? []),
+      ...(decider.publications?.(draft.state) ?? []),
+    ];
+    const newId = () => this.options.newId('evt').slice(4);
+    const followUps = pendingFollowUps(decision, newId);
+    const writes = decisionWrites({ decision, publications, routed, reply, now, newId, followUps });
+    return {
+      kind: 'committed',
+      record: { a: routed.aggregate, k: key, e: decision.events, t: now },
+      writes,
+      result: {
+        reply,
+        committed: true,
+        outbox: (decision.outbox ?? []).map((e) => e.id),
+        directory: decision.directory ?? [],
+        followUps,
+      },
+    };
+  }
+
+  /**
+   * Appends a batch; records of one partition are adopted in sequence order, so a snapshot taken
+   * between two adoptions is exactly the fold of the records up to its seq.
+   */
+  private async appendInOrder(p: number, entries: LogEntry[], writes: TableWrite[]): Promise<void> {
+    const appended = this.options.log.append(entries, writes);
+    const ready = this.applied.get(p)!.then(() => appended);
+    this.applied.set(
+      p,
+      ready.catch(() => undefined),
+    );
+    try {
+      await ready;
+    } catch (error) {
+      this.options.onFatal(error);
+      throw error;
+    }
+  }
+
+  /** The committed views a decision asked for, asked again while each round names new keys. */
+  private readViews(
+    decider: AnyDecider,
+    command: CommandOf<CommandSchemas>,
+    state: unknown,
+    now: number,
+  ): Map<string, ReadView> {
+    const views = new Map<string, ReadView>();
+    if (decider.reads === undefined) return views;
+    const asked = new Set<string>();
+    for (let round = 0; round < DECISION_READ_ROUNDS_MAX; round++) {
+      const fresh = decider.reads(command, state, views).filter((k) => !asked.has(k));
+      if (fresh.length === 0) break;
+      for (const key of fresh) {
+        asked.add(key);
+        const bytes = this.options.log.get('views', key);
+        if (bytes === undefined) continue;
+        // A damaged view is not an absent one: deciding on it would act on unverified state (P14).
+        const view = decodeView(bytes);
+        if (view === null) throw new DamagedRowError('views', key);
+        views.set(key, readView(view, now));
+      }
     }
     return views;
   }
 
   private replay(slots: Map<string, Slot>, record: LogRecord): void {
     const decider = this.deciders.get(record.a);
-    if (decider === undefined) throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
+    if (decider === undefined)
+      throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
     let slot = slots.get(record.k);
     if (slot === undefined) {
       slot = { type: record.a, state: null, queue: [], busy: false };
@@ -307,7 +425,11 @@ export class Shard {
   private tick(key: string): void {
     const slot = this.slots.get(partitionOf(key))?.get(key);
     if (slot === undefined) return;
-    this.submit({ aggregate: slot.type, key, command: { name: 'tick', input: null, caller: null } }).then((result) => {
+    this.submit({
+      aggregate: slot.type,
+      key,
+      command: { name: 'tick', input: null, caller: null },
+    }).then((result) => {
       if (result.committed) this.options.onEffects?.(result);
     }, this.options.onFatal);
   }
@@ -320,7 +442,8 @@ export class Shard {
 
   private async snapshot(p: number): Promise<void> {
     const aggregates: SnapshotBody['aggregates'] = [];
-    for (const [key, slot] of this.slots.get(p)!) if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
+    for (const [key, slot] of this.slots.get(p)!)
+      if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
     // Taken synchronously after the last adoption: the states are the fold up to `seq`.
     const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
     this.sinceSnapshot.set(p, 0);
@@ -331,43 +454,22 @@ export class Shard {
     try {
       return unframe<T>(bytes);
     } catch (error) {
-      throw new RecoveryError(`${what} fails its checksum (${(error as Error).message}); refusing to start`);
+      throw new RecoveryError(
+        `${what} fails its checksum (${(error as Error).message}); refusing to start`,
+      );
     }
   }
 }
 
 /** What an operator reads when a record is damaged: where, why the node stops, what to do. */
 export function damagedRecordMessage(partition: number, seq: number): string {
-  return `log record ${seq} of partition ${partition} fails its checksum: the data directory is `
-    + 'damaged at rest (a commit is never half-written). The node will not serve state it cannot '
-    + 'verify (P14); restore the data directory from the latest backup and start again';
-}
-
-/** The request behind a committed command is remembered with it, so a restart refuses it too (P5). */
-export function replayWrite(mark: ReplayMark): TableWrite {
-  return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }) };
+  return (
+    `log record ${seq} of partition ${partition} fails its checksum: the data directory is ` +
+    'damaged at rest (a commit is never half-written). The node will not serve state it cannot ' +
+    'verify (P14); restore the data directory from the latest backup and start again'
+  );
 }
 
 function refused(r: Refusal): CommandResult {
-  return { reply: errorReply(r), committed: false, outbox: [], directory: [] };
-}
-
-/** Directory rows are keyed hash first, so every registration of one key reads as one range. */
-export function directoryRowKey(row: DirectoryRow): string {
-  return `${row.identifierHash}/${row.key}`;
-}
-
-export function errorReply(r: Refusal): Reply {
-  return { status: statusOf(r.code), body: errorBody(r), signed: false };
-}
-
-function tableWrites(publications: Publication[], decision: { outbox?: OutboxEvent[]; directory?: DirectoryRow[]; tables?: TableWrite[] }, idempotency: IdempotencyEntry | null): TableWrite[] {
-  const writes: TableWrite[] = publications.map((pub) => ({ table: 'views', key: pub.key, bytes: pub.reply === null ? null : encodeView(pub.reply) }));
-  for (const event of decision.outbox ?? []) writes.push({ table: 'outbox', key: event.id, bytes: frame(event) });
-  for (const row of decision.directory ?? []) {
-    writes.push({ table: 'directory', key: directoryRowKey(row), bytes: row.visibility === null ? null : frame({ t: row.identifierType, v: row.visibility }) });
-  }
-  if (decision.tables !== undefined) writes.push(...decision.tables);
-  if (idempotency !== null) writes.push({ table: 'idempotency', key: idempotency.scope, bytes: frame(idempotency) });
-  return writes;
+  return { reply: errorReply(r), committed: false, outbox: [], directory: [], followUps: [] };
 }

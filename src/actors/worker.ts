@@ -33,6 +33,8 @@ const shard = new Shard({
   unseal: (sealed) => unseal(sealingKey, sealed),
   snapshotEveryRecords: data.limits.snapshot_every_records,
   mailboxDepthMax: data.limits.mailbox_depth_max,
+  limits: data.limits,
+  dev: data.dev,
   onFatal: fatal,
   onEffects: (result) => send({ t: 'effects', result }),
 });
@@ -42,14 +44,27 @@ port.on('message', (message: ToWorker) => {
     case 'command':
       shard.submit(message.routed).then(
         (result) => send({ t: 'result', id: message.id, result }),
-        (error: unknown) => send({ t: 'failed', id: message.id, message: error instanceof Error ? error.message : String(error) }),
+        (error: unknown) =>
+          send({
+            t: 'failed',
+            id: message.id,
+            message: error instanceof Error ? error.message : String(error),
+          }),
       );
       break;
     case 'hash-keys':
-      send({ t: 'hashed', id: message.id, outcome: hashKeys(pepper, message.items, message.offset, true) });
+      send({
+        t: 'hashed',
+        id: message.id,
+        outcome: hashKeys(pepper, message.items, message.offset, true),
+      });
       break;
     case 'sign-answers':
-      send({ t: 'signed', id: message.id, text: signAnswers(message.answers, message.requester, message.signedAt, signer) });
+      send({
+        t: 'signed',
+        id: message.id,
+        text: signAnswers(message.answers, message.requester, message.signedAt, signer),
+      });
       break;
     case 'signing-key':
       signer = signingKeyFromSeed(message.seedHex);

@@ -35,6 +35,8 @@ const USAGE = usageOf(COMMANDS);
 
 class UsageError extends Error {}
 
+type Flags = Record<string, string | true>;
+
 /** `path-node [command [sub]] --help`: the usage of what the words name, or of everything. */
 function helpFor(positional: readonly string[]): string {
   const named = COMMANDS.filter((c) => positional.every((w, i) => c.command.split(' ')[i] === w));
@@ -42,14 +44,18 @@ function helpFor(positional: readonly string[]): string {
   return usageOf(named);
 }
 
-function need(flags: Record<string, string | true>, name: string): string {
+function need(flags: Flags, name: string): string {
   const v = flags[name];
   if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
   return v;
 }
 
-async function withStore<T>(flags: Record<string, string | true>, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  const env = openEnvironment(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : (process.env.PATH_DATA_DIR ?? './data'));
+async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
+  const env = openEnvironment(
+    typeof flags['data-dir'] === 'string'
+      ? flags['data-dir']
+      : (process.env.PATH_DATA_DIR ?? './data'),
+  );
   try {
     return await action(new NodeStore(env));
   } finally {
@@ -57,7 +63,7 @@ async function withStore<T>(flags: Record<string, string | true>, action: (store
   }
 }
 
-async function serve(flags: Record<string, string | true>): Promise<void> {
+async function serve(flags: Flags): Promise<void> {
   const config = loadConfig(flags);
   const logger = createLogger(config.logLevel);
   const fatal = (message: string) => {
@@ -69,7 +75,10 @@ async function serve(flags: Record<string, string | true>): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    node.stop().then(() => process.exit(0), (error: unknown) => fatal((error as Error).message));
+    node.stop().then(
+      () => process.exit(0),
+      (error: unknown) => fatal((error as Error).message),
+    );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
@@ -84,52 +93,86 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const [command, sub] = positional;
-  const print = (value: unknown): void => { process.stdout.write(`${JSON.stringify(value)}\n`); };
   if (command === 'serve' || command === undefined) return serve(flags);
-  if (command === 'credentials' && (sub === 'add' || sub === 'create')) {
-    const member = need(flags, 'member');
-    const local = flags.local === true || flags.local === 'true';
-    const generated = sub === 'create' ? generateSeedHex() : null;
-    const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
-    const credential = await withStore(flags, (store) => store.addCredential({ member, publicKeyHex, local, now: Date.now() }));
-    return print(generated === null ? { key_id: credential.key_id } : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex });
-  }
-  if (command === 'credentials' && sub === 'revoke') {
-    const keyId = need(flags, 'key-id');
-    const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
-    if (!revoked) throw new UsageError('no credential with that key id');
-    return print({ key_id: keyId, revoked: true });
-  }
-  if (command === 'external-clients' && sub === 'add') {
-    const client = need(flags, 'client');
-    const publicKeyHex = need(flags, 'public-key').toLowerCase();
-    const registries = need(flags, 'registries').split(',').map((r) => r.trim()).filter((r) => r !== '');
-    const added = await withStore(flags, (store) => store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }));
-    return print({ key_id: added.key_id });
-  }
-  if (command === 'external-clients' && sub === 'revoke') {
-    const keyId = need(flags, 'key-id');
-    const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
-    if (!revoked) throw new UsageError('no external client with that key id');
-    return print({ key_id: keyId, revoked: true });
-  }
-  if (command === 'members' && sub === 'add') {
-    const member = need(flags, 'member');
-    const baseUrl = need(flags, 'base-url');
-    if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl)) throw new UsageError('--base-url must be an absolute http(s) origin');
-    const added = await withStore(flags, (store) => store.addMember({ member, baseUrl, now: Date.now() }));
-    return print({ member: added.member, base_url: added.base_url });
-  }
-  if (command === 'members' && sub === 'remove') {
-    const member = need(flags, 'member');
-    if (!(await withStore(flags, (store) => store.removeMember(member)))) throw new UsageError('no such member');
-    return print({ member, removed: true });
-  }
-  if (command === 'keys' && sub === 'rotate') {
-    const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
-    return print({ kid: key.kid, public_key: key.public_key });
-  }
+  if (command === 'credentials' && (sub === 'add' || sub === 'create'))
+    return addCredential(flags, sub);
+  if (command === 'credentials' && sub === 'revoke') return revokeCredential(flags);
+  if (command === 'external-clients' && sub === 'add') return addExternalClient(flags);
+  if (command === 'external-clients' && sub === 'revoke') return revokeExternalClient(flags);
+  if (command === 'members' && sub === 'add') return addMember(flags);
+  if (command === 'members' && sub === 'remove') return removeMember(flags);
+  if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+/** `credentials add` takes the caller's public key; `credentials create` makes the key pair. */
+async function addCredential(flags: Flags, sub: 'add' | 'create'): Promise<void> {
+  const member = need(flags, 'member');
+  const local = flags.local === true || flags.local === 'true';
+  const generated = sub === 'create' ? generateSeedHex() : null;
+  const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
+  const credential = await withStore(flags, (store) =>
+    store.addCredential({ member, publicKeyHex, local, now: Date.now() }),
+  );
+  return print(
+    generated === null
+      ? { key_id: credential.key_id }
+      : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex },
+  );
+}
+
+async function revokeCredential(flags: Flags): Promise<void> {
+  const keyId = need(flags, 'key-id');
+  const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
+  if (!revoked) throw new UsageError('no credential with that key id');
+  return print({ key_id: keyId, revoked: true });
+}
+
+async function addExternalClient(flags: Flags): Promise<void> {
+  const client = need(flags, 'client');
+  const publicKeyHex = need(flags, 'public-key').toLowerCase();
+  const registries = need(flags, 'registries')
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  const added = await withStore(flags, (store) =>
+    store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }),
+  );
+  return print({ key_id: added.key_id });
+}
+
+async function revokeExternalClient(flags: Flags): Promise<void> {
+  const keyId = need(flags, 'key-id');
+  const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
+  if (!revoked) throw new UsageError('no external client with that key id');
+  return print({ key_id: keyId, revoked: true });
+}
+
+async function addMember(flags: Flags): Promise<void> {
+  const member = need(flags, 'member');
+  const baseUrl = need(flags, 'base-url');
+  if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl))
+    throw new UsageError('--base-url must be an absolute http(s) origin');
+  const added = await withStore(flags, (store) =>
+    store.addMember({ member, baseUrl, now: Date.now() }),
+  );
+  return print({ member: added.member, base_url: added.base_url });
+}
+
+async function removeMember(flags: Flags): Promise<void> {
+  const member = need(flags, 'member');
+  if (!(await withStore(flags, (store) => store.removeMember(member))))
+    throw new UsageError('no such member');
+  return print({ member, removed: true });
+}
+
+async function rotateKeys(flags: Flags): Promise<void> {
+  const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
+  return print({ kid: key.kid, public_key: key.public_key });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

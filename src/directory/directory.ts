@@ -7,17 +7,28 @@ import type { Log } from '../log/log.js';
 import { unframeRow } from '../log/record.js';
 import { DirectoryIndex, type IndexVisibility } from './index.js';
 
-interface StoredRow { t: string; v: 'public' | 'network' }
+interface StoredRow {
+  t: string;
+  v: 'public' | 'network';
+}
 
 const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
 
 export class LocalDirectory {
   readonly index: DirectoryIndex;
   readonly localHolder: number;
-  /** Told the local visibility of every key at load and of every key a command changes (the change feed). */
-  observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null = null;
+  /**
+   * Told the local visibility of every key at load and
+   * of every key a command changes (the change feed).
+   */
+  observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null =
+    null;
 
-  constructor(private readonly log: Log, holder: { member: string; endpoint: string }, expectedKeys = 0) {
+  constructor(
+    private readonly log: Log,
+    holder: { member: string; endpoint: string },
+    expectedKeys = 0,
+  ) {
     this.index = new DirectoryIndex(expectedKeys);
     this.localHolder = this.index.holderId(holder);
   }
@@ -58,7 +69,10 @@ export class LocalDirectory {
   apply(changed: readonly DirectoryRow[]): void {
     for (const hash of new Set(changed.map((r) => r.identifierHash))) {
       let best: IndexVisibility = 'none';
-      for (const { key, bytes } of this.log.scan('directory', { start: `${hash}/`, end: `${hash}0` })) {
+      for (const { key, bytes } of this.log.scan('directory', {
+        start: `${hash}/`,
+        end: `${hash}0`,
+      })) {
         const v = unframeRow<StoredRow>('directory', key, bytes).v;
         if (RANK[v] > RANK[best]) best = v;
       }

@@ -1,21 +1,31 @@
 // The directory index (SPEC D): hashed keys -> holder and visibility, in memory, sized for tens of
 // millions of keys. Open addressing with linear probing over typed arrays: each slot holds the
 // first 128 bits of the key's HMAC (ample: a chance collision among 10^8 keys is ~10^-22) and
-// one 32-bit value, `holder << 5 | identifier type << 2 | visibility`. About 20 bytes a slot and no object per key, so
-// the garbage collector never sees the index. A removed key keeps its slot with value 0.
+// one 32-bit value, `holder << 5 | identifier type << 2 | visibility`. About 20 bytes a slot
+// and no object per key, so the garbage collector never sees the index. A removed key keeps its
+// slot with value 0. The table doubles past DIRECTORY_INDEX_LOAD_MAX (src/config.ts).
 //
 // Lookups of present-but-invisible keys and of absent keys do the same work: one probe
 // sequence, one read of the value, and the caller treats "not visible" and "absent" alike.
+import { DIRECTORY_INDEX_LOAD_MAX } from '../config.js';
 
 export const VISIBILITY = { none: 0, network: 1, public: 2 } as const;
+
 /** Identifier types as index codes; a key answers only a lookup of its own type. */
-const TYPE_CODES: Record<string, number> = { phone: 0, email: 1, bank_account: 2, lei: 3, reg: 4, tax: 5, address: 6 };
+const TYPE_CODES: Record<string, number> = {
+  phone: 0,
+  email: 1,
+  bank_account: 2,
+  lei: 3,
+  reg: 4,
+  tax: 5,
+  address: 6,
+};
 const HOLDER_SHIFT = 5;
 const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] ?? 7;
 export type IndexVisibility = keyof typeof VISIBILITY;
 
 const WORDS_PER_KEY = 4;
-const LOAD_MAX = 0.6;
 const INITIAL_SLOTS = 1 << 16;
 
 export interface Holder {
@@ -30,15 +40,19 @@ export class DirectoryIndex {
   private mask: number;
   private readonly holders: Holder[] = [{ member: '', endpoint: '' }];
   private readonly holderIds = new Map<string, number>();
-  /** Visible entries per holder and identifier type: the reciprocity budget's "contribution" (P12). */
+  /**
+   * Visible entries per holder and identifier type: the reciprocity budget's "contribution" (P12).
+   */
   private readonly contributions = new Map<string, number>();
   private readonly probe = new Uint32Array(WORDS_PER_KEY);
-  /** Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty). */
+  /**
+   * Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty).
+   */
   private occupiedBits: Uint32Array;
 
   constructor(expectedKeys = 0) {
     let slots = INITIAL_SLOTS;
-    while (slots * LOAD_MAX < expectedKeys) slots *= 2;
+    while (slots * DIRECTORY_INDEX_LOAD_MAX < expectedKeys) slots *= 2;
     this.keys = new Uint32Array(slots * WORDS_PER_KEY);
     this.values = new Uint32Array(slots);
     this.occupiedBits = new Uint32Array((slots + 31) >>> 5);
@@ -70,11 +84,15 @@ export class DirectoryIndex {
    * only the holder's own removal does: one member withdrawing a key another holds changes nothing.
    */
   set(hashHex: string, identifierType: string, holder: number, visibility: IndexVisibility): void {
-    if (this.used + 1 > (this.mask + 1) * LOAD_MAX) this.grow();
+    if (this.used + 1 > (this.mask + 1) * DIRECTORY_INDEX_LOAD_MAX) this.grow();
     const slot = this.slotOf(hashHex, true);
     const previous = this.values[slot]!;
     if (visibility === 'none' && previous !== 0 && previous >>> HOLDER_SHIFT !== holder) return;
-    const next = visibility === 'none' ? 0 : ((holder << HOLDER_SHIFT) | (typeCode(identifierType) << 2) | VISIBILITY[visibility]) >>> 0;
+    const next =
+      visibility === 'none'
+        ? 0
+        : ((holder << HOLDER_SHIFT) | (typeCode(identifierType) << 2) | VISIBILITY[visibility]) >>>
+          0;
     if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
@@ -99,7 +117,8 @@ export class DirectoryIndex {
   /** The slot holding the key, or the empty slot where it would go (claimed when `claim`). */
   private slotOf(hashHex: string, claim: boolean): number {
     const p = this.probe;
-    for (let w = 0; w < WORDS_PER_KEY; w++) p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
+    for (let w = 0; w < WORDS_PER_KEY; w++)
+      p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
     let slot = (p[0]! ^ p[3]!) & this.mask;
     for (;;) {
       const base = slot * WORDS_PER_KEY;
@@ -112,7 +131,8 @@ export class DirectoryIndex {
         }
         return slot;
       }
-      if (k[base] === p[0] && k[base + 1] === p[1] && k[base + 2] === p[2] && k[base + 3] === p[3]) return slot;
+      if (k[base] === p[0] && k[base + 1] === p[1] && k[base + 2] === p[2] && k[base + 3] === p[3])
+        return slot;
       slot = (slot + 1) & this.mask;
     }
   }

@@ -1,5 +1,5 @@
 // Every aggregate the node runs, for the actor runtime.
-import type { Decider } from '../actors/types.js';
+import type { AnyDecider } from './decider.js';
 import { budgetDecider } from './budget/budget.js';
 import { checkoutDecider } from './checkout/checkout.js';
 import { connectionDecider } from './connection/connection.js';
@@ -8,4 +8,12 @@ import { receiptDecider } from './receipt/receipt.js';
 import { requestDecider } from './request/request.js';
 import { subjectDecider } from './subject/subject.js';
 
-export const DECIDERS: readonly Decider<any, any>[] = [receiptDecider, subjectDecider, requestDecider, instructionDecider, checkoutDecider, budgetDecider, connectionDecider];
+export const DECIDERS: readonly AnyDecider[] = [
+  receiptDecider,
+  subjectDecider,
+  requestDecider,
+  instructionDecider,
+  checkoutDecider,
+  budgetDecider,
+  connectionDecider,
+];

@@ -7,11 +7,12 @@
 // target has acknowledged it or its window has passed.
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
-import type { OutboxEvent } from '../actors/types.js';
+import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import type { Log, TableWrite } from '../log/log.js';
 import { frame, unframeRow } from '../log/record.js';
+import { outboxRows } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import { resolvedAllowed } from './url-policy.js';
@@ -33,7 +34,12 @@ export interface DeliveryOptions {
   limits: Limits;
   logger: Logger;
   /** Sends one delivery; the node uses fetch, tests may observe. */
-  post?: (url: string, headers: Record<string, string>, body: string, timeoutMs: number) => Promise<number>;
+  post?: (
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    timeoutMs: number,
+  ) => Promise<number>;
 }
 
 export class WebhookDelivery {
@@ -51,7 +57,8 @@ export class WebhookDelivery {
 
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
-    for (const { key } of this.options.log.scan('outbox')) this.scheduler.schedule(key, this.dueOf(key));
+    for (const { key } of this.options.log.scan('outbox'))
+      this.scheduler.schedule(key, this.dueOf(key));
   }
 
   /** New events from a command: deliver now. */
@@ -88,7 +95,12 @@ export class WebhookDelivery {
       const id = this.waiting.shift()!;
       this.inFlight++;
       this.deliver(id)
-        .catch((error: unknown) => this.options.logger.error({ event_id: id, err: { message: (error as Error).message } }, 'webhook delivery failed'))
+        .catch((error: unknown) =>
+          this.options.logger.error(
+            { event_id: id, err: { message: (error as Error).message } },
+            'webhook delivery failed',
+          ),
+        )
         .finally(() => {
           this.inFlight--;
           this.running.delete(id);
@@ -100,35 +112,67 @@ export class WebhookDelivery {
   private async deliver(id: string): Promise<void> {
     const bytes = this.options.log.get('outbox', id);
     if (bytes === undefined) return;
-    const event = unframeRow<OutboxEvent>('outbox', id, bytes);
+    const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
-    const state = this.stateOf(id) ?? urls.map((url): TargetState => ({ url, attempts: 0, next_at: now, outcome: null, last_status: null }));
+    const state =
+      this.stateOf(id) ??
+      urls.map((url): TargetState => ({
+        url,
+        attempts: 0,
+        next_at: now,
+        outcome: null,
+        last_status: null,
+      }));
     const due = state.filter((t) => t.outcome === null && t.next_at <= now);
     if (due.length > 0) {
-      const body = JSON.stringify(signObject({
-        type: 'path.event', id: event.id, event: event.event, created_at: event.created_at, data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
-        ...envelopeFields(this.options.signer(), event.created_at),
-      }, this.options.signer()));
+      const body = JSON.stringify(
+        signObject(
+          {
+            type: 'path.event',
+            id: event.id,
+            event: event.event,
+            created_at: event.created_at,
+            data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
+            ...envelopeFields(this.options.signer(), event.created_at),
+          },
+          this.options.signer(),
+        ),
+      );
       await Promise.all(due.map((t) => this.attempt(event, t, body)));
     }
 
     const createdAt = parseTime(event.created_at) ?? now;
     for (const t of state) {
-      if (t.outcome === null && t.next_at > createdAt + this.options.limits.webhook_retry_window_ms) {
+      if (
+        t.outcome === null &&
+        t.next_at > createdAt + this.options.limits.webhook_retry_window_ms
+      ) {
         t.outcome = 'abandoned';
-        this.options.logger.warn({ event_id: id, attempts: t.attempts }, 'webhook abandoned after its retry window');
+        this.options.logger.warn(
+          { event_id: id, attempts: t.attempts },
+          'webhook abandoned after its retry window',
+        );
       }
     }
     if (state.every((t) => t.outcome !== null)) {
-      await this.write([{ table: 'outbox', key: id, bytes: null }, { table: 'deliveries', key: id, bytes: null }]);
+      await this.write([
+        { table: 'outbox', key: id, bytes: null },
+        { table: 'deliveries', key: id, bytes: null },
+      ]);
       return;
     }
     await this.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
-    this.scheduler.schedule(id, Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)));
+    this.scheduler.schedule(
+      id,
+      Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)),
+    );
   }
 
-  /** Delivery state changes of one turn go to the log in one write (many events finish at once under load). */
+  /**
+   * Delivery state changes of one turn go to the log in
+   * one write (many events finish at once under load).
+   */
   private write(writes: TableWrite[]): Promise<void> {
     this.queued.push(...writes);
     this.queuedWrite ??= new Promise<void>((resolve, reject) => {
@@ -148,12 +192,23 @@ export class WebhookDelivery {
     try {
       if (await resolvedAllowed(target.url, { dev: this.options.dev })) {
         const timestamp = String(Math.floor(this.options.clock.now() / 1000));
-        const signature = Buffer.from(signBytes(Buffer.from(`${event.id}.${timestamp}.${body}`, 'utf8'), this.options.signer()), 'hex').toString('base64');
+        const signature = Buffer.from(
+          signBytes(Buffer.from(`${event.id}.${timestamp}.${body}`, 'utf8'), this.options.signer()),
+          'hex',
+        ).toString('base64');
         const headers = {
-          'content-type': 'application/json', 'path-event-id': event.id,
-          'webhook-id': event.id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1a,${signature}`,
+          'content-type': 'application/json',
+          'path-event-id': event.id,
+          'webhook-id': event.id,
+          'webhook-timestamp': timestamp,
+          'webhook-signature': `v1a,${signature}`,
         };
-        status = await (this.options.post ?? post)(target.url, headers, body, this.options.limits.webhook_timeout_ms);
+        status = await (this.options.post ?? post)(
+          target.url,
+          headers,
+          body,
+          this.options.limits.webhook_timeout_ms,
+        );
       }
     } catch {
       status = 0;
@@ -169,8 +224,19 @@ export class WebhookDelivery {
   }
 }
 
-async function post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
-  const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<number> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers,
+    body,
+    redirect: 'manual',
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   await res.arrayBuffer().catch(() => undefined);
   return res.status;
 }

@@ -13,7 +13,9 @@ const ConnectorSchema = Type.Object({
   rail: Type.String({ minLength: 1, maxLength: 64 }),
   zone: Type.String({ minLength: 2, maxLength: 16 }),
   operations: Type.Array(Type.Union(OPERATIONS.map((o) => Type.Literal(o))), { minItems: 1 }),
-  key_types: Type.Array(Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))), { minItems: 1 }),
+  key_types: Type.Array(Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))), {
+    minItems: 1,
+  }),
   status: Type.String({ minLength: 1, maxLength: 32 }),
 });
 const validateFile = validator(Type.Object({ connectors: Type.Array(ConnectorSchema) }));
@@ -39,11 +41,18 @@ export function loadConnectors(operatorFile?: string): Connector[] {
   const byRegistry = new Map<string, Connector>();
   const shipped = new URL('../../../src/external/connectors.json', import.meta.url);
   for (const c of readConnectors(shipped)) byRegistry.set(c.registry, c);
-  if (operatorFile !== undefined) for (const c of readConnectors(operatorFile)) byRegistry.set(c.registry, c);
+  if (operatorFile !== undefined)
+    for (const c of readConnectors(operatorFile)) byRegistry.set(c.registry, c);
   return [...byRegistry.values()];
 }
 
 /** Connectors that could know a key of this type and zone. */
-export function candidatesFor(connectors: readonly Connector[], type: ExternalKeyType, parsed: ParsedKey): Connector[] {
-  return connectors.filter((c) => c.key_types.includes(type) && (parsed.zones === null || parsed.zones.includes(c.zone)));
+export function candidatesFor(
+  connectors: readonly Connector[],
+  type: ExternalKeyType,
+  parsed: ParsedKey,
+): Connector[] {
+  return connectors.filter(
+    (c) => c.key_types.includes(type) && (parsed.zones === null || parsed.zones.includes(c.zone)),
+  );
 }

@@ -5,14 +5,30 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { electronicFormatIBAN, isValidIBAN } from 'ibantools';
 import { normaliseIdentifier } from '../protocol/identifiers.js';
 
-export const EXTERNAL_KEY_TYPES = ['phone', 'email', 'tax', 'random', 'alias', 'iban', 'vpa'] as const;
+export const EXTERNAL_KEY_TYPES = [
+  'phone',
+  'email',
+  'tax',
+  'random',
+  'alias',
+  'iban',
+  'vpa',
+] as const;
 export type ExternalKeyType = (typeof EXTERNAL_KEY_TYPES)[number];
 
 /** Countries of the SEPA scheme, for IBAN keys (the EPC's list of scheme countries). */
-const SEPA = new Set(('AD AT BE BG CH CY CZ DE DK EE ES FI FR GB GI GR HR HU IE IS IT LI LT LU LV MC MT NL NO PL PT RO SE SI SK SM VA '
-  + 'AX GF GP MQ YT RE BL MF PM GG JE IM').split(' '));
+const SEPA = new Set(
+  (
+    'AD AT BE BG CH CY CZ DE DK EE ES FI FR GB GI GR HR HU IE IS IT LI LT LU LV MC MT NL NO ' +
+    'PL PT RO SE SI SK SM VA ' +
+    'AX GF GP MQ YT RE BL MF PM GG JE IM'
+  ).split(' '),
+);
 
-/** Where a parsed key could be known: zones, or null when its form names no zone (email, VPA, alias). */
+/**
+ * Where a parsed key could be known: zones, or null
+ * when its form names no zone (email, VPA, alias).
+ */
 export type ParsedKey = { zones: string[] | null };
 
 const digitsOnly = (raw: string) => raw.replace(/[\s.\-/]/g, '');
@@ -35,7 +51,9 @@ function validBrazilianTax(raw: string): boolean {
   if (d.length === 14) {
     const w1 = [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
     const w2 = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
-    return check(d.slice(0, 12), w1) === Number(d[12]) && check(d.slice(0, 13), w2) === Number(d[13]);
+    return (
+      check(d.slice(0, 12), w1) === Number(d[12]) && check(d.slice(0, 13), w2) === Number(d[13])
+    );
   }
   return false;
 }
@@ -51,10 +69,15 @@ function validThaiTax(raw: string): boolean {
 /** Singapore's UEN: 8 or 9 digits and a letter, or the T/S/R + year + entity-type form. */
 function validSingaporeUen(raw: string): boolean {
   const k = raw.trim().toUpperCase();
-  return /^\d{8}[A-Z]$/.test(k) || /^\d{9}[A-Z]$/.test(k) || /^[TSR]\d{2}[A-Z]{2}\d{4}[A-Z]$/.test(k);
+  return (
+    /^\d{8}[A-Z]$/.test(k) || /^\d{9}[A-Z]$/.test(k) || /^[TSR]\d{2}[A-Z]{2}\d{4}[A-Z]$/.test(k)
+  );
 }
 
-/** Australia's ABN: 11 digits, weighted checksum divisible by 89 after subtracting 1 from the first digit. */
+/**
+ * Australia's ABN: 11 digits, weighted checksum divisible
+ * by 89 after subtracting 1 from the first digit.
+ */
 function validAustralianAbn(raw: string): boolean {
   const d = digitsOnly(raw);
   if (!/^\d{11}$/.test(d)) return false;
@@ -64,10 +87,15 @@ function validAustralianAbn(raw: string): boolean {
 }
 
 const TAX_ZONES: [string, (raw: string) => boolean][] = [
-  ['BR', validBrazilianTax], ['TH', validThaiTax], ['SG', validSingaporeUen], ['AU', validAustralianAbn],
+  ['BR', validBrazilianTax],
+  ['TH', validThaiTax],
+  ['SG', validSingaporeUen],
+  ['AU', validAustralianAbn],
 ];
 
-/** The parse of a key of the given type, or null when it does not parse (400 external.key.invalid). */
+/**
+ * The parse of a key of the given type, or null when it does not parse (400 external.key.invalid).
+ */
 export function parseExternalKey(type: ExternalKeyType, raw: string): ParsedKey | null {
   if (raw.length === 0 || raw.length > 320) return null;
   switch (type) {
@@ -83,7 +111,11 @@ export function parseExternalKey(type: ExternalKeyType, raw: string): ParsedKey 
       return zones.length > 0 ? { zones } : null;
     }
     case 'random':
-      return /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(raw.trim()) ? { zones: null } : null;
+      return /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(
+        raw.trim(),
+      )
+        ? { zones: null }
+        : null;
     case 'alias':
       return /^[A-Za-z0-9.-]{6,20}$/.test(raw.trim()) ? { zones: null } : null;
     case 'iban': {
@@ -93,6 +125,8 @@ export function parseExternalKey(type: ExternalKeyType, raw: string): ParsedKey 
       return { zones: SEPA.has(country) ? [country, 'SEPA'] : [country] };
     }
     case 'vpa':
-      return /^[A-Za-z0-9._-]{2,256}@[A-Za-z][A-Za-z0-9]{1,63}$/.test(raw.trim()) ? { zones: null } : null;
+      return /^[A-Za-z0-9._-]{2,256}@[A-Za-z][A-Za-z0-9]{1,63}$/.test(raw.trim())
+        ? { zones: null }
+        : null;
   }
 }

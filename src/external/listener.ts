@@ -14,20 +14,43 @@ export interface ExternalListener {
   close(drainMs: number): Promise<void>;
 }
 
-export async function startExternal(config: Config, store: NodeStore, logger: Logger): Promise<ExternalListener> {
+export async function startExternal(
+  config: Config,
+  store: NodeStore,
+  logger: Logger,
+): Promise<ExternalListener> {
   const connectors = loadConnectors(config.connectorsFile);
-  const authenticator = new Authenticator({ skewMs: config.limits.timestamp_skew_ms, replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max, code: 'external.auth.unauthenticated' });
+  const authenticator = new Authenticator({
+    skewMs: config.limits.timestamp_skew_ms,
+    replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
+    code: 'external.auth.unauthenticated',
+  });
   let grants = new Map<string, Set<string>>();
   const reload = () => {
     const clients = store.allExternalClients();
-    authenticator.load(clients.map((c) => ({ key_id: c.key_id, member: c.client, public_key: c.public_key, local: false, created_at: c.created_at, revoked_at: c.revoked_at })));
+    authenticator.load(
+      clients.map((c) => ({
+        key_id: c.key_id,
+        member: c.client,
+        public_key: c.public_key,
+        local: false,
+        created_at: c.created_at,
+        revoked_at: c.revoked_at,
+      })),
+    );
     grants = new Map();
-    for (const c of clients.filter((x) => x.revoked_at === null)) grants.set(c.client, new Set([...(grants.get(c.client) ?? []), ...c.registries]));
+    for (const c of clients.filter((x) => x.revoked_at === null))
+      grants.set(c.client, new Set([...(grants.get(c.client) ?? []), ...c.registries]));
   };
   reload();
   const server = new HttpServer({
-    routes: externalRoutes(connectors, (client) => grants.get(client) ?? new Set()), prefixes: [''],
-    authenticator, idempotency: { stored: () => undefined }, limits: config.limits, logger, now: Date.now,
+    routes: externalRoutes(connectors, (client) => grants.get(client) ?? new Set()),
+    prefixes: [''],
+    authenticator,
+    idempotency: { stored: () => undefined },
+    limits: config.limits,
+    logger,
+    now: Date.now,
   });
   const port = await server.listen(config.host, config.externalPort);
   return { port, reload, close: (drainMs) => server.close(drainMs) };

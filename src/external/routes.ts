@@ -11,23 +11,40 @@ import { validBody } from '../http/services.js';
 import { candidatesFor, type Connector } from './connectors.js';
 import { EXTERNAL_KEY_TYPES, parseExternalKey } from './keys.js';
 
-const validateDiscovery = validator(Type.Object({
-  key_type: Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))),
-  key: Type.String({ minLength: 1, maxLength: 320 }),
-}));
+const validateDiscovery = validator(
+  Type.Object({
+    key_type: Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))),
+    key: Type.String({ minLength: 1, maxLength: 320 }),
+  }),
+);
 
-export function externalRoutes(connectors: readonly Connector[], grantsOf: (client: string) => ReadonlySet<string>): RouteSpec<Handler>[] {
+export function externalRoutes(
+  connectors: readonly Connector[],
+  grantsOf: (client: string) => ReadonlySet<string>,
+): RouteSpec<Handler>[] {
   const registries = JSON.stringify({
-    registries: connectors.map((c) => ({ registry: c.registry, name: c.name ?? null, rail: c.rail, zone: c.zone, operations: c.operations, key_types: c.key_types, status: c.status })),
+    registries: connectors.map((c) => ({
+      registry: c.registry,
+      name: c.name ?? null,
+      rail: c.rail,
+      zone: c.zone,
+      operations: c.operations,
+      key_types: c.key_types,
+      status: c.status,
+    })),
   });
   return [
     {
-      operation: 'external.discovery', method: 'POST', path: '/discovery', auth: 'member',
+      operation: 'external.discovery',
+      method: 'POST',
+      path: '/discovery',
+      auth: 'member',
       handler: (context) => {
         const body = validBody(context, validateDiscovery);
         if (!body.ok) return failure(body.refusal);
         const { key_type, key } = body.value;
-        const invalidKey = () => failure(refusal('external.key.invalid', `the key does not parse as ${key_type}`));
+        const invalidKey = () =>
+          failure(refusal('external.key.invalid', `the key does not parse as ${key_type}`));
         // An address is the network's own key, never an external one.
         if (key.trim().toLowerCase().startsWith('path:')) return invalidKey();
         const parsed = parseExternalKey(key_type, key);
@@ -37,13 +54,20 @@ export function externalRoutes(connectors: readonly Connector[], grantsOf: (clie
           kind: 'external.discovery',
           key_type,
           candidates: candidatesFor(connectors, key_type, parsed).map((c) => ({
-            registry: c.registry, rail: c.rail, zone: c.zone, operations: c.operations, granted: granted.has(c.registry),
+            registry: c.registry,
+            rail: c.rail,
+            zone: c.zone,
+            operations: c.operations,
+            granted: granted.has(c.registry),
           })),
         });
       },
     },
     {
-      operation: 'external.registries', method: 'GET', path: '/registries', auth: 'public',
+      operation: 'external.registries',
+      method: 'GET',
+      path: '/registries',
+      auth: 'public',
       handler: () => ({ status: 200, body: registries, signed: false }),
     },
   ];

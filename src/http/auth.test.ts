@@ -13,29 +13,48 @@ import { Authenticator, type Authenticated, signingString, type SignedRequest } 
 ed.hashes.sha512 = sha512;
 
 interface RequestVector {
-  method: string; target: string; timestamp: string; idempotency_key: string | null; body: string;
-  signing_string: string; signature_hex: string;
+  method: string;
+  target: string;
+  timestamp: string;
+  idempotency_key: string | null;
+  body: string;
+  signing_string: string;
+  signature_hex: string;
 }
 interface Vectors {
   key: { seed_hex: string; public_key_hex: string };
   request_signature: RequestVector[];
 }
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8')) as Vectors;
+const vectors = JSON.parse(
+  readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8'),
+) as Vectors;
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 
-const SKEW_MS = 300_000;
+const SKEW_MS = 300_000; // tidy: format (the window of this test's authenticators)
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const AT_NOW = '2026-11-21T12:00:00Z';
 
-interface Party { keyId: string; secret: Uint8Array; credential: Credential }
+interface Party {
+  keyId: string;
+  secret: Uint8Array;
+  credential: Credential;
+}
 
-function party(keyId: string, member: string, options: { local: boolean; revokedAt?: string }): Party {
+function party(
+  keyId: string,
+  member: string,
+  options: { local: boolean; revokedAt?: string },
+): Party {
   const secret = ed.utils.randomSecretKey();
   const credential: Credential = {
-    key_id: keyId, member, public_key: hex(ed.getPublicKey(secret)), local: options.local,
-    created_at: '2026-11-01T00:00:00Z', revoked_at: options.revokedAt ?? null,
+    key_id: keyId,
+    member,
+    public_key: hex(ed.getPublicKey(secret)),
+    local: options.local,
+    created_at: '2026-11-01T00:00:00Z',
+    revoked_at: options.revokedAt ?? null,
   };
   return { keyId, secret, credential };
 }
@@ -50,9 +69,17 @@ function authenticator(replayEntriesPerCredentialMax = 10_000): Authenticator {
   return auth;
 }
 
-interface Draft { method?: string; target?: string; timestamp?: string; idempotencyKey?: string; body?: string }
+interface Draft {
+  method?: string;
+  target?: string;
+  timestamp?: string;
+  idempotencyKey?: string;
+  body?: string;
+}
 
-/** A request signed with @noble by `signer`, presented under `signer`'s key id unless overridden. */
+/**
+ * A request signed with @noble by `signer`, presented under `signer`'s key id unless overridden.
+ */
 function signed(signer: Party, draft: Draft = {}): SignedRequest {
   const method = draft.method ?? 'POST';
   const target = draft.target ?? '/api/path/v1/receipts';
@@ -61,7 +88,15 @@ function signed(signer: Party, draft: Draft = {}): SignedRequest {
   const idempotencyKey = draft.idempotencyKey;
   const text = signingString({ method, target, timestamp, idempotencyKey, bodySha256Hex });
   const signature = hex(ed.sign(Buffer.from(text, 'utf8'), signer.secret));
-  return { method, target, keyId: signer.keyId, timestamp, signature, idempotencyKey, bodySha256Hex };
+  return {
+    method,
+    target,
+    keyId: signer.keyId,
+    timestamp,
+    signature,
+    idempotencyKey,
+    bodySha256Hex,
+  };
 }
 
 /** The signature with S (little-endian bytes 32..63) replaced by S + L, L the group order. */
@@ -82,36 +117,81 @@ function refused(reason: string) {
 }
 
 describe('signingString reproduces the vectors (P5)', () => {
-  it.each(vectors.request_signature.map((v) => [`${v.method} ${v.target}`, v] as const))('%s', (_name, v) => {
-    const text = signingString({
-      method: v.method, target: v.target, timestamp: v.timestamp,
-      idempotencyKey: v.idempotency_key ?? undefined, bodySha256Hex: sha256(v.body),
-    });
-    expect(text).toBe(v.signing_string);
-  });
+  it.each(vectors.request_signature.map((v) => [`${v.method} ${v.target}`, v] as const))(
+    '%s',
+    (_name, v) => {
+      const text = signingString({
+        method: v.method,
+        target: v.target,
+        timestamp: v.timestamp,
+        idempotencyKey: v.idempotency_key ?? undefined,
+        bodySha256Hex: sha256(v.body),
+      });
+      expect(text).toBe(v.signing_string);
+    },
+  );
 
-  it.each(vectors.request_signature.map((v) => [`${v.method} ${v.target}`, v] as const))('the vector signature of %s verifies (@noble strict and verifyBytes)', (_name, v) => {
-    const message = Buffer.from(v.signing_string, 'utf8');
-    expect(ed.verify(Buffer.from(v.signature_hex, 'hex'), message, Buffer.from(vectors.key.public_key_hex, 'hex'), { zip215: false })).toBe(true);
-    expect(verifyBytes(message, v.signature_hex, vectors.key.public_key_hex)).toEqual({ valid: true });
-    expect(hex(ed.sign(message, Buffer.from(vectors.key.seed_hex, 'hex')))).toBe(v.signature_hex);
-  });
+  it.each(vectors.request_signature.map((v) => [`${v.method} ${v.target}`, v] as const))(
+    'the vector signature of %s verifies (@noble strict and verifyBytes)',
+    (_name, v) => {
+      const message = Buffer.from(v.signing_string, 'utf8');
+      expect(
+        ed.verify(
+          Buffer.from(v.signature_hex, 'hex'),
+          message,
+          Buffer.from(vectors.key.public_key_hex, 'hex'),
+          { zip215: false },
+        ),
+      ).toBe(true);
+      expect(verifyBytes(message, v.signature_hex, vectors.key.public_key_hex)).toEqual({
+        valid: true,
+      });
+      expect(hex(ed.sign(message, Buffer.from(vectors.key.seed_hex, 'hex')))).toBe(v.signature_hex);
+    },
+  );
 
-  it('upper-cases the method, has no trailing newline, and an empty line for no idempotency key', () => {
-    const text = signingString({ method: 'get', target: '/a?b=1', timestamp: AT_NOW, idempotencyKey: undefined, bodySha256Hex: sha256('') });
-    expect(text).toBe(`path-request-v1\nGET\n/a?b=1\n${AT_NOW}\n\n${sha256('')}`);
-    expect(text.split('\n')).toHaveLength(6);
-  });
+  it(
+    'upper-cases the method, has no trailing newline, ' +
+      'and an empty line for no idempotency key',
+    () => {
+      const text = signingString({
+        method: 'get',
+        target: '/a?b=1',
+        timestamp: AT_NOW,
+        idempotencyKey: undefined,
+        bodySha256Hex: sha256(''),
+      });
+      expect(text).toBe(`path-request-v1\nGET\n/a?b=1\n${AT_NOW}\n\n${sha256('')}`);
+      expect(text.split('\n')).toHaveLength(6);
+    },
+  );
 
   it('the vector requests authenticate end to end under the vector key', () => {
     const auth = new Authenticator({ skewMs: SKEW_MS, replayEntriesPerCredentialMax: 100 });
-    auth.load([{ key_id: 'vector', member: 'alpha', public_key: vectors.key.public_key_hex, local: true, created_at: AT_NOW, revoked_at: null }]);
+    auth.load([
+      {
+        key_id: 'vector',
+        member: 'alpha',
+        public_key: vectors.key.public_key_hex,
+        local: true,
+        created_at: AT_NOW,
+        revoked_at: null,
+      },
+    ]);
     for (const v of vectors.request_signature) {
       const request: SignedRequest = {
-        method: v.method, target: v.target, keyId: 'vector', timestamp: v.timestamp, signature: v.signature_hex,
-        idempotencyKey: v.idempotency_key ?? undefined, bodySha256Hex: sha256(v.body),
+        method: v.method,
+        target: v.target,
+        keyId: 'vector',
+        timestamp: v.timestamp,
+        signature: v.signature_hex,
+        idempotencyKey: v.idempotency_key ?? undefined,
+        bodySha256Hex: sha256(v.body),
       };
-      expect(auth.authenticate(request, Date.parse(v.timestamp))).toMatchObject({ member: 'alpha', local: true });
+      expect(auth.authenticate(request, Date.parse(v.timestamp))).toMatchObject({
+        member: 'alpha',
+        local: true,
+      });
     }
   });
 });
@@ -124,34 +204,59 @@ describe('Authenticator accepts (P5)', () => {
   });
 
   it('a timestamp with fractional seconds', () => {
-    expect(authenticator().authenticate(signed(alice, { timestamp: '2026-11-21T12:00:00.123Z' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(
+      authenticator().authenticate(signed(alice, { timestamp: '2026-11-21T12:00:00.123Z' }), NOW),
+    ).toMatchObject({ member: 'local', local: true });
   });
 
   it('a timestamp 299 s in the past or in the future, and exactly 300 s either way', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:01Z' }), NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:04:59Z' }), NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:00Z' }), NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:00Z' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(
+      auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:01Z' }), NOW),
+    ).toMatchObject({ member: 'local', local: true });
+    expect(
+      auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:04:59Z' }), NOW),
+    ).toMatchObject({ member: 'local', local: true });
+    expect(
+      auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:55:00Z' }), NOW),
+    ).toMatchObject({ member: 'local', local: true });
+    expect(
+      auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:00Z' }), NOW),
+    ).toMatchObject({ member: 'local', local: true });
   });
 
   it('a GET without body or idempotency key', () => {
-    const request = signed(bob, { method: 'GET', target: '/api/path/v1/connect/connections/con_abc/usage?limit=10', body: '' });
-    expect(authenticator().authenticate(request, NOW)).toMatchObject({ member: 'beta', local: false });
+    const request = signed(bob, {
+      method: 'GET',
+      target: '/api/path/v1/connect/connections/con_abc/usage?limit=10',
+      body: '',
+    });
+    expect(authenticator().authenticate(request, NOW)).toMatchObject({
+      member: 'beta',
+      local: false,
+    });
   });
 });
 
 describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
   it('missing: no key id, no timestamp or no signature', () => {
     const auth = authenticator();
-    expect(auth.authenticate({ ...signed(alice), keyId: undefined }, NOW)).toEqual(refused('missing'));
-    expect(auth.authenticate({ ...signed(alice), timestamp: undefined }, NOW)).toEqual(refused('missing'));
-    expect(auth.authenticate({ ...signed(alice), signature: undefined }, NOW)).toEqual(refused('missing'));
+    expect(auth.authenticate({ ...signed(alice), keyId: undefined }, NOW)).toEqual(
+      refused('missing'),
+    );
+    expect(auth.authenticate({ ...signed(alice), timestamp: undefined }, NOW)).toEqual(
+      refused('missing'),
+    );
+    expect(auth.authenticate({ ...signed(alice), signature: undefined }, NOW)).toEqual(
+      refused('missing'),
+    );
     expect(auth.authenticate({ ...signed(alice), signature: '' }, NOW)).toEqual(refused('missing'));
   });
 
   it('unknown_key: a key id that is not registered', () => {
-    expect(authenticator().authenticate({ ...signed(alice), keyId: 'key_nobody' }, NOW)).toEqual(refused('unknown_key'));
+    expect(authenticator().authenticate({ ...signed(alice), keyId: 'key_nobody' }, NOW)).toEqual(
+      refused('unknown_key'),
+    );
   });
 
   it('unknown_key: a revoked credential, even with a good signature', () => {
@@ -167,17 +272,28 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
 
   it('stale: 301 s in the past and 301 s in the future', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:54:59Z' }), NOW)).toEqual(refused('stale'));
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:01Z' }), NOW)).toEqual(refused('stale'));
-    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:54:59.999Z' }), NOW)).toEqual(refused('stale'));
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:54:59Z' }), NOW)).toEqual(
+      refused('stale'),
+    );
+    expect(auth.authenticate(signed(alice, { timestamp: '2026-11-21T12:05:01Z' }), NOW)).toEqual(
+      refused('stale'),
+    );
+    expect(
+      auth.authenticate(signed(alice, { timestamp: '2026-11-21T11:54:59.999Z' }), NOW),
+    ).toEqual(refused('stale'));
   });
 
   it('malformed: a timestamp not RFC 3339 UTC with Z, even when correctly signed and fresh', () => {
     const auth = authenticator();
     const notUtcWithZ = [
-      '2026-11-21T12:00:00+00:00', '2026-11-21T13:00:00+01:00', '2026-11-21T12:00:00',
-      '2026-11-21 12:00:00Z', '2026-11-21T12:00:00z', '2026-02-30T12:00:00Z',
-      'Sat, 21 Nov 2026 12:00:00 GMT', '1795262400',
+      '2026-11-21T12:00:00+00:00',
+      '2026-11-21T13:00:00+01:00',
+      '2026-11-21T12:00:00',
+      '2026-11-21 12:00:00Z',
+      '2026-11-21T12:00:00z',
+      '2026-02-30T12:00:00Z',
+      'Sat, 21 Nov 2026 12:00:00 GMT',
+      '1795262400',
     ];
     for (const timestamp of notUtcWithZ) {
       const result = auth.authenticate(signed(alice, { timestamp }), NOW) as Refusal;
@@ -195,7 +311,9 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
   });
 
   it('bad_signature: signed by another key than the one named', () => {
-    expect(authenticator().authenticate({ ...signed(bob), keyId: alice.keyId }, NOW)).toEqual(refused('bad_signature'));
+    expect(authenticator().authenticate({ ...signed(bob), keyId: alice.keyId }, NOW)).toEqual(
+      refused('bad_signature'),
+    );
   });
 
   it.each([
@@ -203,25 +321,48 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
     ['the target', { target: '/api/path/v1/receipts?x=1' }],
     ['the timestamp', { timestamp: '2026-11-21T12:00:01Z' }],
     ['the idempotency key', { idempotencyKey: 'idem-2' }],
-  ] as [string, Partial<SignedRequest>][])('bad_signature: %s differs from what was signed', (_name, change) => {
-    expect(authenticator().authenticate({ ...signed(alice, { idempotencyKey: 'idem-1' }), ...change }, NOW)).toEqual(refused('bad_signature'));
-  });
+  ] as [string, Partial<SignedRequest>][])(
+    'bad_signature: %s differs from what was signed',
+    (_name, change) => {
+      expect(
+        authenticator().authenticate(
+          { ...signed(alice, { idempotencyKey: 'idem-1' }), ...change },
+          NOW,
+        ),
+      ).toEqual(refused('bad_signature'));
+    },
+  );
 
   it('bad_signature: the body differs from what was signed', () => {
-    expect(authenticator().authenticate({ ...signed(alice), bodySha256Hex: sha256('{"issued_by":"payer"}') }, NOW)).toEqual(refused('bad_signature'));
+    expect(
+      authenticator().authenticate(
+        { ...signed(alice), bodySha256Hex: sha256('{"issued_by":"payer"}') },
+        NOW,
+      ),
+    ).toEqual(refused('bad_signature'));
   });
 
   it('bad_signature: a malformed or non-canonical signature', () => {
     const auth = authenticator();
     const good = signed(alice);
-    expect(auth.authenticate({ ...good, signature: good.signature!.toUpperCase() }, NOW)).toEqual(refused('bad_signature'));
-    expect(auth.authenticate({ ...good, signature: good.signature!.slice(2) }, NOW)).toEqual(refused('bad_signature'));
-    expect(auth.authenticate({ ...good, signature: 'zz'.repeat(64) }, NOW)).toEqual(refused('bad_signature'));
+    expect(auth.authenticate({ ...good, signature: good.signature!.toUpperCase() }, NOW)).toEqual(
+      refused('bad_signature'),
+    );
+    expect(auth.authenticate({ ...good, signature: good.signature!.slice(2) }, NOW)).toEqual(
+      refused('bad_signature'),
+    );
+    expect(auth.authenticate({ ...good, signature: 'zz'.repeat(64) }, NOW)).toEqual(
+      refused('bad_signature'),
+    );
     // S + L (P1): the same curve equation under a second encoding; refused, so it cannot slip
     // past the replay check as a "different" signature either
-    expect(auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW)).toEqual(refused('bad_signature'));
+    expect(
+      auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW),
+    ).toEqual(refused('bad_signature'));
     expect(auth.authenticate(good, NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW)).toMatchObject({ code: 'path.auth.unauthenticated' });
+    expect(
+      auth.authenticate({ ...good, signature: withNonCanonicalS(good.signature!) }, NOW),
+    ).toMatchObject({ code: 'path.auth.unauthenticated' });
   });
 
   it('replayed: the same signing string a second time inside the window', () => {
@@ -243,7 +384,10 @@ describe('Authenticator refuses with path.auth.unauthenticated (P5)', () => {
 describe('replay window (P5)', () => {
   it('a retry signed again with a fresh timestamp is accepted', () => {
     const auth = authenticator();
-    expect(auth.authenticate(signed(alice, { idempotencyKey: 'idem-1' }), NOW)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: 'idem-1' }), NOW)).toMatchObject({
+      member: 'local',
+      local: true,
+    });
     const retry = signed(alice, { idempotencyKey: 'idem-1', timestamp: '2026-11-21T12:00:02Z' });
     expect(auth.authenticate(retry, NOW + 2_000)).toMatchObject({ member: 'local', local: true });
   });
@@ -252,7 +396,9 @@ describe('replay window (P5)', () => {
     const auth = authenticator();
     const a = signed(alice);
     const b = signed(bob);
-    expect(signingString({ ...a, timestamp: a.timestamp! })).toBe(signingString({ ...b, timestamp: b.timestamp! }));
+    expect(signingString({ ...a, timestamp: a.timestamp! })).toBe(
+      signingString({ ...b, timestamp: b.timestamp! }),
+    );
     expect(auth.authenticate(a, NOW)).toMatchObject({ member: 'local', local: true });
     expect(auth.authenticate(b, NOW)).toMatchObject({ member: 'beta', local: false });
   });
@@ -269,28 +415,54 @@ describe('replay window (P5)', () => {
     const auth = authenticator();
     const request = signed(alice, { timestamp: '2026-11-21T12:05:30Z' });
     expect(auth.authenticate(request, NOW)).toEqual(refused('stale'));
-    expect(auth.authenticate(request, NOW + 30_000)).toMatchObject({ member: 'local', local: true });
+    expect(auth.authenticate(request, NOW + 30_000)).toMatchObject({
+      member: 'local',
+      local: true,
+    });
   });
 
-  it('the replay memory is bounded: when full, fresh requests are refused as unavailable, not let through', () => {
-    const auth = authenticator(2);
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toMatchObject({ member: 'local', local: true });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '3' }), NOW)).toMatchObject({ code: 'path.core.unavailable' });
-    // once the remembered entries are older than any acceptable timestamp they are forgotten
-    const later = NOW + 2 * SKEW_MS + 1;
-    const fresh = signed(alice, { idempotencyKey: '3', timestamp: new Date(later).toISOString() });
-    expect(auth.authenticate(fresh, later)).toMatchObject({ member: 'local', local: true });
-  });
+  it(
+    'the replay memory is bounded: when full, ' +
+      'fresh requests are refused as unavailable, not let through',
+    () => {
+      const auth = authenticator(2);
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({
+        member: 'local',
+        local: true,
+      });
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '2' }), NOW)).toMatchObject({
+        member: 'local',
+        local: true,
+      });
+      expect(auth.authenticate(signed(alice, { idempotencyKey: '3' }), NOW)).toMatchObject({
+        code: 'path.core.unavailable',
+      });
+      // once the remembered entries are older than any acceptable timestamp they are forgotten
+      const later = NOW + 2 * SKEW_MS + 1;
+      const fresh = signed(alice, {
+        idempotencyKey: '3',
+        timestamp: new Date(later).toISOString(),
+      });
+      expect(auth.authenticate(fresh, later)).toMatchObject({ member: 'local', local: true });
+    },
+  );
 
   it('each credential has its own share: a full one refuses its own requests alone', () => {
     const auth = authenticator(2);
-    for (const key of ['1', '2']) expect(auth.authenticate(signed(bob, { idempotencyKey: key }), NOW)).toMatchObject({ member: 'beta' });
-    expect(auth.authenticate(signed(bob, { idempotencyKey: '3' }), NOW)).toMatchObject({ code: 'path.core.unavailable' });
-    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({ member: 'local', local: true });
+    for (const key of ['1', '2'])
+      expect(auth.authenticate(signed(bob, { idempotencyKey: key }), NOW)).toMatchObject({
+        member: 'beta',
+      });
+    expect(auth.authenticate(signed(bob, { idempotencyKey: '3' }), NOW)).toMatchObject({
+      code: 'path.core.unavailable',
+    });
+    expect(auth.authenticate(signed(alice, { idempotencyKey: '1' }), NOW)).toMatchObject({
+      member: 'local',
+      local: true,
+    });
   });
 
-  it('what one run remembered, restored from its rows, refuses the same request in the next', () => {
+  it('what one run remembered, restored from rows, refuses the same request in the next', () => {
     const first = authenticator();
     const accepted = first.authenticate(signed(alice), NOW) as Authenticated;
     const rows = [...first.remembered()];

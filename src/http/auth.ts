@@ -19,17 +19,34 @@ export interface SignedRequest {
 }
 
 export type AuthFailure =
-  | 'missing' | 'malformed' | 'unknown_key' | 'stale' | 'bad_signature' | 'replayed';
+  'missing' | 'malformed' | 'unknown_key' | 'stale' | 'bad_signature' | 'replayed';
 
 /** P5: a malformed timestamp's refusal says the form the node expects. */
-const TIMESTAMP_FORM = 'Path-Timestamp must be an RFC 3339 UTC time ending in Z, with whole or '
-  + 'fractional seconds, such as 2026-11-21T12:00:00Z or 2026-11-21T12:00:00.123Z';
+const TIMESTAMP_FORM =
+  'Path-Timestamp must be an RFC 3339 UTC time ending in Z, with whole or ' +
+  'fractional seconds, such as 2026-11-21T12:00:00Z or 2026-11-21T12:00:00.123Z';
 
-export function signingString(r: { method: string; target: string; timestamp: string; idempotencyKey: string | undefined; bodySha256Hex: string }): string {
-  return `path-request-v1\n${r.method.toUpperCase()}\n${r.target}\n${r.timestamp}\n${r.idempotencyKey ?? ''}\n${r.bodySha256Hex}`;
+export function signingString(r: {
+  method: string;
+  target: string;
+  timestamp: string;
+  idempotencyKey: string | undefined;
+  bodySha256Hex: string;
+}): string {
+  return [
+    'path-request-v1',
+    r.method.toUpperCase(),
+    r.target,
+    r.timestamp,
+    r.idempotencyKey ?? '',
+    r.bodySha256Hex,
+  ].join('\n');
 }
 
-export function unauthenticated(reason: AuthFailure, code: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' = 'path.auth.unauthenticated'): Refusal {
+export function unauthenticated(
+  reason: AuthFailure,
+  code: 'path.auth.unauthenticated' | 'external.auth.unauthenticated' = 'path.auth.unauthenticated',
+): Refusal {
   const message = reason === 'malformed' ? TIMESTAMP_FORM : 'request authentication failed';
   return refusal(code, message, { reason });
 }
@@ -63,15 +80,21 @@ export class Authenticator {
   private readonly seen = new Map<string, Seen>();
 
   /** The external discovery interface refuses with its own code (SPEC L). */
-  constructor(private readonly options: {
-    skewMs: number;
-    /** Each credential's share of the replay memory (P5): one credential cannot fill another's. */
-    replayEntriesPerCredentialMax: number;
-    code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated';
-  }) {}
+  constructor(
+    private readonly options: {
+      skewMs: number;
+      /**
+       * Each credential's share of the replay memory (P5): one credential cannot fill another's.
+       */
+      replayEntriesPerCredentialMax: number;
+      code?: 'path.auth.unauthenticated' | 'external.auth.unauthenticated';
+    },
+  ) {}
 
   load(credentials: readonly Credential[]): void {
-    this.credentials = new Map(credentials.filter((c) => c.revoked_at === null).map((c) => [c.key_id, c]));
+    this.credentials = new Map(
+      credentials.filter((c) => c.revoked_at === null).map((c) => [c.key_id, c]),
+    );
   }
 
   authenticate(request: SignedRequest, now: number): Authenticated | Refusal {
@@ -87,19 +110,32 @@ export class Authenticator {
     const verdict = verifyBytes(Buffer.from(text, 'utf8'), signature, credential.public_key);
     if (!verdict.valid) return fail('bad_signature');
     // 128 bits of the digest tell signing strings apart as well as all 256, in half the memory.
-    const digest = createHash('sha256').update(keyId).update('\n').update(text).digest()
-      .subarray(0, DIGEST_BYTES).toString('base64url');
+    const digest = createHash('sha256')
+      .update(keyId)
+      .update('\n')
+      .update(text)
+      .digest()
+      .subarray(0, DIGEST_BYTES)
+      .toString('base64url');
     const seen = this.seenOf(keyId);
     forgetExpired(seen, now);
     if (seen.has(digest)) return fail('replayed');
     if (seen.size >= this.options.replayEntriesPerCredentialMax) {
-      return refusal('path.core.unavailable', 'this credential has too many recent requests to check for replay', { retry_after_seconds: 1 });
+      return refusal(
+        'path.core.unavailable',
+        'this credential has too many recent requests to check for replay',
+        { retry_after_seconds: 1 },
+      );
     }
     // Kept until the timestamp can no longer be fresh, whatever the client's clock said; `now`
     // based, so each credential's entries stay in the order they expire.
     const until = now + 2 * this.options.skewMs;
     seen.set(digest, until);
-    return { member: credential.member, local: credential.local, replay: { key: replayRowKey(until, digest), keyId } };
+    return {
+      member: credential.member,
+      local: credential.local,
+      replay: { key: replayRowKey(until, digest), keyId },
+    };
   }
 
   /** Takes back what an earlier run remembered (rows of the `replay` table still to keep). */
@@ -147,7 +183,7 @@ export class Authenticator {
   }
 }
 
-const DIGEST_BYTES = 16;
+const DIGEST_BYTES = 16; // tidy: format (replay row keys hold the digest: 128 bits)
 
 /** Entries older than the freshness window can never match a fresh request again. */
 function forgetExpired(seen: Seen, now: number): void {

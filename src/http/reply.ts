@@ -11,7 +11,13 @@ export interface HttpReply {
 
 /** Tells a ready answer from a command input where a builder may return either. */
 export function isReply(value: unknown): value is HttpReply {
-  return typeof value === 'object' && value !== null && typeof (value as HttpReply).status === 'number' && 'body' in value && 'signed' in value;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as HttpReply).status === 'number' &&
+    'body' in value &&
+    'signed' in value
+  );
 }
 
 export function json(status: number, value: unknown, signed = false): HttpReply {
@@ -19,15 +25,34 @@ export function json(status: number, value: unknown, signed = false): HttpReply 
 }
 
 export function failure(r: Refusal, headers?: Record<string, string>): HttpReply {
-  const retry: Record<string, string> = r.code === 'path.core.unavailable' ? { 'retry-after': String(r.detail?.retry_after_seconds ?? 1) } : {};
-  return { status: statusOf(r.code), body: errorBody(r), signed: false, headers: { ...retry, ...headers } };
+  const retry: Record<string, string> =
+    r.code === 'path.core.unavailable'
+      ? { 'retry-after': String(r.detail?.retry_after_seconds ?? 1) }
+      : {};
+  return {
+    status: statusOf(r.code),
+    body: errorBody(r),
+    signed: false,
+    headers: { ...retry, ...headers },
+  };
 }
 
 const REASONS: Record<number, string> = {
-  200: 'OK', 201: 'Created', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found',
-  405: 'Method Not Allowed', 409: 'Conflict', 410: 'Gone', 413: 'Payload Too Large',
-  415: 'Unsupported Media Type', 422: 'Unprocessable Entity',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  200: 'OK',
+  201: 'Created',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 const STATUS_LINES = new Map<number, string>();

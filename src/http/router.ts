@@ -20,8 +20,9 @@ export interface RouteSpec<H> {
 
 interface Node<H> {
   literal: Map<string, Node<H>>;
+  /** A parameter segment. Routes through it name it each their own way (`:id`, `:reference`). */
   param: Node<H> | null;
-  /** Method -> the route and the names of its parameters, in path order. */
+  /** By method: the route and the names of its parameters, in path order. */
   routes: Map<string, { route: RouteSpec<H>; names: string[] }>;
 }
 
@@ -58,13 +59,15 @@ export class Router<H> {
       start = end + 1;
     }
     if (node.routes.size === 0) return { kind: 'not_found' };
-    const found = node.routes.get(method);
-    if (found === undefined) {
+    const entry = node.routes.get(method);
+    if (entry === undefined) {
       return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
     }
     const params: Record<string, string> = {};
-    for (let i = 0; i < values.length; i++) params[found.names[i]!] = values[i]!;
-    return { kind: 'found', route: found.route, params };
+    entry.names.forEach((name, i) => {
+      params[name] = values[i]!;
+    });
+    return { kind: 'found', route: entry.route, params };
   }
 
   private add(path: string, route: RouteSpec<H>): void {

@@ -16,7 +16,10 @@ import { Router, type RouteSpec } from './router.js';
 
 export interface RequestContext {
   method: string;
-  /** Hex SHA-256 of the body, computed once (the P5 signing string and the idempotency fingerprint both use it). */
+  /**
+   * Hex SHA-256 of the body, computed once (the P5 signing
+   * string and the idempotency fingerprint both use it).
+   */
   bodySha256Hex?: string;
   path: string;
   query: string;
@@ -26,7 +29,9 @@ export interface RequestContext {
   now: number;
   /** Set on creating calls that carried `Path-Idempotency-Key` (P7). */
   idempotency?: { scope: string; requestHash: string };
-  /** Set on signed calls: what the commit of their command remembers (P5, replays across restarts). */
+  /**
+   * Set on signed calls: what the commit of their command remembers (P5, replays across restarts).
+   */
   replay?: ReplayMark;
   route: RouteSpec<Handler>;
 }
@@ -35,7 +40,9 @@ export type Handler = (context: RequestContext) => HttpReply | Promise<HttpReply
 
 /** Stored idempotent answers and the calls still in flight (P7). */
 export interface IdempotencyStore {
-  stored(scope: string): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
+  stored(
+    scope: string,
+  ): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
 }
 
 export interface ServerOptions {
@@ -53,7 +60,10 @@ const EMPTY = Buffer.alloc(0);
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 function bodyDigest(context: RequestContext): string {
-  context.bodySha256Hex ??= context.body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(context.body).digest('hex');
+  context.bodySha256Hex ??=
+    context.body.length === 0
+      ? EMPTY_SHA256
+      : createHash('sha256').update(context.body).digest('hex');
   return context.bodySha256Hex;
 }
 
@@ -67,8 +77,12 @@ type ListenCallback = (socket: uws.us_listen_socket | false) => void;
 type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
 
 /** The binding's listen(host, port, options, callback), an overload its typings lack. */
-function listenExclusive(app: uws.TemplatedApp, host: string, port: number,
-  done: ListenCallback): void {
+function listenExclusive(
+  app: uws.TemplatedApp,
+  host: string,
+  port: number,
+  done: ListenCallback,
+): void {
   (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
 }
 
@@ -110,8 +124,12 @@ export class HttpServer {
     return new Promise((resolve, reject) => {
       listenExclusive(this.app, host, port, (socket) => {
         if (!socket) {
-          return reject(new Error(`cannot listen on ${host}:${port}: port in use by another `
-            + 'process (or the address is not available here)'));
+          return reject(
+            new Error(
+              `cannot listen on ${host}:${port}: port in use by another ` +
+                'process (or the address is not available here)',
+            ),
+          );
         }
         this.listenSocket = socket;
         resolve(uws.us_socket_local_port(socket));
@@ -119,7 +137,9 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections; resolves when in-flight requests are answered (or time runs out). */
+  /**
+   * Stops accepting connections; resolves when in-flight requests are answered (or time runs out).
+   */
   async close(drainMs: number): Promise<void> {
     this.closing = true;
     if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
@@ -143,29 +163,77 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    if (this.closing) return this.send(res, failure(refusal('path.core.unavailable', 'the node is shutting down', { retry_after_seconds: 5 })), base);
-    if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
-      return this.send(res, failure(refusal('path.core.version_unknown', 'unknown Path-Version', { served: [...SERVED_API_VERSIONS] })), base);
-    }
-    const match = this.router.match(method, path);
-    if (match.kind === 'not_found') return this.send(res, failure(refusal('path.core.not_found', 'no such route')), base);
-    if (match.kind === 'method_not_allowed') {
-      return this.send(res, failure(refusal('path.core.method_not_allowed', 'method not allowed on this route', { allowed: match.allowed }), { allow: match.allowed.join(', ') }), base);
-    }
-    const { route, params } = match;
-    const context: RequestContext = { method, path, query, params, body: EMPTY, caller: null, now: this.options.now(), route };
+    const admission = this.admit(method, path, pinned);
+    if (admission.kind === 'refused') return this.send(res, admission.reply, base);
+    const { route, params } = admission;
+    const context: RequestContext = {
+      method,
+      path,
+      query,
+      params,
+      body: EMPTY,
+      caller: null,
+      now: this.options.now(),
+      route,
+    };
 
     // Public reads without a body answer at once, from committed bytes.
     if (route.auth === 'public' && method === 'GET') return this.finish(res, context, base, null);
+    this.receive(res, req, context, base, framing.declared);
+  }
 
+  /**
+   * The route a request goes to, or the refusal that comes first: the node is shutting down, the
+   * pinned version is unknown, no route has the path, or none takes the method.
+   */
+  private admit(
+    method: string,
+    path: string,
+    pinned: string,
+  ):
+    | { kind: 'found'; route: RouteSpec<Handler>; params: Record<string, string> }
+    | { kind: 'refused'; reply: HttpReply } {
+    if (this.closing) {
+      const details = { retry_after_seconds: 5 };
+      const reply = failure(refusal('path.core.unavailable', 'the node is shutting down', details));
+      return { kind: 'refused', reply };
+    }
+    if (pinned !== '' && !(SERVED_API_VERSIONS as readonly string[]).includes(pinned)) {
+      const details = { served: [...SERVED_API_VERSIONS] };
+      const reply = failure(refusal('path.core.version_unknown', 'unknown Path-Version', details));
+      return { kind: 'refused', reply };
+    }
+    const match = this.router.match(method, path);
+    if (match.kind === 'not_found') {
+      return { kind: 'refused', reply: failure(refusal('path.core.not_found', 'no such route')) };
+    }
+    if (match.kind === 'method_not_allowed') {
+      const message = 'method not allowed on this route';
+      const reply = failure(
+        refusal('path.core.method_not_allowed', message, { allowed: match.allowed }),
+        { allow: match.allowed.join(', ') },
+      );
+      return { kind: 'refused', reply };
+    }
+    return match;
+  }
+
+  /** A call that has (or may have) a body: reads it, then authenticates and runs the call. */
+  private receive(
+    res: uws.HttpResponse,
+    req: uws.HttpRequest,
+    context: RequestContext,
+    base: Base,
+    declared: number | null,
+  ): void {
     const signed = {
       keyId: req.getHeader('path-key-id') || undefined,
       timestamp: req.getHeader('path-timestamp') || undefined,
       signature: req.getHeader('path-signature') || undefined,
       idempotencyKey: req.getHeader('path-idempotency-key') || undefined,
     };
-    if (framing.declared !== null && framing.declared > this.options.limits.body_bytes_max) {
-      return this.refuseDeclared(res, base, framing.declared);
+    if (declared !== null && declared > this.options.limits.body_bytes_max) {
+      return this.refuseDeclared(res, base, declared);
     }
     const contentType = req.getHeader('content-type');
     const state: RequestState = { aborted: false };
@@ -180,6 +248,7 @@ export class HttpServer {
         return this.send(res, failure(UNSUPPORTED_MEDIA_TYPE), base, false, state);
       }
       context.body = body;
+      const { method, path, query } = context;
       const target = query === '' ? path : `${path}?${query}`;
       this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
     });
@@ -209,17 +278,47 @@ export class HttpServer {
   }
 
   private authenticateAndRun(
-    res: uws.HttpResponse, context: RequestContext, base: Base, state: { aborted: boolean },
-    signed: { method: string; target: string; keyId?: string; timestamp?: string; signature?: string; idempotencyKey?: string },
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean },
+    signed: {
+      method: string;
+      target: string;
+      keyId?: string;
+      timestamp?: string;
+      signature?: string;
+      idempotencyKey?: string;
+    },
   ): void {
-    const done = (reply: HttpReply) => { this.active--; this.send(res, reply, base, false, state); };
-    const hasCredentialHeaders = signed.keyId !== undefined || signed.signature !== undefined || signed.timestamp !== undefined;
-    if (context.route.auth !== 'public' && (context.route.auth !== 'optional' || hasCredentialHeaders)) {
-      const verdict = this.options.authenticator.authenticate({
-        ...signed, keyId: signed.keyId, timestamp: signed.timestamp, signature: signed.signature, idempotencyKey: signed.idempotencyKey, bodySha256Hex: bodyDigest(context),
-      }, context.now);
+    const done = (reply: HttpReply) => {
+      this.active--;
+      this.send(res, reply, base, false, state);
+    };
+    const hasCredentialHeaders =
+      signed.keyId !== undefined ||
+      signed.signature !== undefined ||
+      signed.timestamp !== undefined;
+    if (
+      context.route.auth !== 'public' &&
+      (context.route.auth !== 'optional' || hasCredentialHeaders)
+    ) {
+      const verdict = this.options.authenticator.authenticate(
+        {
+          ...signed,
+          keyId: signed.keyId,
+          timestamp: signed.timestamp,
+          signature: signed.signature,
+          idempotencyKey: signed.idempotencyKey,
+          bodySha256Hex: bodyDigest(context),
+        },
+        context.now,
+      );
       if (isRefusal(verdict)) return done(failure(verdict));
-      if (context.route.auth === 'local' && !verdict.local) return done(failure(refusal('path.auth.forbidden', 'this route is for the operator\'s own member')));
+      if (context.route.auth === 'local' && !verdict.local)
+        return done(
+          failure(refusal('path.auth.forbidden', "this route is for the operator's own member")),
+        );
       context.caller = { member: verdict.member, local: verdict.local };
       context.replay = verdict.replay;
     }
@@ -228,34 +327,71 @@ export class HttpServer {
       if (outcome !== null) return done(outcome);
       const scope = context.idempotency!.scope;
       this.inFlightScopes.add(scope);
-      return void this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);
+      return void this.finish(
+        res,
+        context,
+        base,
+        state,
+        () => this.inFlightScopes.delete(scope),
+        true,
+      );
     }
     this.finish(res, context, base, state, undefined, true);
   }
 
   /** Replays a stored answer, refuses a conflict, or marks the call in flight (returns null). */
   private idempotency(context: RequestContext, key: string): HttpReply | null {
-    if (key.length > this.options.limits.idempotency_key_length_max || !/^[\x21-\x7e]+$/.test(key)) {
-      return failure(invalid('Path-Idempotency-Key', `Path-Idempotency-Key must be 1-${this.options.limits.idempotency_key_length_max} visible ASCII characters`));
+    const lengthMax = this.options.limits.idempotency_key_length_max;
+    if (key.length > lengthMax || !/^[\x21-\x7e]+$/.test(key)) {
+      return failure(
+        invalid(
+          'Path-Idempotency-Key',
+          `Path-Idempotency-Key must be 1-${lengthMax} visible ASCII characters`,
+        ),
+      );
     }
     const member = context.caller?.member ?? '';
     const scope = createHash('sha256').update(`${member}\n${key}`).digest('hex');
-    const requestHash = createHash('sha256').update(`${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`).digest('hex');
+    const requestHash = createHash('sha256')
+      .update(
+        `${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`,
+      )
+      .digest('hex');
     const stored = this.options.idempotency.stored(scope);
     if (stored !== undefined) {
       if (stored.requestHash !== requestHash) {
-        return failure(refusal('path.core.idempotency_conflict', 'this idempotency key was used with a different request'));
+        return failure(
+          refusal(
+            'path.core.idempotency_conflict',
+            'this idempotency key was used with a different request',
+          ),
+        );
       }
-      return { status: stored.status, body: stored.body, signed: stored.signed, headers: { 'path-idempotent-replayed': 'true' } };
+      return {
+        status: stored.status,
+        body: stored.body,
+        signed: stored.signed,
+        headers: { 'path-idempotent-replayed': 'true' },
+      };
     }
-    if (this.inFlightScopes.has(scope)) return failure(refusal('path.core.idempotency_in_progress', 'a request with this idempotency key is still in flight'));
+    if (this.inFlightScopes.has(scope))
+      return failure(
+        refusal(
+          'path.core.idempotency_in_progress',
+          'a request with this idempotency key is still in flight',
+        ),
+      );
     context.idempotency = { scope, requestHash };
     return null;
   }
 
   private finish(
-    res: uws.HttpResponse, context: RequestContext, base: Base,
-    state: { aborted: boolean } | null, after?: () => void, counted = false,
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean } | null,
+    after?: () => void,
+    counted = false,
   ): void {
     let result: HttpReply | Promise<HttpReply>;
     try {
@@ -278,7 +414,10 @@ export class HttpServer {
 
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
-    this.options.logger.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId }, 'handler failed');
+    this.options.logger.error(
+      { err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId },
+      'handler failed',
+    );
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
   }
 
@@ -288,7 +427,10 @@ export class HttpServer {
    * very last chunk is answered whole and the connection closed, the client having sent it all.
    */
   private readBody(
-    res: uws.HttpResponse, base: Base, state: RequestState, done: (body: Buffer) => void,
+    res: uws.HttpResponse,
+    base: Base,
+    state: RequestState,
+    done: (body: Buffer) => void,
   ): void {
     const limit = this.options.limits.body_bytes_max;
     const chunks: Buffer[] = [];
@@ -314,7 +456,11 @@ export class HttpServer {
   }
 
   private send(
-    res: uws.HttpResponse, reply: HttpReply, base: Base, close = false, state?: RequestState,
+    res: uws.HttpResponse,
+    reply: HttpReply,
+    base: Base,
+    close = false,
+    state?: RequestState,
   ): void {
     if (state?.aborted) return;
     res.cork(() => {

@@ -5,13 +5,15 @@ import { BODY_DEPTH_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { DamagedRowError } from '../log/record.js';
-import { invalid, refusal, type ErrorCode, type Refusal } from '../protocol/errors.js';
+import {
+  expiredRefusal,
+  invalid,
+  refusal,
+  type ErrorCode,
+  type Refusal,
+} from '../protocol/errors.js';
 import { parseStrictObject } from '../protocol/strict-json.js';
 
-const EXPIRED_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  'path.request.expired': 'this request has expired',
-  'path.instruction.expired': 'this instruction has expired',
-};
 import type { Validator } from '../protocol/schemas.js';
 import type { NodeStore } from '../store.js';
 import type { LocalDirectory } from '../directory/directory.js';
@@ -47,8 +49,7 @@ export function viewReply(services: Services, key: string): HttpReply | null {
   const view = decodeView(bytes);
   if (view === null) throw new DamagedRowError('views', key);
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
-    const code = view.expiry.code as ErrorCode;
-    return failure(refusal(code, EXPIRED_MESSAGES[code] ?? 'this object has expired'));
+    return failure(expiredRefusal(view.expiry.code as ErrorCode));
   }
   return { status: view.status, body: view.body, signed: view.signed };
 }
@@ -75,7 +76,10 @@ export function validBody<T>(context: RequestContext, validate: Validator<T>): P
   return body.ok ? validate(body.value) : body;
 }
 
-/** The aggregate that holds an id: the subject of an address, attestation or binding; the connection of a delegation; the session of a checkout id (the route index in the views). */
+/**
+ * The aggregate that holds an id: the subject of an address, attestation or binding; the connection
+ * of a delegation; the session of a checkout id (the route index in the views).
+ */
 export function ownerOf(services: Services, id: string): string | null {
   const bytes = services.log.get('views', `route/${id}`);
   if (bytes === undefined) return null;
@@ -94,23 +98,41 @@ export function queryParams(context: RequestContext): URLSearchParams {
  * answered. Given the request that carried it, the command's commit also remembers that
  * request, so that it is refused as a replay after a restart (P5).
  */
-export async function submit(services: Services, routed: RoutedCommand, from?: RequestContext): Promise<CommandResult> {
+export async function submit(
+  services: Services,
+  routed: RoutedCommand,
+  from?: RequestContext,
+): Promise<CommandResult> {
   const replay = from?.replay;
-  const result = await services.pool.submit(replay === undefined ? routed : { ...routed, replay });
-  // The worker committed before answering; make sure this thread's reads see that commit, so
-  // a read or an idempotent retry right after this answer finds what it wrote.
-  if (result.committed) services.log.refresh();
-  if (result.outbox.length > 0) services.events?.notify(result.outbox);
-  if (result.directory.length > 0) services.directory?.apply(result.directory);
-  return result;
+  // The pool's after-commit fan-out (node.ts) has run when this resolves: this thread's reads
+  // see the commit, so a read or an idempotent retry right after this answer finds it.
+  return services.pool.submit(replay === undefined ? routed : { ...routed, replay });
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */
-export async function runCommand(services: Services, context: RequestContext, aggregate: string, key: string, name: string, input: unknown): Promise<HttpReply> {
-  const result = await submit(services, {
-    aggregate, key, command: { name, input, caller: context.caller },
-    ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
-  }, context);
+export async function runCommand(
+  services: Services,
+  context: RequestContext,
+  aggregate: string,
+  key: string,
+  name: string,
+  input: unknown,
+): Promise<HttpReply> {
+  const result = await submit(
+    services,
+    {
+      aggregate,
+      key,
+      command: { name, input, caller: context.caller },
+      ...(context.idempotency === undefined ? {} : { idempotency: context.idempotency }),
+    },
+    context,
+  );
   const reply = result.reply;
-  return { status: reply.status, body: reply.body, signed: reply.signed, ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}) };
+  return {
+    status: reply.status,
+    body: reply.body,
+    signed: reply.signed,
+    ...(reply.status === 503 ? { headers: { 'retry-after': '1' } } : {}),
+  };
 }

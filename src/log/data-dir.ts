@@ -11,7 +11,14 @@
 // The lock file is never removed: unlinking it while another starter has it open would let two
 // processes each hold a lock, on two different files.
 import {
-  chmodSync, closeSync, constants, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync,
+  chmodSync,
+  closeSync,
+  constants,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
   writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -35,16 +42,21 @@ export interface DataDirLock {
 export function lockDataDir(dataDir: string): DataDirLock {
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   // No O_TRUNC: the file may hold the current holder's pid, read below when the lock is refused.
-  const fd = openSync(join(dataDir, LOCK_FILE), constants.O_RDWR | constants.O_CREAT,
-    PRIVATE_FILE_MODE);
+  const fd = openSync(
+    join(dataDir, LOCK_FILE),
+    constants.O_RDWR | constants.O_CREAT,
+    PRIVATE_FILE_MODE,
+  );
   let locked = false;
   try {
     locked = tryLock(fd);
     if (!locked) {
       // Empty only in the instant between the holder's lock and its write.
       const holder = readFileSync(fd, 'utf8').trim() || 'not yet recorded';
-      throw new DataDirInUse(`data directory ${resolve(dataDir)} is in use by another `
-        + `path-node serve (pid ${holder}); one node per data directory (P16)`);
+      throw new DataDirInUse(
+        `data directory ${resolve(dataDir)} is in use by another ` +
+          `path-node serve (pid ${holder}); one node per data directory (P16)`,
+      );
     }
     ftruncateSync(fd, 0);
     writeSync(fd, `${process.pid}\n`, 0);

@@ -26,12 +26,18 @@ describe('LmdbLog', () => {
   it('P14: append waits for flushed, not only committed', async () => {
     const env = fresh();
     let open!: () => void;
-    const gate = new Promise<void>((r) => { open = r; });
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
     // Stand in for the disk: the commit happens, the flush is held back.
     Object.defineProperty(env.root, 'flushed', { get: () => gate, configurable: true });
     const log = new LmdbLog(env);
     let resolved = false;
-    const appending = log.append([{ partition: 3, seq: 1, bytes: frame({ n: 1 }) }], []).then(() => { resolved = true; });
+    const appending = log
+      .append([{ partition: 3, seq: 1, bytes: frame({ n: 1 }) }], [])
+      .then(() => {
+        resolved = true;
+      });
     await env.root.committed;
     await new Promise((r) => setTimeout(r, 50));
     expect(env.log.get([3, 1])).toBeDefined();
@@ -45,8 +51,15 @@ describe('LmdbLog', () => {
     const env = fresh();
     const log = new LmdbLog(env);
     await log.append(
-      [{ partition: 7, seq: 1, bytes: frame({ n: 1 }) }, { partition: 7, seq: 2, bytes: frame({ n: 2 }) }, { partition: 8, seq: 1, bytes: frame({ n: 3 }) }],
-      [{ table: 'views', key: 'rcp_x', bytes: Buffer.from('view') }, { table: 'outbox', key: 'evt_1', bytes: frame({ e: 1 }) }],
+      [
+        { partition: 7, seq: 1, bytes: frame({ n: 1 }) },
+        { partition: 7, seq: 2, bytes: frame({ n: 2 }) },
+        { partition: 8, seq: 1, bytes: frame({ n: 3 }) },
+      ],
+      [
+        { table: 'views', key: 'rcp_x', bytes: Buffer.from('view') },
+        { table: 'outbox', key: 'evt_1', bytes: frame({ e: 1 }) },
+      ],
     );
     expect([...log.read(7, 0)].map((r) => unframe<{ n: number }>(r.bytes).n)).toEqual([1, 2]);
     expect([...log.read(7, 1)].map((r) => r.seq)).toEqual([2]);

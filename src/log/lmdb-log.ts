@@ -40,8 +40,20 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
     root,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
-    tables: { views: table('views'), outbox: table('outbox'), idempotency: table('idempotency'), directory: table('directory'), deliveries: table('deliveries'), journal: table('journal'), usage: table('usage'),
-      feed: table('feed'), feed_state: table('feed_state'), replica: table('replica'), cursors: table('cursors'), replay: table('replay'),
+    tables: {
+      views: table('views'),
+      outbox: table('outbox'),
+      idempotency: table('idempotency'),
+      directory: table('directory'),
+      deliveries: table('deliveries'),
+      journal: table('journal'),
+      usage: table('usage'),
+      feed: table('feed'),
+      feed_state: table('feed_state'),
+      replica: table('replica'),
+      cursors: table('cursors'),
+      replay: table('replay'),
+      followups: table('followups'),
     },
   };
 }
@@ -74,19 +86,26 @@ export function checkDataFile(path: string): void {
       };
     };
     const first = readMeta(0);
-    const pageSizeValid = first !== null && first.pageSize >= 512 && first.pageSize <= 65_536
-      && (first.pageSize & (first.pageSize - 1)) === 0;
+    const pageSizeValid =
+      first !== null &&
+      first.pageSize >= 512 &&
+      first.pageSize <= 65_536 &&
+      (first.pageSize & (first.pageSize - 1)) === 0;
     const second = pageSizeValid ? readMeta(first.pageSize) : null;
     if (first === null || second === null) {
-      throw new DataFileError(`${path} is not a complete LMDB data file (${size} bytes, header `
-        + 'unreadable); restore the data directory from the latest backup');
+      throw new DataFileError(
+        `${path} is not a complete LMDB data file (${size} bytes, header ` +
+          'unreadable); restore the data directory from the latest backup',
+      );
     }
     const current = second.txnId > first.txnId ? second : first;
     const needed = (current.lastPage + 1) * first.pageSize;
     if (size < needed) {
-      throw new DataFileError(`${path} is truncated: ${size} bytes, but its last commit needs `
-        + `${needed}; the node will not read past the end of the file. Restore the data directory `
-        + 'from the latest backup');
+      throw new DataFileError(
+        `${path} is truncated: ${size} bytes, but its last commit needs ` +
+          `${needed}; the node will not read past the end of the file. ` +
+          'Restore the data directory from the latest backup',
+      );
     }
   } finally {
     closeSync(fd);
@@ -103,7 +122,8 @@ export class LmdbLog implements Log {
     // not at all, and share the commit with every other command of the same turn.
     let last: Promise<boolean> = Promise.resolve(true);
     for (const e of entries) last = log.put([e.partition, e.seq], e.bytes);
-    for (const w of writes) last = w.bytes === null ? tables[w.table].remove(w.key) : tables[w.table].put(w.key, w.bytes);
+    for (const w of writes)
+      last = w.bytes === null ? tables[w.table].remove(w.key) : tables[w.table].put(w.key, w.bytes);
     await last;
     await root.flushed;
   }
@@ -122,8 +142,14 @@ export class LmdbLog implements Log {
 
   *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
     // lmdb-js walks a reversed range from its high end: the bounds swap.
-    const bounds = range.reverse ? { start: range.end, end: range.start, reverse: true } : { start: range.start, end: range.end };
-    const options = { ...bounds, ...(range.limit === undefined ? {} : { limit: range.limit }), snapshot: false };
+    const bounds = range.reverse
+      ? { start: range.end, end: range.start, reverse: true }
+      : { start: range.start, end: range.end };
+    const options = {
+      ...bounds,
+      ...(range.limit === undefined ? {} : { limit: range.limit }),
+      snapshot: false,
+    };
     for (const { key, value } of this.env.tables[table].getRange(options)) {
       // The high bound is exclusive either way.
       if (range.reverse && range.end !== undefined && key >= range.end) continue;
@@ -132,7 +158,10 @@ export class LmdbLog implements Log {
   }
 
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
-    for (const { key, value } of this.env.log.getRange({ start: [partition, afterSeq + 1], end: [partition + 1, 0] })) {
+    for (const { key, value } of this.env.log.getRange({
+      start: [partition, afterSeq + 1],
+      end: [partition + 1, 0],
+    })) {
       yield { seq: key[1], bytes: value };
     }
   }

@@ -8,15 +8,26 @@ import type { Log, LogEntry, Table, TableWrite } from './log.js';
 export interface LogFactory {
   /** A new, empty log. */
   open(): Promise<Log> | Log;
-  /** The same log after an orderly close (what a restart sees); the old handle is not used again. */
+  /**
+   * The same log after an orderly close (what a restart sees); the old handle is not used again.
+   */
   reopen(log: Log): Promise<Log> | Log;
   /** Releases everything `open` made. */
   dispose(): Promise<void> | void;
 }
 
-const entry = (partition: number, seq: number, text: string): LogEntry => ({ partition, seq, bytes: Buffer.from(text) });
-const row = (table: Table, key: string, text: string | null): TableWrite => ({ table, key, bytes: text === null ? null : Buffer.from(text) });
-const texts = (rows: Iterable<{ bytes: Buffer }>) => [...rows].map((r) => Buffer.from(r.bytes).toString());
+const entry = (partition: number, seq: number, text: string): LogEntry => ({
+  partition,
+  seq,
+  bytes: Buffer.from(text),
+});
+const row = (table: Table, key: string, text: string | null): TableWrite => ({
+  table,
+  key,
+  bytes: text === null ? null : Buffer.from(text),
+});
+const texts = (rows: Iterable<{ bytes: Buffer }>) =>
+  [...rows].map((r) => Buffer.from(r.bytes).toString());
 const keys = (rows: Iterable<{ key: string }>) => [...rows].map((r) => r.key);
 
 export function logContract(name: string, factory: LogFactory): void {
@@ -30,77 +41,103 @@ export function logContract(name: string, factory: LogFactory): void {
       }
     };
 
-    it('reads the records of one partition in sequence order, after a given seq, apart from other partitions', () => withLog(async (log) => {
-      await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
-      await log.append([entry(5, 3, 'c')], []);
-      expect(texts(log.read(5, 0))).toEqual(['a', 'b', 'c']);
-      expect([...log.read(5, 1)].map((r) => r.seq)).toEqual([2, 3]);
-      expect(texts(log.read(6, 0))).toEqual(['x']);
-      expect([...log.read(7, 0)]).toEqual([]);
-      expect([...log.read(5, 3)]).toEqual([]);
-    }));
+    it(
+      'reads the records of one partition in sequence order, ' +
+        'after a given seq, apart from other partitions',
+      () =>
+        withLog(async (log) => {
+          await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
+          await log.append([entry(5, 3, 'c')], []);
+          expect(texts(log.read(5, 0))).toEqual(['a', 'b', 'c']);
+          expect([...log.read(5, 1)].map((r) => r.seq)).toEqual([2, 3]);
+          expect(texts(log.read(6, 0))).toEqual(['x']);
+          expect([...log.read(7, 0)]).toEqual([]);
+          expect([...log.read(5, 3)]).toEqual([]);
+        }),
+    );
 
-    it('lands the table rows of an append with its records, and a null row deletes', () => withLog(async (log) => {
-      await log.append([entry(1, 1, 'r')], [row('views', 'rcp_a', 'view-a'), row('outbox', 'evt_1', 'event')]);
-      log.refresh();
-      expect(log.get('views', 'rcp_a')?.toString()).toBe('view-a');
-      expect(log.get('outbox', 'evt_1')?.toString()).toBe('event');
-      expect(log.get('idempotency', 'rcp_a')).toBeUndefined();
-      await log.append([entry(1, 2, 's')], [row('views', 'rcp_a', null)]);
-      log.refresh();
-      expect(log.get('views', 'rcp_a')).toBeUndefined();
-      expect(texts(log.read(1, 0))).toEqual(['r', 's']);
-    }));
+    it('lands the table rows of an append with its records, and a null row deletes', () =>
+      withLog(async (log) => {
+        await log.append(
+          [entry(1, 1, 'r')],
+          [row('views', 'rcp_a', 'view-a'), row('outbox', 'evt_1', 'event')],
+        );
+        log.refresh();
+        expect(log.get('views', 'rcp_a')?.toString()).toBe('view-a');
+        expect(log.get('outbox', 'evt_1')?.toString()).toBe('event');
+        expect(log.get('idempotency', 'rcp_a')).toBeUndefined();
+        await log.append([entry(1, 2, 's')], [row('views', 'rcp_a', null)]);
+        log.refresh();
+        expect(log.get('views', 'rcp_a')).toBeUndefined();
+        expect(texts(log.read(1, 0))).toEqual(['r', 's']);
+      }));
 
-    it('writes rows outside any record (housekeeping), durable when it resolves', () => withLog(async (log) => {
-      await log.write([row('journal', 'k1', 'one'), row('journal', 'k2', 'two')]);
-      await log.write([row('journal', 'k1', null)]);
-      log.refresh();
-      expect(keys(log.scan('journal'))).toEqual(['k2']);
-    }));
+    it('writes rows outside any record (housekeeping), durable when it resolves', () =>
+      withLog(async (log) => {
+        await log.write([row('journal', 'k1', 'one'), row('journal', 'k2', 'two')]);
+        await log.write([row('journal', 'k1', null)]);
+        log.refresh();
+        expect(keys(log.scan('journal'))).toEqual(['k2']);
+      }));
 
-    it('scans a table in key order: start inclusive, end exclusive, reversed, limited', () => withLog(async (log) => {
-      await log.write(['a/1', 'a/2', 'a/3', 'b/1', 'c'].map((k) => row('usage', k, k)));
-      log.refresh();
-      expect(keys(log.scan('usage'))).toEqual(['a/1', 'a/2', 'a/3', 'b/1', 'c']);
-      expect(keys(log.scan('usage', { start: 'a/', end: 'a0' }))).toEqual(['a/1', 'a/2', 'a/3']);
-      expect(keys(log.scan('usage', { start: 'a/2', end: 'b/1' }))).toEqual(['a/2', 'a/3']);
-      expect(keys(log.scan('usage', { start: 'a/', end: 'a0', reverse: true }))).toEqual(['a/3', 'a/2', 'a/1']);
-      expect(keys(log.scan('usage', { start: 'a/', end: 'a0', reverse: true, limit: 2 }))).toEqual(['a/3', 'a/2']);
-      expect(keys(log.scan('usage', { end: 'b' }))).toEqual(['a/1', 'a/2', 'a/3']);
-      expect(keys(log.scan('usage', { start: 'b', limit: 1 }))).toEqual(['b/1']);
-      expect(keys(log.scan('usage', { start: 'd' }))).toEqual([]);
-    }));
+    it('scans a table in key order: start inclusive, end exclusive, reversed, limited', () =>
+      withLog(async (log) => {
+        await log.write(['a/1', 'a/2', 'a/3', 'b/1', 'c'].map((k) => row('usage', k, k)));
+        log.refresh();
+        expect(keys(log.scan('usage'))).toEqual(['a/1', 'a/2', 'a/3', 'b/1', 'c']);
+        expect(keys(log.scan('usage', { start: 'a/', end: 'a0' }))).toEqual(['a/1', 'a/2', 'a/3']);
+        expect(keys(log.scan('usage', { start: 'a/2', end: 'b/1' }))).toEqual(['a/2', 'a/3']);
+        expect(keys(log.scan('usage', { start: 'a/', end: 'a0', reverse: true }))).toEqual([
+          'a/3',
+          'a/2',
+          'a/1',
+        ]);
+        expect(
+          keys(log.scan('usage', { start: 'a/', end: 'a0', reverse: true, limit: 2 })),
+        ).toEqual(['a/3', 'a/2']);
+        expect(keys(log.scan('usage', { end: 'b' }))).toEqual(['a/1', 'a/2', 'a/3']);
+        expect(keys(log.scan('usage', { start: 'b', limit: 1 }))).toEqual(['b/1']);
+        expect(keys(log.scan('usage', { start: 'd' }))).toEqual([]);
+      }));
 
-    it('keeps tables apart: the same key in two tables is two rows', () => withLog(async (log) => {
-      await log.write([row('views', 'k', 'in views'), row('directory', 'k', 'in directory')]);
-      log.refresh();
-      expect(log.get('views', 'k')?.toString()).toBe('in views');
-      expect(log.get('directory', 'k')?.toString()).toBe('in directory');
-      expect(keys(log.scan('deliveries'))).toEqual([]);
-    }));
+    it('keeps tables apart: the same key in two tables is two rows', () =>
+      withLog(async (log) => {
+        await log.write([row('views', 'k', 'in views'), row('directory', 'k', 'in directory')]);
+        log.refresh();
+        expect(log.get('views', 'k')?.toString()).toBe('in views');
+        expect(log.get('directory', 'k')?.toString()).toBe('in directory');
+        expect(keys(log.scan('deliveries'))).toEqual([]);
+      }));
 
-    it('returns bytes exactly as written, binary included', () => withLog(async (log) => {
-      const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
-      await log.append([{ partition: 9, seq: 1, bytes }], [{ table: 'replay', key: 'bin', bytes }]);
-      log.refresh();
-      expect(Buffer.compare([...log.read(9, 0)][0]!.bytes, bytes)).toBe(0);
-      expect(Buffer.compare(log.get('replay', 'bin')!, bytes)).toBe(0);
-    }));
+    it('returns bytes exactly as written, binary included', () =>
+      withLog(async (log) => {
+        const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+        await log.append(
+          [{ partition: 9, seq: 1, bytes }],
+          [{ table: 'replay', key: 'bin', bytes }],
+        );
+        log.refresh();
+        expect(Buffer.compare([...log.read(9, 0)][0]!.bytes, bytes)).toBe(0);
+        expect(Buffer.compare(log.get('replay', 'bin')!, bytes)).toBe(0);
+      }));
 
-    it('keeps one snapshot per partition; a new one replaces the old', () => withLog(async (log) => {
-      expect(log.readSnapshot(4)).toBeUndefined();
-      await log.writeSnapshot(4, Buffer.from('first'));
-      await log.writeSnapshot(4, Buffer.from('second'));
-      await log.writeSnapshot(5, Buffer.from('other'));
-      expect(log.readSnapshot(4)?.toString()).toBe('second');
-      expect(log.readSnapshot(5)?.toString()).toBe('other');
-    }));
+    it('keeps one snapshot per partition; a new one replaces the old', () =>
+      withLog(async (log) => {
+        expect(log.readSnapshot(4)).toBeUndefined();
+        await log.writeSnapshot(4, Buffer.from('first'));
+        await log.writeSnapshot(4, Buffer.from('second'));
+        await log.writeSnapshot(5, Buffer.from('other'));
+        expect(log.readSnapshot(4)?.toString()).toBe('second');
+        expect(log.readSnapshot(5)?.toString()).toBe('other');
+      }));
 
-    it('P14: everything an append or write acknowledged is there after the log is reopened', async () => {
+    it('P14: all an append or write acknowledged is there after the log is reopened', async () => {
       const log = await factory.open();
       try {
-        await log.append([entry(2, 1, 'one'), entry(2, 2, 'two')], [row('views', 'v', 'view'), row('idempotency', 'i', 'answer')]);
+        await log.append(
+          [entry(2, 1, 'one'), entry(2, 2, 'two')],
+          [row('views', 'v', 'view'), row('idempotency', 'i', 'answer')],
+        );
         await log.write([row('cursors', 'member', 'cursor')]);
         await log.writeSnapshot(2, Buffer.from('snap'));
         const reopened = await factory.reopen(log);
@@ -114,11 +151,18 @@ export function logContract(name: string, factory: LogFactory): void {
       }
     });
 
-    it('appends issued together without waiting all resolve, and all are read back', () => withLog(async (log) => {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => log.append([entry(3, i + 1, `r${i + 1}`)], [row('views', `k${i}`, `v${i}`)])));
-      log.refresh();
-      expect([...log.read(3, 0)].map((r) => r.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
-      expect(keys(log.scan('views'))).toHaveLength(50);
-    }));
+    it('appends issued together without waiting all resolve, and all are read back', () =>
+      withLog(async (log) => {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            log.append([entry(3, i + 1, `r${i + 1}`)], [row('views', `k${i}`, `v${i}`)]),
+          ),
+        );
+        log.refresh();
+        expect([...log.read(3, 0)].map((r) => r.seq)).toEqual(
+          Array.from({ length: 50 }, (_, i) => i + 1),
+        );
+        expect(keys(log.scan('views'))).toHaveLength(50);
+      }));
   });
 }

@@ -18,8 +18,20 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table = 'views' | 'outbox' | 'idempotency' | 'directory' | 'deliveries' | 'journal' | 'usage' | 'feed' | 'feed_state' | 'replica' | 'cursors'
-  | 'replay';
+export type Table =
+  | 'views'
+  | 'outbox'
+  | 'idempotency'
+  | 'directory'
+  | 'deliveries'
+  | 'journal'
+  | 'usage'
+  | 'feed'
+  | 'feed_state'
+  | 'replica'
+  | 'cursors'
+  | 'replay'
+  | 'followups';
 
 export interface ScanRange {
   start?: string;
@@ -49,7 +61,10 @@ export interface Log {
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */
   refresh(): void;
-  /** Keys and values of a table from `start` (inclusive) to `end` (exclusive), in key order or reversed, at most `limit`. */
+  /**
+   * Keys and values of a table from `start` (inclusive) to `end`
+   * (exclusive), in key order or reversed, at most `limit`.
+   */
   scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;

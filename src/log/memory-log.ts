@@ -4,13 +4,29 @@
 // damage records at rest.
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
-interface Pending { entries: LogEntry[]; writes: TableWrite[]; resolve: () => void }
+interface Pending {
+  entries: LogEntry[];
+  writes: TableWrite[];
+  resolve: () => void;
+}
 
 export class MemoryLog implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
-  private readonly tables: Record<Table, Map<string, Buffer>> = { views: new Map(), outbox: new Map(), idempotency: new Map(), directory: new Map(), deliveries: new Map(), journal: new Map(), usage: new Map(),
-    feed: new Map(), feed_state: new Map(), replica: new Map(), cursors: new Map(), replay: new Map(),
+  private readonly tables: Record<Table, Map<string, Buffer>> = {
+    views: new Map(),
+    outbox: new Map(),
+    idempotency: new Map(),
+    directory: new Map(),
+    deliveries: new Map(),
+    journal: new Map(),
+    usage: new Map(),
+    feed: new Map(),
+    feed_state: new Map(),
+    replica: new Map(),
+    cursors: new Map(),
+    replay: new Map(),
+    followups: new Map(),
   };
   private pending: Pending[] = [];
 
@@ -84,8 +100,13 @@ export class MemoryLog implements Log {
   }
 
   *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
-    const rows = [...this.tables[table]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .filter(([key]) => (range.start === undefined || key >= range.start) && (range.end === undefined || key < range.end));
+    const rows = [...this.tables[table]]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .filter(
+        ([key]) =>
+          (range.start === undefined || key >= range.start) &&
+          (range.end === undefined || key < range.end),
+      );
     if (range.reverse) rows.reverse();
     for (const [key, bytes] of rows.slice(0, range.limit ?? rows.length)) yield { key, bytes };
   }

@@ -7,7 +7,10 @@ import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { ChecksumError, frame, unframe } from './record.js';
 
-interface Manifest { engines?: { node?: string }; dependencies?: Record<string, string> }
+interface Manifest {
+  engines?: { node?: string };
+  dependencies?: Record<string, string>;
+}
 
 const root = new URL('../../', import.meta.url);
 const manifest = (path: string): Manifest => JSON.parse(readFileSync(new URL(path, root), 'utf8'));
@@ -21,7 +24,12 @@ const NEWER_APIS: Record<string, string> = {
 
 /** NODE_MODULE_VERSION of each Node major, which names uWebSockets.js's native binaries. */
 const MODULE_VERSIONS: Record<number, number> = {
-  18: 108, 20: 115, 21: 120, 22: 127, 23: 131, 24: 137,
+  18: 108,
+  20: 115,
+  21: 120,
+  22: 127,
+  23: 131,
+  24: 137,
 };
 
 describe('package.json engines (issue 11 item 14)', () => {

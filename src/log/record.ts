@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
-const CHECKSUM_BYTES = 4;
+const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)
 
 export class ChecksumError extends Error {
   override name = 'ChecksumError';
@@ -13,9 +13,14 @@ export class ChecksumError extends Error {
 /** A table row that fails its checksum: names the table and the key, so an operator can act. */
 export class DamagedRowError extends ChecksumError {
   override name = 'DamagedRowError';
-  constructor(readonly table: string, readonly key: string) {
-    super(`table '${table}' row '${key}' fails its checksum (damaged at rest); `
-      + 'restore the data directory from a backup');
+  constructor(
+    readonly table: string,
+    readonly key: string,
+  ) {
+    super(
+      `table '${table}' row '${key}' fails its checksum (damaged at rest); ` +
+        'restore the data directory from a backup',
+    );
   }
 }
 
@@ -28,10 +33,13 @@ export function frame(value: unknown): Buffer {
 }
 
 export function unframe<T>(bytes: Uint8Array): T {
-  const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const buffer = Buffer.isBuffer(bytes)
+    ? bytes
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buffer.length < CHECKSUM_BYTES + 1) throw new ChecksumError('record shorter than its frame');
   const payload = buffer.subarray(CHECKSUM_BYTES);
-  if (crc32(payload) !== buffer.readUInt32BE(0)) throw new ChecksumError('record checksum does not match');
+  if (crc32(payload) !== buffer.readUInt32BE(0))
+    throw new ChecksumError('record checksum does not match');
   return packr.unpack(payload) as T;
 }
 

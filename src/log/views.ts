@@ -7,7 +7,7 @@
 import { crc32 } from 'node:zlib';
 import type { Reply } from '../actors/types.js';
 
-const FIXED_BYTES = 16;
+const FIXED_BYTES = 16; // tidy: format (the fixed fields of the layout above)
 const FLAG_SIGNED = 1;
 
 export function encodeView(reply: Reply): Buffer {
@@ -42,7 +42,10 @@ export function decodeView(bytes: Buffer): View | null {
   return {
     status: bytes.readUInt16BE(4),
     signed: (bytes.readUInt8(6) & FLAG_SIGNED) !== 0,
-    expiry: at === 0 ? null : { at, code: bytes.toString('latin1', FIXED_BYTES, FIXED_BYTES + goneBytes) },
+    expiry:
+      at === 0
+        ? null
+        : { at, code: bytes.toString('latin1', FIXED_BYTES, FIXED_BYTES + goneBytes) },
     body: bytes.subarray(FIXED_BYTES + goneBytes),
   };
 }

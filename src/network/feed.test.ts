@@ -7,7 +7,9 @@ import { frame } from '../log/record.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { FeedPublisher } from './feed.js';
 
-const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const signer = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
 const hash = (n: number) => n.toString(16).padStart(64, '0');
 
 async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
@@ -21,7 +23,11 @@ async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
   return feed;
 }
 
-const entries = (feed: FeedPublisher, after = 0) => JSON.parse(feed.page(after, 100, 'beta', 'http://beta', signer)).entries as { identifier_hash: string; visibility: string | null }[];
+const entries = (feed: FeedPublisher, after = 0) =>
+  JSON.parse(feed.page(after, 100, 'beta', 'http://beta', signer)).entries as {
+    identifier_hash: string;
+    visibility: string | null;
+  }[];
 
 describe('the change feed at start', () => {
   it('appends every visible local key once, and nothing on a second start', async () => {
@@ -32,12 +38,16 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(3)}/idn/c`, bytes: frame({ t: 'email', v: 'network' }) },
     ]);
     const first = await loadWith(log);
-    expect(entries(first).map((e) => [e.identifier_hash, e.visibility])).toEqual([[hash(1), 'network'], [hash(2), 'public'], [hash(3), 'network']]);
+    expect(entries(first).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+      [hash(1), 'network'],
+      [hash(2), 'public'],
+      [hash(3), 'network'],
+    ]);
     const second = await loadWith(log);
     expect(second.sequence).toBe(3);
   });
 
-  it('appends the changes the feed missed: a key gone, a key turned public, a new key', async () => {
+  it('appends changes the feed missed: a key gone, a key turned public, a new key', async () => {
     const log = new MemoryLog();
     await log.write([
       { table: 'directory', key: `${hash(1)}/idn/a`, bytes: frame({ t: 'phone', v: 'network' }) },
@@ -51,7 +61,17 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(4)}/idn/d`, bytes: frame({ t: 'phone', v: 'network' }) },
     ]);
     const feed = await loadWith(log);
-    expect(entries(feed, 2).map((e) => [e.identifier_hash, e.visibility]).sort()).toEqual([[hash(1), null], [hash(2), 'public'], [hash(4), 'network']].sort());
+    expect(
+      entries(feed, 2)
+        .map((e) => [e.identifier_hash, e.visibility])
+        .sort(),
+    ).toEqual(
+      [
+        [hash(1), null],
+        [hash(2), 'public'],
+        [hash(4), 'network'],
+      ].sort(),
+    );
   });
 
   it('a key held by two registrations leaves the feed only when the last goes', async () => {

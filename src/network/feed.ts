@@ -19,7 +19,11 @@ export interface FeedEntry {
   at: string;
 }
 
-interface FeedState { v: 'network' | 'public' | null; seq: number; t: string }
+interface FeedState {
+  v: 'network' | 'public' | null;
+  seq: number;
+  t: string;
+}
 
 const SEQ_DIGITS = 16;
 const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
@@ -31,10 +35,18 @@ export class FeedPublisher {
   private readonly pendingState = new Map<string, FeedState>();
   private flushing: Promise<void> = Promise.resolve();
   private scheduled = false;
-  /** While the directory loads: the feed's state, walked in hash order beside the directory's keys. */
-  private loading: { rows: Iterator<{ key: string; bytes: Buffer }>; next: IteratorResult<{ key: string; bytes: Buffer }> } | null = null;
+  /**
+   * While the directory loads: the feed's state, walked in hash order beside the directory's keys.
+   */
+  private loading: {
+    rows: Iterator<{ key: string; bytes: Buffer }>;
+    next: IteratorResult<{ key: string; bytes: Buffer }>;
+  } | null = null;
 
-  constructor(private readonly log: Log, private readonly now: () => number) {
+  constructor(
+    private readonly log: Log,
+    private readonly now: () => number,
+  ) {
     for (const { key } of log.scan('feed', { reverse: true, limit: 1 })) this.lastSeq = Number(key);
   }
 
@@ -59,7 +71,9 @@ export class FeedPublisher {
     this.append(hash, identifierType, v);
   }
 
-  /** The load is over: keys the feed still states but the directory no longer has become removals. */
+  /**
+   * The load is over: keys the feed still states but the directory no longer has become removals.
+   */
   endLoad(): void {
     if (this.loading === null) return;
     this.statedDuringLoad(null);
@@ -71,7 +85,10 @@ export class FeedPublisher {
     if (this.pending.length >= threshold) await this.flush();
   }
 
-  /** Walks the feed's state up to `hash` (to the end with null); keys passed over are no longer local. */
+  /**
+   * Walks the feed's state up to `hash` (to the end
+   * with null); keys passed over are no longer local.
+   */
   private statedDuringLoad(hash: string | null): FeedState | undefined {
     const walk = this.loading!;
     while (!walk.next.done && (hash === null || walk.next.value.key < hash)) {
@@ -101,7 +118,8 @@ export class FeedPublisher {
       this.pending = [];
       if (round.length === 0) return;
       await this.log.write(round.flatMap((p) => p.writes));
-      for (const { hash, state } of round) if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
+      for (const { hash, state } of round)
+        if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
     });
   }
 
@@ -111,13 +129,31 @@ export class FeedPublisher {
     for (const { key, bytes } of this.log.scan('feed', { start: seqKey(after + 1), limit })) {
       type Stored = { t: string; h: string; v: FeedEntry['visibility']; at: string };
       const e = unframeRow<Stored>('feed', key, bytes);
-      entries.push({ seq: Number(key), identifier_type: e.t, identifier_hash: e.h, visibility: e.v, at: e.at });
+      entries.push({
+        seq: Number(key),
+        identifier_type: e.t,
+        identifier_hash: e.h,
+        visibility: e.v,
+        at: e.at,
+      });
     }
     const next = entries.length === 0 ? after : entries[entries.length - 1]!.seq;
     const signedAt = isoTime(this.now());
-    return JSON.stringify(signObject({
-      type: 'path.directory.feed', member, endpoint, after, next, last: this.lastSeq, entries, ...envelopeFields(signer, signedAt),
-    }, signer));
+    return JSON.stringify(
+      signObject(
+        {
+          type: 'path.directory.feed',
+          member,
+          endpoint,
+          after,
+          next,
+          last: this.lastSeq,
+          entries,
+          ...envelopeFields(signer, signedAt),
+        },
+        signer,
+      ),
+    );
   }
 
   private stated(hash: string): FeedState | undefined {
@@ -132,9 +168,14 @@ export class FeedPublisher {
     const state: FeedState = { v, seq, t: identifierType };
     this.pendingState.set(hash, state);
     this.pending.push({
-      hash, state,
+      hash,
+      state,
       writes: [
-        { table: 'feed', key: seqKey(seq), bytes: frame({ t: identifierType, h: hash, v, at: isoTime(this.now()) }) },
+        {
+          table: 'feed',
+          key: seqKey(seq),
+          bytes: frame({ t: identifierType, h: hash, v, at: isoTime(this.now()) }),
+        },
         { table: 'feed_state', key: hash, bytes: frame(state) },
       ],
     });

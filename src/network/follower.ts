@@ -22,7 +22,11 @@ interface FeedPage {
   kid: string;
 }
 
-interface ReplicaRow { t: string; v: 'network' | 'public'; e: string }
+interface ReplicaRow {
+  t: string;
+  v: 'network' | 'public';
+  e: string;
+}
 
 export const FEED_OPERATION = 'directory.feed';
 
@@ -32,9 +36,17 @@ export class Follower {
   private feedUrl: string | null = null;
   private baseUrl: string | null = null;
 
-  constructor(private readonly options: {
-    member: string; registry: MemberRegistry; log: Log; index: DirectoryIndex; signer: () => SigningKey; limits: Limits; logger: Logger;
-  }) {}
+  constructor(
+    private readonly options: {
+      member: string;
+      registry: MemberRegistry;
+      log: Log;
+      index: DirectoryIndex;
+      signer: () => SigningKey;
+      limits: Limits;
+      logger: Logger;
+    },
+  ) {}
 
   /** Loads the replica into the index and the cursor; returns how many rows it loaded. */
   load(): number {
@@ -42,11 +54,17 @@ export class Follower {
     let rows = 0;
     for (const { key, bytes } of log.scan('replica', { start: `${member}/`, end: `${member}0` })) {
       const row = unframeRow<ReplicaRow>('replica', key, bytes);
-      index.set(key.slice(member.length + 1), row.t, index.holderId({ member, endpoint: row.e }), row.v);
+      index.set(
+        key.slice(member.length + 1),
+        row.t,
+        index.holderId({ member, endpoint: row.e }),
+        row.v,
+      );
       rows++;
     }
     const cursor = log.get('cursors', member);
-    this.cursor = cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
+    this.cursor =
+      cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
     return rows;
   }
 
@@ -66,7 +84,10 @@ export class Follower {
         backoff = this.options.limits.replication_poll_interval_ms;
         if (!full) await sleep(this.options.limits.replication_poll_interval_ms);
       } catch (error) {
-        this.options.logger.warn({ member: this.options.member, err: { message: (error as Error).message } }, 'cannot follow member feed');
+        this.options.logger.warn(
+          { member: this.options.member, err: { message: (error as Error).message } },
+          'cannot follow member feed',
+        );
         this.feedUrl = null;
         await sleep(backoff);
         backoff = Math.min(backoff * 2, 30_000);
@@ -83,15 +104,27 @@ export class Follower {
       this.baseUrl = known.base_url;
       this.feedUrl = await this.discover(known.base_url);
     }
-    const res = await peerRequest(`${this.feedUrl}?after=${this.cursor}&limit=${limits.replication_page_size}`, {
-      method: 'GET', signer: this.options.signer(), timeoutMs: limits.peer_request_timeout_ms,
-    });
-    if (res.status !== 200) throw new Error(`feed answered ${res.status}: ${res.text.slice(0, 200)}`);
+    const res = await peerRequest(
+      `${this.feedUrl}?after=${this.cursor}&limit=${limits.replication_page_size}`,
+      {
+        method: 'GET',
+        signer: this.options.signer(),
+        timeoutMs: limits.peer_request_timeout_ms,
+      },
+    );
+    if (res.status !== 200)
+      throw new Error(`feed answered ${res.status}: ${res.text.slice(0, 200)}`);
     const page = JSON.parse(res.text) as FeedPage;
     const key = registry.keyFor(page.kid);
-    if (page.type !== 'path.directory.feed' || page.member !== member || key === undefined || key.member !== member || !verifyObject(page, key.public_key).valid) {
+    if (
+      page.type !== 'path.directory.feed' ||
+      page.member !== member ||
+      key === undefined ||
+      key.member !== member ||
+      !verifyObject(page, key.public_key).valid
+    ) {
       if (key === undefined) void registry.refresh(member);
-      throw new Error('feed page does not verify against the member\'s keys');
+      throw new Error("feed page does not verify against the member's keys");
     }
     if (page.after !== this.cursor) throw new Error('feed page does not continue from the cursor');
     await this.apply(page);
@@ -101,21 +134,30 @@ export class Follower {
   private async apply(page: FeedPage): Promise<void> {
     const { log, index, member } = this.options;
     const writes: TableWrite[] = page.entries.map((e) => ({
-      table: 'replica', key: `${member}/${e.identifier_hash}`,
-      bytes: e.visibility === null ? null : frame({ t: e.identifier_type, v: e.visibility, e: page.endpoint } satisfies ReplicaRow),
+      table: 'replica',
+      key: `${member}/${e.identifier_hash}`,
+      bytes:
+        e.visibility === null
+          ? null
+          : frame({ t: e.identifier_type, v: e.visibility, e: page.endpoint } satisfies ReplicaRow),
     }));
     writes.push({ table: 'cursors', key: member, bytes: frame({ after: page.next }) });
     await log.write(writes);
     const holder = index.holderId({ member, endpoint: page.endpoint });
-    for (const e of page.entries) index.set(e.identifier_hash, e.identifier_type, holder, e.visibility ?? 'none');
+    for (const e of page.entries)
+      index.set(e.identifier_hash, e.identifier_type, holder, e.visibility ?? 'none');
     this.cursor = page.next;
   }
 
   /** The member's feed URL from its discovery document (paths are each operator's own). */
   private async discover(baseUrl: string): Promise<string> {
-    const res = await peerRequest(`${baseUrl}/.well-known/path-configuration`, { method: 'GET', timeoutMs: this.options.limits.peer_request_timeout_ms });
+    const res = await peerRequest(`${baseUrl}/.well-known/path-configuration`, {
+      method: 'GET',
+      timeoutMs: this.options.limits.peer_request_timeout_ms,
+    });
     if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
-    const url = (JSON.parse(res.text) as { endpoints?: Record<string, { url?: string }> }).endpoints?.[FEED_OPERATION]?.url;
+    const url = (JSON.parse(res.text) as { endpoints?: Record<string, { url?: string }> })
+      .endpoints?.[FEED_OPERATION]?.url;
     if (typeof url !== 'string') throw new Error('the member publishes no directory feed');
     return url;
   }

@@ -7,17 +7,29 @@ import type { Credential, NetworkMember, NodeStore } from '../store.js';
 import { publicKeyFault } from '../protocol/signing.js';
 import { peerRequest } from './peer.js';
 
-interface KeysDocument { member: string; keys: { kid: string; public_key: string; status: string }[] }
+interface KeysDocument {
+  member: string;
+  keys: { kid: string; public_key: string; status: string }[];
+}
 
 export class MemberRegistry {
   private members = new Map<string, NetworkMember>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly options: {
-    store: NodeStore; self: string; logger: Logger; refreshMs: number; timeoutMs: number; onKeys: () => void;
-  }) {}
+  constructor(
+    private readonly options: {
+      store: NodeStore;
+      self: string;
+      logger: Logger;
+      refreshMs: number;
+      timeoutMs: number;
+      onKeys: () => void;
+    },
+  ) {}
 
-  /** Reads the member list (and cached keys) from the store; fetches keys of members that have none. */
+  /**
+   * Reads the member list (and cached keys) from the store; fetches keys of members that have none.
+   */
   load(): void {
     // Keys cached before P1's check was made at the door are checked again here.
     const others = this.options.store.allMembers().filter((m) => m.member !== this.options.self);
@@ -27,7 +39,9 @@ export class MemberRegistry {
   }
 
   start(): void {
-    this.timer = setInterval(() => { for (const name of this.members.keys()) void this.refresh(name); }, this.options.refreshMs);
+    this.timer = setInterval(() => {
+      for (const name of this.members.keys()) void this.refresh(name);
+    }, this.options.refreshMs);
     this.timer.unref();
   }
 
@@ -41,9 +55,18 @@ export class MemberRegistry {
 
   /** Credentials for request authentication: each member's active keys. */
   credentials(): Credential[] {
-    return this.list().flatMap((m) => m.keys.filter((k) => k.status === 'active').map((k) => ({
-      key_id: k.kid, member: m.member, public_key: k.public_key, local: false, created_at: m.added_at, revoked_at: null,
-    })));
+    return this.list().flatMap((m) =>
+      m.keys
+        .filter((k) => k.status === 'active')
+        .map((k) => ({
+          key_id: k.kid,
+          member: m.member,
+          public_key: k.public_key,
+          local: false,
+          created_at: m.added_at,
+          revoked_at: null,
+        })),
+    );
   }
 
   /** The member and public key behind a kid, for verifying a signed object. */
@@ -73,15 +96,19 @@ export class MemberRegistry {
     return keys;
   }
 
-  /** Fetches a member's keys document; keeps the previous keys when the member cannot be reached. */
+  /** Fetches a member's keys document; keeps the previous keys when the member is unreachable. */
   async refresh(name: string): Promise<void> {
     const member = this.members.get(name);
     if (member === undefined) return;
     try {
-      const res = await peerRequest(`${member.base_url}/.well-known/path-keys`, { method: 'GET', timeoutMs: this.options.timeoutMs });
+      const res = await peerRequest(`${member.base_url}/.well-known/path-keys`, {
+        method: 'GET',
+        timeoutMs: this.options.timeoutMs,
+      });
       if (res.status !== 200) throw new Error(`keys document answered ${res.status}`);
       const doc = JSON.parse(res.text) as KeysDocument;
-      if (doc.member !== member.member) throw new Error(`keys document names member '${doc.member}'`);
+      if (doc.member !== member.member)
+        throw new Error(`keys document names member '${doc.member}'`);
       const keys = this.usableKeys(name, doc.keys);
       const current = this.members.get(name);
       if (current === undefined || current.base_url !== member.base_url) return;
@@ -89,7 +116,10 @@ export class MemberRegistry {
       await this.options.store.cacheMemberKeys(name, keys, Date.now());
       this.options.onKeys();
     } catch (error) {
-      this.options.logger.warn({ member: name, err: { message: (error as Error).message } }, 'cannot fetch member keys');
+      this.options.logger.warn(
+        { member: name, err: { message: (error as Error).message } },
+        'cannot fetch member keys',
+      );
     }
   }
 }

@@ -10,31 +10,45 @@ import { FeedPublisher } from './feed.js';
 import { Follower } from './follower.js';
 import { MemberRegistry } from './members.js';
 
-/** Feed entries waiting to be written before a loading directory pauses for them. */
-const FEED_PENDING_MAX = 20_000;
-
 export class Network {
   readonly registry: MemberRegistry;
   readonly feed: FeedPublisher;
   private readonly followers = new Map<string, Follower>();
 
-  constructor(private readonly options: {
-    store: NodeStore; log: Log; directory: LocalDirectory; member: string; signer: () => SigningKey; limits: Limits; logger: Logger;
-    /** Member keys changed: credentials must be reloaded. */
-    onKeys: () => void;
-  }) {
+  constructor(
+    private readonly options: {
+      store: NodeStore;
+      log: Log;
+      directory: LocalDirectory;
+      member: string;
+      signer: () => SigningKey;
+      limits: Limits;
+      logger: Logger;
+      /** Member keys changed: credentials must be reloaded. */
+      onKeys: () => void;
+    },
+  ) {
     this.registry = new MemberRegistry({
-      store: options.store, self: options.member, logger: options.logger, refreshMs: options.limits.member_keys_refresh_interval_ms,
-      timeoutMs: options.limits.peer_request_timeout_ms, onKeys: options.onKeys,
+      store: options.store,
+      self: options.member,
+      logger: options.logger,
+      refreshMs: options.limits.member_keys_refresh_interval_ms,
+      timeoutMs: options.limits.peer_request_timeout_ms,
+      onKeys: options.onKeys,
     });
     this.feed = new FeedPublisher(options.log, Date.now);
-    options.directory.observer = (hash, type, visibility) => this.feed.observe(hash, type, visibility);
+    options.directory.observer = (hash, type, visibility) =>
+      this.feed.observe(hash, type, visibility);
   }
 
-  /** Loads the local directory with the feed merged beside it, then the replicas; starts following. */
+  /**
+   * Loads the local directory with the feed merged beside it, then the replicas; starts following.
+   */
   async start(): Promise<{ directoryRows: number; replicaRows: number }> {
     this.feed.beginLoad();
-    const directoryRows = await this.options.directory.load({ pause: () => this.feed.drainIfLarge(FEED_PENDING_MAX) });
+    const directoryRows = await this.options.directory.load({
+      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
+    });
     this.feed.endLoad();
     this.registry.load();
     this.registry.start();
@@ -70,7 +84,15 @@ export class Network {
     for (const name of listed) {
       if (this.followers.has(name)) continue;
       const { log, directory, signer, limits, logger } = this.options;
-      const follower = new Follower({ member: name, registry: this.registry, log, index: directory.index, signer, limits, logger });
+      const follower = new Follower({
+        member: name,
+        registry: this.registry,
+        log,
+        index: directory.index,
+        signer,
+        limits,
+        logger,
+      });
       rows += follower.load();
       follower.start();
       this.followers.set(name, follower);

@@ -4,14 +4,20 @@ import { createHash } from 'node:crypto';
 import { signBytes, type SigningKey } from '../protocol/signing.js';
 import { signingString } from '../http/auth.js';
 
-export async function peerRequest(url: string, options: { method: 'GET' | 'POST'; body?: string; signer?: SigningKey; timeoutMs: number }): Promise<{ status: number; text: string }> {
+export async function peerRequest(
+  url: string,
+  options: { method: 'GET' | 'POST'; body?: string; signer?: SigningKey; timeoutMs: number },
+): Promise<{ status: number; text: string }> {
   const target = new URL(url);
   const body = options.body ?? '';
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.signer !== undefined) {
     const timestamp = new Date().toISOString();
     const text = signingString({
-      method: options.method, target: target.pathname + target.search, timestamp, idempotencyKey: undefined,
+      method: options.method,
+      target: target.pathname + target.search,
+      timestamp,
+      idempotencyKey: undefined,
       bodySha256Hex: createHash('sha256').update(body).digest('hex'),
     });
     headers['path-key-id'] = options.signer.kid;
@@ -19,7 +25,10 @@ export async function peerRequest(url: string, options: { method: 'GET' | 'POST'
     headers['path-signature'] = signBytes(Buffer.from(text, 'utf8'), options.signer);
   }
   const res = await fetch(url, {
-    method: options.method, headers, body: options.method === 'POST' ? body : undefined, redirect: 'manual',
+    method: options.method,
+    headers,
+    body: options.method === 'POST' ? body : undefined,
+    redirect: 'manual',
     signal: AbortSignal.timeout(options.timeoutMs),
   });
   return { status: res.status, text: await res.text() };

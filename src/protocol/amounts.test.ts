@@ -1,22 +1,55 @@
 // Decimal amounts as strings, compared and summed exactly (P13).
 import { describe, expect, it } from 'vitest';
-import { DECIMAL_PATTERN, addDecimal, compareDecimal, isDecimal, isZeroDecimal, subtractDecimal } from './amounts.js';
+import {
+  DECIMAL_PATTERN,
+  addDecimal,
+  compareDecimal,
+  isDecimal,
+  isZeroDecimal,
+  subtractDecimal,
+} from './amounts.js';
 
 describe('isDecimal (P13: ^[0-9]+(\\.[0-9]+)?$)', () => {
   it('uses the pattern P13 names', () => {
     expect(DECIMAL_PATTERN).toBe('^[0-9]+(\\.[0-9]+)?$');
   });
 
-  it.each(['0', '7', '10.50', '10.5', '0.000001', '007', '123456789012345678901234567890.123456789'])('accepts %j', (text) => {
+  it.each([
+    '0',
+    '7',
+    '10.50',
+    '10.5',
+    '0.000001',
+    '007',
+    '123456789012345678901234567890.123456789',
+  ])('accepts %j', (text) => {
     expect(isDecimal(text)).toBe(true);
   });
 
-  it.each(['1e3', '-1', '+1', '.5', '5.', ' 1', '1 ', '', '1,5', '1.2.3', '0x10', 'NaN', 'Infinity', '1_000', '\u0661', '10.50\n'])('refuses %j', (text) => {
+  it.each([
+    '1e3',
+    '-1',
+    '+1',
+    '.5',
+    '5.',
+    ' 1',
+    '1 ',
+    '',
+    '1,5',
+    '1.2.3',
+    '0x10',
+    'NaN',
+    'Infinity',
+    '1_000',
+    '\u0661',
+    '10.50\n',
+  ])('refuses %j', (text) => {
     expect(isDecimal(text)).toBe(false);
   });
 
   it('refuses values that are not strings', () => {
-    for (const value of [1, 10.5, 10n, null, undefined, ['1'], { value: '1' }]) expect(isDecimal(value)).toBe(false);
+    for (const value of [1, 10.5, 10n, null, undefined, ['1'], { value: '1' }])
+      expect(isDecimal(value)).toBe(false);
   });
 
   it('refuses an absurdly long string (bounded work)', () => {
@@ -42,7 +75,12 @@ describe('compareDecimal (P13)', () => {
   it('is exact beyond 2^53, where floating point cannot tell the values apart', () => {
     expect(Number('9007199254740993')).toBe(Number('9007199254740992'));
     expect(compareDecimal('9007199254740993', '9007199254740992')).toBe(1);
-    expect(compareDecimal('100000000000000000000000000000.000000000000000001', '100000000000000000000000000000')).toBe(1);
+    expect(
+      compareDecimal(
+        '100000000000000000000000000000.000000000000000001',
+        '100000000000000000000000000000',
+      ),
+    ).toBe(1);
   });
 
   it('throws on a value that is not a decimal string (callers validate first)', () => {
@@ -67,8 +105,9 @@ describe('addDecimal and subtractDecimal (P13)', () => {
   it('adds exactly beyond 2^53', () => {
     expect(addDecimal('9007199254740993', '1')).toBe('9007199254740994');
     expect(addDecimal('99999999999999999999.99', '0.01')).toBe('100000000000000000000');
-    expect(addDecimal('123456789012345678901234567890.1', '0.000000000000000000000000000001'))
-      .toBe('123456789012345678901234567890.100000000000000000000000000001');
+    expect(addDecimal('123456789012345678901234567890.1', '0.000000000000000000000000000001')).toBe(
+      '123456789012345678901234567890.100000000000000000000000000001',
+    );
   });
 
   it('subtracts exactly', () => {
@@ -84,8 +123,13 @@ describe('addDecimal and subtractDecimal (P13)', () => {
   });
 
   it('sums and differences round-trip: (a + b) - b = a', () => {
-    const pairs: [string, string][] = [['10.50', '0.75'], ['0.000001', '999999.999999'], ['18446744073709551616', '0.1']];
-    for (const [a, b] of pairs) expect(compareDecimal(subtractDecimal(addDecimal(a, b), b), a)).toBe(0);
+    const pairs: [string, string][] = [
+      ['10.50', '0.75'],
+      ['0.000001', '999999.999999'],
+      ['18446744073709551616', '0.1'],
+    ];
+    for (const [a, b] of pairs)
+      expect(compareDecimal(subtractDecimal(addDecimal(a, b), b), a)).toBe(0);
   });
 
   it('throws on invalid operands', () => {
@@ -100,7 +144,8 @@ describe('isZeroDecimal (P13)', () => {
   });
 
   it('the smallest positive amounts are not zero', () => {
-    for (const amount of ['0.01', '0.000000000000000000000000000001', '1']) expect(isZeroDecimal(amount)).toBe(false);
+    for (const amount of ['0.01', '0.000000000000000000000000000001', '1'])
+      expect(isZeroDecimal(amount)).toBe(false);
   });
 
   it('throws on an invalid operand', () => {

@@ -5,7 +5,10 @@ export const DECIMAL_PATTERN = '^[0-9]+(\\.[0-9]+)?$';
 const DECIMAL = new RegExp(DECIMAL_PATTERN);
 
 /** A decimal held as an integer count of 10^-scale units. */
-interface Scaled { units: bigint; scale: number }
+interface Scaled {
+  units: bigint;
+  scale: number;
+}
 
 export function isDecimal(text: unknown): text is string {
   return typeof text === 'string' && text.length <= 64 && DECIMAL.test(text);
@@ -20,7 +23,11 @@ function parse(text: string): Scaled {
 
 function align(a: Scaled, b: Scaled): [bigint, bigint, number] {
   const scale = Math.max(a.scale, b.scale);
-  return [a.units * 10n ** BigInt(scale - a.scale), b.units * 10n ** BigInt(scale - b.scale), scale];
+  return [
+    a.units * 10n ** BigInt(scale - a.scale),
+    b.units * 10n ** BigInt(scale - b.scale),
+    scale,
+  ];
 }
 
 function format(units: bigint, scale: number): string {
@@ -47,7 +54,9 @@ export function addDecimal(a: string, b: string): string {
   return format(x + y, scale);
 }
 
-/** a - b; callers check `compareDecimal(a, b) >= 0` first where a negative result is meaningless. */
+/**
+ * a - b; callers check `compareDecimal(a, b) >= 0` first where a negative result is meaningless.
+ */
 export function subtractDecimal(a: string, b: string): string {
   const [x, y, scale] = align(parse(a), parse(b));
   return format(x - y, scale);

@@ -9,7 +9,9 @@ interface Vectors {
   transition: { signed_object: Record<string, unknown>; canonical_utf8: string };
   commitment: { input: Record<string, unknown>; canonical_utf8: string };
 }
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8')) as Vectors;
+const vectors = JSON.parse(
+  readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8'),
+) as Vectors;
 
 /** An IEEE 754 double from its big-endian hex bit pattern, as RFC 8785 Appendix B lists them. */
 function double(bits: string): number {
@@ -65,9 +67,12 @@ describe('RFC 8785 Appendix B number serialisation (P2)', () => {
     ['4.50', 4.5, '4.5'],
     ['2e-3', 2e-3, '0.002'],
     ['1E30', 1e30, '1e+30'],
-  ] as [string, number, string][])('the literal %s serialises canonically', (_literal, value, expected) => {
-    expect(canonicalJson(value)).toBe(expected);
-  });
+  ] as [string, number, string][])(
+    'the literal %s serialises canonically',
+    (_literal, value, expected) => {
+      expect(canonicalJson(value)).toBe(expected);
+    },
+  );
 
   it('refuses NaN and the infinities, which have no JSON form (RFC 8785 3.2.2.2)', () => {
     expect(() => canonicalJson(double('7fffffffffffffff'))).toThrow();
@@ -97,7 +102,9 @@ describe('RFC 8785 reference test data (cyberphone testdata/)', () => {
   "111": [ { } ],
   "A": { }
 }`;
-    expect(canonicalJson(JSON.parse(input))).toBe(String.raw`{"":"empty","1":{"\n":56,"f":{"F":5,"f":"hi"}},"10":{},"111":[{}],"A":{},"a":{}}`);
+    expect(canonicalJson(JSON.parse(input))).toBe(
+      String.raw`{"":"empty","1":{"\n":56,"f":{"F":5,"f":"hi"}},"10":{},"111":[{}],"A":{},"a":{}}`,
+    );
   });
 
   it('values.json: numbers, string escaping and literals', () => {
@@ -106,8 +113,10 @@ describe('RFC 8785 reference test data (cyberphone testdata/)', () => {
   "escaping": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
   "literals": [null, true, false]
 }`;
-    expect(canonicalJson(JSON.parse(input)))
-      .toBe(String.raw`{"escaping":"€$\u000f\nA'B\"\\\\\"/","literals":[null,true,false],"numbers":[1e+30,4.5,333333333.3333333,0.002,1e-27]}`);
+    expect(canonicalJson(JSON.parse(input))).toBe(
+      String.raw`{"escaping":"€$\u000f\nA'B\"\\\\\"/","literals":[null,true,false],` +
+        String.raw`"numbers":[1e+30,4.5,333333333.3333333,0.002,1e-27]}`,
+    );
   });
 
   it('weird.json: keys sorted by UTF-16 code units; U+0080 and U+007F are written raw', () => {
@@ -121,16 +130,20 @@ describe('RFC 8785 reference test data (cyberphone testdata/)', () => {
   "</script>": "Browser Challenge"
 }`;
     expect(canonicalJson(JSON.parse(input))).toBe(
-      '{"1":"One","</script>":"Browser Challenge","\u0080":"Control\u007f","\u00f6":"Latin Small Letter O With Diaeresis",'
-      + '"\u20ac":"Euro Sign","\ud83d\ude02":"Smiley","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+      '{"1":"One","</script>":"Browser Challenge","\u0080":"Control\u007f",' +
+        '"\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign",' +
+        '"\ud83d\ude02":"Smiley","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
     );
   });
 
   it('french.json: sorting ignores the locale', () => {
-    const input = '{\n  "peach": "This sorting order",\n  "p\u00e9ch\u00e9": "is wrong according to French",\n'
-      + '  "p\u00eache": "but canonicalization MUST",\n  "sin":   "ingnore locale"\n}\n';
+    const input =
+      '{\n  "peach": "This sorting order",\n' +
+      '  "p\u00e9ch\u00e9": "is wrong according to French",\n' +
+      '  "p\u00eache": "but canonicalization MUST",\n  "sin":   "ingnore locale"\n}\n';
     expect(canonicalJson(JSON.parse(input))).toBe(
-      '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French","p\u00eache":"but canonicalization MUST","sin":"ingnore locale"}',
+      '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French",' +
+        '"p\u00eache":"but canonicalization MUST","sin":"ingnore locale"}',
     );
   });
 
@@ -152,8 +165,9 @@ describe('RFC 8785 section 3.2 worked examples', () => {
   "\u00f6": "Latin Small Letter O With Diaeresis"
 }`;
     expect(canonicalJson(JSON.parse(input))).toBe(
-      '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",'
-      + '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+      '{"\\r":"Carriage Return","1":"One","\u0080":"Control",' +
+        '"\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign",' +
+        '"\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
     );
   });
 
@@ -163,16 +177,25 @@ describe('RFC 8785 section 3.2 worked examples', () => {
   "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
   "literals": [null, true, false]
 }`;
-    const hex = '7b 22 6c 69 74 65 72 61 6c 73 22 3a 5b 6e 75 6c 6c 2c 74 72 75 65 2c 66 61 6c 73 65 5d 2c 22 6e 75 6d 62 65 72 73 22 3a'
-      + ' 5b 33 33 33 33 33 33 33 33 33 2e 33 33 33 33 33 33 33 2c 31 65 2b 33 30 2c 34 2e 35 2c 30 2e 30 30 32 2c 31 65 2d 32 37'
-      + ' 5d 2c 22 73 74 72 69 6e 67 22 3a 22 e2 82 ac 24 5c 75 30 30 30 66 5c 6e 41 27 42 5c 22 5c 5c 5c 5c 5c 22 2f 22 7d';
+    const hex =
+      '7b 22 6c 69 74 65 72 61 6c 73 22 3a 5b 6e 75 6c 6c 2c 74 72 75 65 2c 66 61 6c 73 65' +
+      ' 5d 2c 22 6e 75 6d 62 65 72 73 22 3a 5b 33 33 33 33 33 33 33 33 33 2e 33 33 33 33 33' +
+      ' 33 33 2c 31 65 2b 33 30 2c 34 2e 35 2c 30 2e 30 30 32 2c 31 65 2d 32 37 5d 2c 22 73' +
+      ' 74 72 69 6e 67 22 3a 22 e2 82 ac 24 5c 75 30 30 30 66 5c 6e 41 27 42 5c 22 5c 5c 5c' +
+      ' 5c 5c 22 2f 22 7d';
     const bytes = canonicalBytes(JSON.parse(input));
     expect(bytes.toString('hex')).toBe(hex.replaceAll(' ', ''));
   });
 
-  it('escapes controls other than the short forms as lowercase \\u00xx and leaves "/" and DEL alone', () => {
-    expect(canonicalJson('\b\t\n\f\r\u0000\u001f"\\/\u007f')).toBe('"\\b\\t\\n\\f\\r\\u0000\\u001f\\"\\\\/\u007f"');
-  });
+  it(
+    'escapes controls other than the short forms as ' +
+      'lowercase \\u00xx and leaves "/" and DEL alone',
+    () => {
+      expect(canonicalJson('\b\t\n\f\r\u0000\u001f"\\/\u007f')).toBe(
+        '"\\b\\t\\n\\f\\r\\u0000\\u001f\\"\\\\/\u007f"',
+      );
+    },
+  );
 
   it('sorts by code units, not code points: a surrogate pair (D83D) sorts before U+FB33', () => {
     expect(canonicalJson({ '\ufb33': 1, '\ud83d\ude00': 2 })).toBe('{"\ud83d\ude00":2,"\ufb33":1}');
@@ -202,7 +225,8 @@ describe('canonical form properties (P2)', () => {
     const value = { 'caf\u00e9': '\u20ac\ud83d\ude02' };
     const bytes = canonicalBytes(value);
     expect(Buffer.isBuffer(bytes)).toBe(true);
-    // { " c a f é " : " € 😂 " }: é is 2 bytes, € 3, the emoji 4 (one code point, not two surrogates)
+    // { " c a f é " : " € 😂 " }: é is 2 bytes, € 3,
+    // the emoji 4 (one code point, not two surrogates)
     expect(bytes.toString('hex')).toBe('7b22636166c3a9223a22e282acf09f9882227d');
     expect(bytes.toString('utf8')).toBe(canonicalJson(value));
   });
@@ -211,7 +235,9 @@ describe('canonical form properties (P2)', () => {
 describe('profile vectors, byte for byte (P2, P3)', () => {
   it('envelope: the object without its signature', () => {
     const expected = Buffer.from(vectors.envelope.canonical_utf8, 'utf8');
-    expect(canonicalJson(vectors.envelope.object_without_signature)).toBe(vectors.envelope.canonical_utf8);
+    expect(canonicalJson(vectors.envelope.object_without_signature)).toBe(
+      vectors.envelope.canonical_utf8,
+    );
     expect(canonicalBytes(vectors.envelope.object_without_signature).equals(expected)).toBe(true);
   });
 

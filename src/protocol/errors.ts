@@ -46,7 +46,11 @@ export interface Refusal {
   detail?: Record<string, unknown>;
 }
 
-export function refusal(code: ErrorCode, message: string, detail?: Record<string, unknown>): Refusal {
+export function refusal(
+  code: ErrorCode,
+  message: string,
+  detail?: Record<string, unknown>,
+): Refusal {
   return detail === undefined ? { code, message } : { code, message, detail };
 }
 
@@ -59,11 +63,29 @@ export function errorBody(r: Refusal): string {
   return JSON.stringify({ error: r });
 }
 
+/**
+ * The refusal a read answers once an object's deadline has passed (a view's expiry, exact to the
+ * millisecond before any tick records it).
+ */
+export function expiredRefusal(code: ErrorCode): Refusal {
+  const what = code.startsWith('path.request.')
+    ? 'request'
+    : code.startsWith('path.instruction.')
+      ? 'instruction'
+      : 'object';
+  return refusal(code, `this ${what} has expired`);
+}
+
 export function invalid(field: string, message: string): Refusal {
   return refusal('path.core.invalid_request', message, { field });
 }
 
 export function isRefusal(value: unknown): value is Refusal {
-  return typeof value === 'object' && value !== null && typeof (value as Refusal).code === 'string'
-    && (value as Refusal).code in ERROR_STATUS && typeof (value as Refusal).message === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Refusal).code === 'string' &&
+    (value as Refusal).code in ERROR_STATUS &&
+    typeof (value as Refusal).message === 'string'
+  );
 }

@@ -7,14 +7,23 @@ import { describe, expect, it } from 'vitest';
 import { statusOf } from './errors.js';
 import { identifierHash, normaliseIdentifier, type LookupKeyType } from './identifiers.js';
 
-interface HashCase { identifier_type: LookupKeyType; input: string; normalised: string; message: string; hash: string }
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8')) as {
+interface HashCase {
+  identifier_type: LookupKeyType;
+  input: string;
+  normalised: string;
+  message: string;
+  hash: string;
+}
+const vectors = JSON.parse(
+  readFileSync(new URL('../../../shared/vectors/protocol-vectors.json', import.meta.url), 'utf8'),
+) as {
   identifier_hash: { pepper_hex: string; cases: HashCase[] };
 };
 
 function accepted(type: LookupKeyType, raw: string): string {
   const result = normaliseIdentifier(type, raw);
-  if (!result.ok) throw new Error(`${type} ${JSON.stringify(raw)} was refused: ${result.refusal.message}`);
+  if (!result.ok)
+    throw new Error(`${type} ${JSON.stringify(raw)} was refused: ${result.refusal.message}`);
   return result.value;
 }
 
@@ -42,26 +51,40 @@ describe('P8 identifier_hash vectors', () => {
   const pepper = Buffer.from(vectors.identifier_hash.pepper_hex, 'hex');
 
   it('has cases for phone, email and bank_account', () => {
-    expect(vectors.identifier_hash.cases.map((c) => c.identifier_type).sort()).toEqual(['bank_account', 'email', 'phone']);
+    expect(vectors.identifier_hash.cases.map((c) => c.identifier_type).sort()).toEqual([
+      'bank_account',
+      'email',
+      'phone',
+    ]);
   });
 
   for (const c of vectors.identifier_hash.cases) {
-    it(`P8 vector ${c.identifier_type}: input normalises to ${c.normalised} and hashes byte for byte`, () => {
-      expect(accepted(c.identifier_type, c.input)).toBe(c.normalised);
-      expect(c.message).toBe(`${c.identifier_type}:${c.normalised}`);
-      expect(identifierHash(pepper, c.identifier_type, c.normalised)).toBe(c.hash);
-      expect(identifierHash(pepper, c.identifier_type, accepted(c.identifier_type, c.input))).toBe(c.hash);
-    });
+    it(
+      `P8 vector ${c.identifier_type}: ` +
+        `input normalises to ${c.normalised} and hashes byte for byte`,
+      () => {
+        expect(accepted(c.identifier_type, c.input)).toBe(c.normalised);
+        expect(c.message).toBe(`${c.identifier_type}:${c.normalised}`);
+        expect(identifierHash(pepper, c.identifier_type, c.normalised)).toBe(c.hash);
+        expect(
+          identifierHash(pepper, c.identifier_type, accepted(c.identifier_type, c.input)),
+        ).toBe(c.hash);
+      },
+    );
   }
 
-  it('P8 identifier_hash is lowercase hex HMAC-SHA-256 over "<type>:<normalised>", the type covered', () => {
-    const h = identifierHash(pepper, 'lei', '5493001KJTIIGC8Y1R12');
-    expect(h).toMatch(/^[0-9a-f]{64}$/);
-    expect(h).toBe(createHmac('sha256', pepper).update('lei:5493001KJTIIGC8Y1R12').digest('hex'));
-    // Same value under another type, or under another pepper, is another hash.
-    expect(identifierHash(pepper, 'reg', '5493001KJTIIGC8Y1R12')).not.toBe(h);
-    expect(identifierHash(Buffer.alloc(32, 7), 'lei', '5493001KJTIIGC8Y1R12')).not.toBe(h);
-  });
+  it(
+    'P8 identifier_hash is lowercase hex HMAC-SHA-256 ' +
+      'over "<type>:<normalised>", the type covered',
+    () => {
+      const h = identifierHash(pepper, 'lei', '5493001KJTIIGC8Y1R12');
+      expect(h).toMatch(/^[0-9a-f]{64}$/);
+      expect(h).toBe(createHmac('sha256', pepper).update('lei:5493001KJTIIGC8Y1R12').digest('hex'));
+      // Same value under another type, or under another pepper, is another hash.
+      expect(identifierHash(pepper, 'reg', '5493001KJTIIGC8Y1R12')).not.toBe(h);
+      expect(identifierHash(Buffer.alloc(32, 7), 'lei', '5493001KJTIIGC8Y1R12')).not.toBe(h);
+    },
+  );
 });
 
 describe('phone (SPEC B: E.164, normalisation normative; P8)', () => {
@@ -77,7 +100,11 @@ describe('phone (SPEC B: E.164, normalisation normative; P8)', () => {
 
   it('every accepted form of one number yields the same hash', () => {
     const pepper = Buffer.alloc(32, 1);
-    const hashes = new Set(['+442079460958', '+44 20 7946 0958', '+44-20-7946-0958'].map((r) => identifierHash(pepper, 'phone', accepted('phone', r))));
+    const hashes = new Set(
+      ['+442079460958', '+44 20 7946 0958', '+44-20-7946-0958'].map((r) =>
+        identifierHash(pepper, 'phone', accepted('phone', r)),
+      ),
+    );
     expect(hashes.size).toBe(1);
   });
 
@@ -136,11 +163,21 @@ describe('email (P8: trimmed, lower-cased, IDNA domain)', () => {
 
 describe('bank_account (SPEC B: carries its scheme, never inferred; P8)', () => {
   it('iban: with spaces or lower case is upper-cased without spaces', () => {
-    expect(accepted('bank_account', 'iban:GB82WEST12345698765432')).toBe('iban:GB82WEST12345698765432');
-    expect(accepted('bank_account', 'iban:GB82 WEST 1234 5698 7654 32')).toBe('iban:GB82WEST12345698765432');
-    expect(accepted('bank_account', 'iban:gb82 west 1234 5698 7654 32')).toBe('iban:GB82WEST12345698765432');
-    expect(accepted('bank_account', 'IBAN:GB82WEST12345698765432')).toBe('iban:GB82WEST12345698765432');
-    expect(accepted('bank_account', 'iban:DE89 3704 0044 0532 0130 00')).toBe('iban:DE89370400440532013000');
+    expect(accepted('bank_account', 'iban:GB82WEST12345698765432')).toBe(
+      'iban:GB82WEST12345698765432',
+    );
+    expect(accepted('bank_account', 'iban:GB82 WEST 1234 5698 7654 32')).toBe(
+      'iban:GB82WEST12345698765432',
+    );
+    expect(accepted('bank_account', 'iban:gb82 west 1234 5698 7654 32')).toBe(
+      'iban:GB82WEST12345698765432',
+    );
+    expect(accepted('bank_account', 'IBAN:GB82WEST12345698765432')).toBe(
+      'iban:GB82WEST12345698765432',
+    );
+    expect(accepted('bank_account', 'iban:DE89 3704 0044 0532 0130 00')).toBe(
+      'iban:DE89370400440532013000',
+    );
   });
 
   it('refuses an IBAN with a bad mod-97 check or empty', () => {
@@ -190,12 +227,18 @@ describe('lei (P8: 20 characters with a valid ISO 17442 check)', () => {
 
 describe('reg (SPEC B: reg:<country>:<registry>:<number>, registry mandatory; P8)', () => {
   it('accepts the canonical form unchanged', () => {
-    expect(accepted('reg', 'reg:GB:companies-house:01234567')).toBe('reg:GB:companies-house:01234567');
+    expect(accepted('reg', 'reg:GB:companies-house:01234567')).toBe(
+      'reg:GB:companies-house:01234567',
+    );
   });
 
   it('case and spacing variants of one registry number normalise to the same value', () => {
-    expect(accepted('reg', 'reg:gb:companies-house:01234567')).toBe('reg:GB:companies-house:01234567');
-    expect(accepted('reg', '  reg:GB:companies-house:01234567 ')).toBe('reg:GB:companies-house:01234567');
+    expect(accepted('reg', 'reg:gb:companies-house:01234567')).toBe(
+      'reg:GB:companies-house:01234567',
+    );
+    expect(accepted('reg', '  reg:GB:companies-house:01234567 ')).toBe(
+      'reg:GB:companies-house:01234567',
+    );
   });
 
   it('refuses a value whose registry part is missing', () => {

@@ -2,10 +2,22 @@
 import { randomBytes } from 'node:crypto';
 
 export type ReferencePrefix =
-  | 'req' | 'ins' | 'chk' | 'cs' | 'rcp' | 'con' | 'dlg' | 'att' | 'obd'
-  | 'sub' | 'idn' | 'adr' | 'tgt' | 'evt';
+  | 'req'
+  | 'ins'
+  | 'chk'
+  | 'cs'
+  | 'rcp'
+  | 'con'
+  | 'dlg'
+  | 'att'
+  | 'obd'
+  | 'sub'
+  | 'idn'
+  | 'adr'
+  | 'tgt'
+  | 'evt';
 
-export const REFERENCE_RANDOM_BYTES = 16;
+export const REFERENCE_RANDOM_BYTES = 16; // tidy: format (P9: 128 random bits)
 
 export function newReference(prefix: ReferencePrefix): string {
   return `${prefix}_${randomBytes(REFERENCE_RANDOM_BYTES).toString('hex')}`;

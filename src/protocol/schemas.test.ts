@@ -4,19 +4,21 @@ import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { Decimal, MemberName, Reference, Rfc3339, validator } from './schemas.js';
 
-const check = validator(Type.Object({
-  to: Type.Union([Type.Literal('settled'), Type.Literal('failed')]),
-  reason: Type.Optional(Type.Union([
-    Type.Null(), Type.Union([Type.Literal('a'), Type.Literal('b')]),
-  ])),
-  request: Type.Optional(Type.Union([Type.Null(), Reference('req', 'a request reference')])),
-  format: Type.Optional(Type.Literal('chain_address')),
-  at: Type.Optional(Rfc3339),
-  amount: Type.Optional(Decimal),
-  member: Type.Optional(MemberName),
-  code: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$' })),
-  count: Type.Optional(Type.Integer()),
-}));
+const check = validator(
+  Type.Object({
+    to: Type.Union([Type.Literal('settled'), Type.Literal('failed')]),
+    reason: Type.Optional(
+      Type.Union([Type.Null(), Type.Union([Type.Literal('a'), Type.Literal('b')])]),
+    ),
+    request: Type.Optional(Type.Union([Type.Null(), Reference('req', 'a request reference')])),
+    format: Type.Optional(Type.Literal('chain_address')),
+    at: Type.Optional(Rfc3339),
+    amount: Type.Optional(Decimal),
+    member: Type.Optional(MemberName),
+    code: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$' })),
+    count: Type.Optional(Type.Integer()),
+  }),
+);
 
 const refusal = (value: unknown) => {
   const result = check(value);
@@ -28,7 +30,8 @@ const refusal = (value: unknown) => {
 describe('validator messages (P7)', () => {
   it('a closed set: the allowed values in the message and in detail.allowed', () => {
     expect(refusal({ to: 'pending' })).toEqual({
-      code: 'path.core.invalid_request', message: 'to must be one of "settled", "failed"',
+      code: 'path.core.invalid_request',
+      message: 'to must be one of "settled", "failed"',
       detail: { field: 'to', allowed: ['settled', 'failed'] },
     });
   });
@@ -40,15 +43,17 @@ describe('validator messages (P7)', () => {
   });
 
   it('a single literal, and a missing closed-set field', () => {
-    expect(refusal({ to: 'failed', format: 'iban' }).message)
-      .toBe('format must be "chain_address"');
+    expect(refusal({ to: 'failed', format: 'iban' }).message).toBe(
+      'format must be "chain_address"',
+    );
     expect(refusal({}).message).toBe('to is required: one of "settled", "failed"');
   });
 
   it('patterns are described in words, and a union of described kinds is joined with "or"', () => {
     const message = (extra: object) => refusal({ to: 'settled', ...extra }).message;
-    expect(message({ at: '2026-11-21T12:00:00+01:00' }))
-      .toBe('at must be an RFC 3339 UTC time ending in Z, like "2026-11-21T12:00:00Z"');
+    expect(message({ at: '2026-11-21T12:00:00+01:00' })).toBe(
+      'at must be an RFC 3339 UTC time ending in Z, like "2026-11-21T12:00:00Z"',
+    );
     expect(message({ amount: '1e3' })).toMatch(/^amount must be a decimal amount/);
     expect(message({ member: '-x' })).toMatch(/^member must be a member name/);
     expect(message({ request: 'req_1' })).toBe(
@@ -60,11 +65,12 @@ describe('validator messages (P7)', () => {
   });
 
   it('a pattern without a description still never shows the regex', () => {
-    expect(refusal({ to: 'settled', code: 'eur' }).message)
-      .toBe('code is not in the expected form');
+    expect(refusal({ to: 'settled', code: 'eur' }).message).toBe(
+      'code is not in the expected form',
+    );
   });
 
-  it('other mistakes keep the field and the library\'s words', () => {
+  it("other mistakes keep the field and the library's words", () => {
     const r = refusal({ to: 'settled', count: 1.5 });
     expect(r.detail).toEqual({ field: 'count' });
     expect(r.message).toMatch(/^count: /);

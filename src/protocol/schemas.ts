@@ -6,18 +6,21 @@
 import { Kind, Type, type TSchema, type Static } from '@sinclair/typebox';
 import { TypeCompiler, ValueErrorType, type ValueError } from '@sinclair/typebox/compiler';
 import { DECIMAL_PATTERN } from './amounts.js';
+import { TEXT_LENGTH_MAX } from '../config.js';
 import { invalid, refusal, type Refusal } from './errors.js';
 
-/** Longest string accepted in any free-form field. */
-export const TEXT_LENGTH_MAX = 1024;
-
 export const Text = (options: { maxLength?: number; minLength?: number } = {}) =>
-  Type.String({ minLength: options.minLength ?? 1, maxLength: options.maxLength ?? TEXT_LENGTH_MAX });
+  Type.String({
+    minLength: options.minLength ?? 1,
+    maxLength: options.maxLength ?? TEXT_LENGTH_MAX,
+  });
 
 export const Decimal = Type.String({
-  pattern: DECIMAL_PATTERN, maxLength: 64,
-  description: 'a decimal amount written as a string, like "12.50": digits, then optionally a dot '
-    + 'and more digits',
+  pattern: DECIMAL_PATTERN,
+  maxLength: 64,
+  description:
+    'a decimal amount written as a string, like "12.50": digits, then optionally a dot ' +
+    'and more digits',
 });
 
 export const Rfc3339 = Type.String({
@@ -26,10 +29,11 @@ export const Rfc3339 = Type.String({
 });
 
 /** A reference or id of this node (P9): the prefix, an underscore, 32 lowercase hex digits. */
-export const Reference = (prefix: string, what: string) => Type.String({
-  pattern: `^${prefix}_[0-9a-f]{32}$`,
-  description: `${what}: "${prefix}_" followed by 32 lowercase hex digits`,
-});
+export const Reference = (prefix: string, what: string) =>
+  Type.String({
+    pattern: `^${prefix}_[0-9a-f]{32}$`,
+    description: `${what}: "${prefix}_" followed by 32 lowercase hex digits`,
+  });
 
 /** An opaque Path address (SPEC E). */
 export const PathAddress = Type.String({
@@ -38,12 +42,15 @@ export const PathAddress = Type.String({
 });
 
 export const HttpUrl = Type.String({
-  minLength: 8, maxLength: 2048, pattern: '^https?://',
+  minLength: 8,
+  maxLength: 2048,
+  pattern: '^https?://',
   description: 'an absolute URL starting with https:// (or http://)',
 });
 
 export const Sha256Hex = Type.String({
-  pattern: '^[0-9a-f]{64}$', description: '64 lowercase hex digits',
+  pattern: '^[0-9a-f]{64}$',
+  description: '64 lowercase hex digits',
 });
 
 export const Amount = Type.Object({
@@ -62,11 +69,13 @@ export const Capability = Type.Object({
   rail: Text({ maxLength: 64 }),
   asset_type: Text({ maxLength: 64 }),
   asset_code: Text({ maxLength: 64 }),
-  chain: Type.Optional(Type.Object({
-    slug: Type.Optional(Text({ maxLength: 128 })),
-    caip2: Type.Optional(Text({ maxLength: 128 })),
-    evm: Type.Optional(Type.Object({ chain_id: Type.Integer({ minimum: 0 }) })),
-  })),
+  chain: Type.Optional(
+    Type.Object({
+      slug: Type.Optional(Text({ maxLength: 128 })),
+      caip2: Type.Optional(Text({ maxLength: 128 })),
+      evm: Type.Optional(Type.Object({ chain_id: Type.Integer({ minimum: 0 }) })),
+    }),
+  ),
   standard: Type.Optional(Text({ maxLength: 64 })),
   contract: Type.Optional(Text({ maxLength: 256 })),
   fees: Type.Optional(Type.Array(Fee, { maxItems: 32 })),
@@ -80,8 +89,9 @@ export const RailReference = Type.Object({
 
 export const MemberName = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
-  description: 'a member name: 1 to 63 letters, digits, dots, dashes or underscores, starting '
-    + 'with a letter or digit',
+  description:
+    'a member name: 1 to 63 letters, digits, dots, dashes or underscores, starting ' +
+    'with a letter or digit',
 });
 
 export type AmountT = Static<typeof Amount>;
@@ -149,13 +159,22 @@ function inWords(schema: TSchema): string {
     return quoted.length === 1 ? quoted[0]! : `one of ${quoted.join(', ')}`;
   }
   switch (schema[Kind]) {
-    case 'Union': return (schema.anyOf as TSchema[]).map(inWords).join(' or ');
-    case 'String': return 'a string';
-    case 'Integer': return 'an integer';
-    case 'Number': return 'a number';
-    case 'Boolean': return 'true or false';
-    case 'Array': return 'an array';
-    case 'Object': case 'Record': return 'an object';
-    default: return 'a value of the documented type';
+    case 'Union':
+      return (schema.anyOf as TSchema[]).map(inWords).join(' or ');
+    case 'String':
+      return 'a string';
+    case 'Integer':
+      return 'an integer';
+    case 'Number':
+      return 'a number';
+    case 'Boolean':
+      return 'true or false';
+    case 'Array':
+      return 'an array';
+    case 'Object':
+    case 'Record':
+      return 'an object';
+    default:
+      return 'a value of the documented type';
   }
 }

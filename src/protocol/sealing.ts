@@ -3,8 +3,8 @@
 // clear. The front end seals on arrival; only the code that must compare a value opens it.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
+const IV_BYTES = 12; // tidy: format (AES-GCM's 96-bit nonce)
+const TAG_BYTES = 16; // tidy: format (AES-GCM's 128-bit tag)
 const VERSION = 's1';
 
 export function seal(key: Buffer, plaintext: string): string {
@@ -19,5 +19,8 @@ export function unseal(key: Buffer, sealed: string): string {
   const raw = Buffer.from(sealed.slice(VERSION.length + 1), 'base64url');
   const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
   decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-  return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  return Buffer.concat([
+    decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)),
+    decipher.final(),
+  ]).toString('utf8');
 }

@@ -7,7 +7,7 @@ import { getUnsafeNumberReason } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
 import { parseStrictObject } from './strict-json.js';
 
-const DEPTH_MAX = 32;
+const DEPTH_MAX = 32; // tidy: format (the nesting limit these test bodies are read with)
 const SEED = Number(process.env.STRICT_JSON_SEED ?? 20261121) >>> 0;
 const BODIES = 5_000;
 
@@ -23,14 +23,47 @@ function mulberry32(seed: number): () => number {
 
 const NAMES = ['a', 'b', 'rail', 'via', '__proto__', 'x\\ud800', 'x\\ud83d\\ude00', 'q\\"', 'n:'];
 const STRINGS = [
-  'book', '12345678901234567890', '1e400', 'a\\":b', '\\ud800', '\\udc00\\ud800', '\\ud83d\\ude00',
-  '\\\\ud800', '\\u0041', 'sha256:0e12', '\\"', 'é', '\\uDBFF\\uDFFF', '\\uDBFF',
+  'book',
+  '12345678901234567890',
+  '1e400',
+  'a\\":b',
+  '\\ud800',
+  '\\udc00\\ud800',
+  '\\ud83d\\ude00',
+  '\\\\ud800',
+  '\\u0041',
+  'sha256:0e12',
+  '\\"',
+  'é',
+  '\\uDBFF\\uDFFF',
+  '\\uDBFF',
 ];
 const NUMBERS = [
-  '0', '-0', '1', '42', '0.1', '-0.5', '1.5e3', '1e2', '1E-7', '9007199254740991',
-  '9007199254740992', '-9007199254740993', '123456789012345', '1234567890123456',
-  '0.1000000000000000000001', '1e400', '1e-400', '1e21', '100.0', '3.141592653589793',
-  '3.1415926535897932384', '0.0000001', '5e-324', '12345678901234567890.0', '999999999999999.9',
+  '0',
+  '-0',
+  '1',
+  '42',
+  '0.1',
+  '-0.5',
+  '1.5e3',
+  '1e2',
+  '1E-7',
+  '9007199254740991',
+  '9007199254740992',
+  '-9007199254740993',
+  '123456789012345',
+  '1234567890123456',
+  '0.1000000000000000000001',
+  '1e400',
+  '1e-400',
+  '1e21',
+  '100.0',
+  '3.141592653589793',
+  '3.1415926535897932384',
+  '0.0000001',
+  '5e-324',
+  '12345678901234567890.0',
+  '999999999999999.9',
 ];
 const SPACES = ['', '', '', ' ', '\n  ', '\t'];
 
@@ -48,8 +81,10 @@ function randomBody(rnd: () => number): string {
     return pick(['true', 'false', 'null']);
   };
   const object = (depth: number): string => {
-    const members = Array.from({ length: Math.floor(rnd() * 5) }, () =>
-      `${pick(SPACES)}"${pick(NAMES)}"${pick(SPACES)}:${pick(SPACES)}${value(depth)}`);
+    const members = Array.from(
+      { length: Math.floor(rnd() * 5) },
+      () => `${pick(SPACES)}"${pick(NAMES)}"${pick(SPACES)}:${pick(SPACES)}${value(depth)}`,
+    );
     return `{${members.join(',')}}`;
   };
   return object(0);

@@ -16,8 +16,7 @@ export interface JsonProblem {
 }
 
 export type ParsedObject =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; problem: JsonProblem };
+  { ok: true; value: Record<string, unknown> } | { ok: false; problem: JsonProblem };
 
 type Segment = string | number;
 
@@ -203,8 +202,12 @@ function iJsonProblem(text: string): JsonProblem | null {
   };
   try {
     visit(text, {
-      onObjectBegin: () => { names.push(new Set()); },
-      onObjectEnd: () => { names.pop(); },
+      onObjectBegin: () => {
+        names.push(new Set());
+      },
+      onObjectEnd: () => {
+        names.pop();
+      },
       onObjectProperty: (name, _offset, _length, _line, _column, pathOf) => {
         const seen = names[names.length - 1]!;
         if (!name.isWellFormed()) stop([...pathOf(), name], LONE_SURROGATE_NAME);
@@ -229,10 +232,11 @@ function iJsonProblem(text: string): JsonProblem | null {
 }
 
 const DUPLICATE = 'duplicate member name (I-JSON, RFC 7493: member names must be unique)';
-const LONE_SURROGATE = 'string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff unpaired); '
-  + 'it has no Unicode character to sign';
-const LONE_SURROGATE_NAME = 'member name holds a lone UTF-16 surrogate escape (\\ud800-\\udfff '
-  + 'unpaired)';
+const LONE_SURROGATE =
+  'string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff unpaired); ' +
+  'it has no Unicode character to sign';
+const LONE_SURROGATE_NAME =
+  'member name holds a lone UTF-16 surrogate escape (\\ud800-\\udfff ' + 'unpaired)';
 const NUMBER_PROBLEMS: Record<string, string> = {
   overflow: 'number out of range (beyond what a double holds); send it as a string',
   underflow: 'number too small for a double (it would become 0); send it as a string',

@@ -26,7 +26,8 @@ describe('parseTime accepts (P13)', () => {
   });
 
   it('what isoTime writes', () => {
-    for (const ms of [0, NOON, NOON + 1, Date.UTC(2099, 5, 30, 23, 59, 59, 999)]) expect(parseTime(isoTime(ms))).toBe(ms);
+    for (const ms of [0, NOON, NOON + 1, Date.UTC(2099, 5, 30, 23, 59, 59, 999)])
+      expect(parseTime(isoTime(ms))).toBe(ms);
   });
 });
 
@@ -57,6 +58,7 @@ describe('parseTime refuses (P13)', () => {
   });
 
   it('values that are not strings', () => {
-    for (const value of [NOON, null, undefined, new Date(NOON), {}]) expect(parseTime(value)).toBeNull();
+    for (const value of [NOON, null, undefined, new Date(NOON), {}])
+      expect(parseTime(value)).toBeNull();
   });
 });

@@ -16,7 +16,14 @@ export function parseTime(text: unknown): number | null {
   if (Number.isNaN(ms)) return null;
   // Date.parse rolls over impossible dates (Feb 30); refuse them by checking the fields back.
   const d = new Date(ms);
-  if (d.getUTCFullYear() !== Number(m[1]) || d.getUTCMonth() + 1 !== Number(m[2]) || d.getUTCDate() !== Number(m[3])
-    || d.getUTCHours() !== Number(m[4]) || d.getUTCMinutes() !== Number(m[5]) || d.getUTCSeconds() !== Number(m[6])) return null;
+  if (
+    d.getUTCFullYear() !== Number(m[1]) ||
+    d.getUTCMonth() + 1 !== Number(m[2]) ||
+    d.getUTCDate() !== Number(m[3]) ||
+    d.getUTCHours() !== Number(m[4]) ||
+    d.getUTCMinutes() !== Number(m[5]) ||
+    d.getUTCSeconds() !== Number(m[6])
+  )
+    return null;
   return ms;
 }

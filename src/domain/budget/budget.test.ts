@@ -1,55 +1,146 @@
-// The member budget (P12) and the lookup journal (SPEC D): all-or-nothing charges per type and
-// calendar month, one journal row per call listing every key with its hash only, and the
-// retention that deletes journal rows past their time.
+// The member budget (P12) and the lookup journal (SPEC D), the decider alone: given the charges
+// a member has made, when a charge, then its events, journal entry and remaining allowance, or
+// the refusal of the whole call. Lookups per type and UTC calendar month (the allowance comes
+// from the front end, which holds the directory index); payee checks per UTC day against
+// `payee_check_daily_max` from the node's limits. Last, the retention that deletes journal rows
+// past their time.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../config.js';
+import { journalRows } from '../../log/rows.js';
 import { MemoryLog } from '../../log/memory-log.js';
-import { frame, unframe } from '../../log/record.js';
-import { newReference } from '../../protocol/ids.js';
-import { signingKeyFromSeed } from '../../protocol/signing.js';
 import { housekeeping } from '../../node.js';
-import { isDecisionRefusal } from '../../actors/types.js';
-import { budgetDecider, type ChargeLookups } from './budget.js';
+import type { Decision, JournalEntry } from '../decider.js';
+import { BETA, deciderSpec, SPEC_NOW } from '../spec.js';
+import { budgetDecider, type BudgetEvent, type ChargeLookups } from './budget.js';
 
-const signer = signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
-const NOW = Date.parse('2026-11-21T12:00:00Z');
-const context = { now: NOW, member: 'local', signer, newId: newReference };
-const caller = { member: 'beta', local: false };
-const keys = (n: number, found = false) => Array.from({ length: n }, (_, i) => ({ identifier_type: 'phone', identifier_hash: i.toString(16).padStart(64, '0'), found }));
+const spec = deciderSpec(budgetDecider);
+const NOW = new Date(SPEC_NOW).toISOString();
+const MONTH = '2026-11';
+const DAY = '2026-11-21';
+const EXHAUSTED = 'path.finder.budget_exhausted';
+const keys = (n: number, found = false, type = 'phone') =>
+  Array.from({ length: n }, (_, i) => ({
+    identifier_type: type,
+    identifier_hash: i.toString(16).padStart(64, '0'),
+    found,
+  }));
+const charge = (n: number, allowance: number, found = false): ChargeLookups => ({
+  counts: { phone: n },
+  allowances: { phone: allowance },
+  answers: keys(n, found),
+});
+const charged = (n: number, month = MONTH): BudgetEvent => ({
+  type: 'lookups_charged',
+  month,
+  counts: { phone: n },
+});
+const metaOf = (decision: Decision<BudgetEvent>) => decision.meta;
 
-describe('lookup charges', () => {
-  it('journals every key of a call in one row, with type, hash and found only', () => {
-    const input: ChargeLookups = { counts: { phone: 3 }, allowances: { phone: 10 }, answers: keys(3) };
-    const decision = budgetDecider.decide({ name: 'charge-lookups', input, caller }, null, context);
-    if (isDecisionRefusal(decision)) throw new Error(decision.message);
-    expect(decision.tables).toHaveLength(1);
-    const row = unframe<{ requester: string; at: string; keys: unknown[] }>(decision.tables![0]!.bytes!);
-    expect(row).toEqual({ requester: 'beta', at: '2026-11-21T12:00:00.000Z', keys: keys(3).map((k) => [k.identifier_type, k.identifier_hash, false]) });
-    expect(decision.tables![0]!.key.startsWith('2026-11-21T12:00:00.000Z/beta/')).toBe(true);
-    expect(decision.reply.meta).toEqual({ remaining: { phone: 7 } });
+describe('budget: lookup charges (P12, SPEC D)', () => {
+  it('charges the call and journals every key of it in one entry: type, hash, found only', () => {
+    const decision = spec
+      .given([])
+      .when('charge-lookups', charge(3, 10), BETA)
+      .then([charged(3)]);
+    expect(decision.journal).toEqual<JournalEntry[]>([
+      {
+        requester: 'beta',
+        at: NOW,
+        keys: keys(3).map((k) => [k.identifier_type, k.identifier_hash, false]),
+      },
+    ]);
+    expect(decision.answer).toEqual({ value: {} });
+    expect(metaOf(decision)).toEqual({ remaining: { phone: 7 } });
   });
 
   it('refuses a call the allowance cannot cover whole, and counts negatives like positives', () => {
-    let state = null;
-    const charge = (n: number, found: boolean) => budgetDecider.decide({ name: 'charge-lookups', input: { counts: { phone: n }, allowances: { phone: 5 }, answers: keys(n, found) }, caller }, state, context);
-    const first = charge(3, false);
-    if (isDecisionRefusal(first)) throw new Error(first.message);
-    for (const e of first.events) state = budgetDecider.evolve(state, e);
-    const refused = charge(3, true);
-    expect(isDecisionRefusal(refused) && refused.code).toBe('path.finder.budget_exhausted');
-    expect(isDecisionRefusal(refused) && refused.detail).toMatchObject({ allowance: 5, window: 'calendar_month', identifier_type: 'phone', remaining: 2 });
-    expect(isDecisionRefusal(charge(2, true))).toBe(false);
+    const refused = spec
+      .given([charged(3)])
+      .when('charge-lookups', charge(3, 5, true), BETA)
+      .thenRefused(EXHAUSTED, {
+        allowance: 5,
+        window: 'calendar_month',
+        identifier_type: 'phone',
+        remaining: 2,
+      });
+    expect(refused.message).toMatch(/lookup budget/);
+    const fits = spec
+      .given([charged(3)])
+      .when('charge-lookups', charge(2, 5, true), BETA)
+      .then([charged(2)]);
+    expect(metaOf(fits)).toEqual({ remaining: { phone: 0 } });
+    spec
+      .given([charged(3), charged(2)])
+      .when('charge-lookups', charge(1, 5), BETA)
+      .thenRefused(EXHAUSTED, { remaining: 0 });
+  });
+
+  it('refuses the whole call when one of its types is spent, charging none of them', () => {
+    const input: ChargeLookups = {
+      counts: { email: 1, phone: 2 },
+      allowances: { email: 10, phone: 1 },
+      answers: [...keys(1, false, 'email'), ...keys(2)],
+    };
+    spec
+      .given([])
+      .when('charge-lookups', input, BETA)
+      .thenRefused(EXHAUSTED, { identifier_type: 'phone' });
   });
 
   it('starts each UTC calendar month afresh', () => {
-    let state = null;
-    const input = { counts: { email: 5 }, allowances: { email: 5 }, answers: keys(5) };
-    const november = budgetDecider.decide({ name: 'charge-lookups', input, caller }, state, context);
-    if (isDecisionRefusal(november)) throw new Error(november.message);
-    for (const e of november.events) state = budgetDecider.evolve(state, e);
-    expect(isDecisionRefusal(budgetDecider.decide({ name: 'charge-lookups', input, caller }, state, context))).toBe(true);
-    const december = budgetDecider.decide({ name: 'charge-lookups', input, caller }, state, { ...context, now: Date.parse('2026-12-01T00:00:00Z') });
-    expect(isDecisionRefusal(december)).toBe(false);
+    spec
+      .given([charged(5)])
+      .when('charge-lookups', charge(5, 5), BETA)
+      .thenRefused(EXHAUSTED);
+    const december = Date.parse('2026-12-01T00:00:00Z');
+    spec
+      .given([charged(5)], { now: december })
+      .when('charge-lookups', charge(5, 5), BETA)
+      .then([charged(5, '2026-12')]);
+  });
+
+  it('refuses a caller that is no member, and a call missing an allowance (a defect)', () => {
+    spec.given([]).when('charge-lookups', charge(1, 5), null).thenRefused('path.auth.forbidden');
+    const gap: ChargeLookups = { counts: { phone: 1 }, allowances: {}, answers: keys(1) };
+    spec.given([]).when('charge-lookups', gap, BETA).thenRefused('path.core.internal');
+  });
+});
+
+describe('budget: payee checks (P12, SPEC F: payee_check_daily_max per UTC day)', () => {
+  const checked: BudgetEvent = { type: 'payee_check_charged', day: DAY };
+  const limits = { limits: { payee_check_daily_max: 2 } };
+
+  it("charges one check against the allowance of the node's limits", () => {
+    const first = spec.given([], limits).when('charge-payee-check', {}, BETA).then([checked]);
+    expect(metaOf(first)).toEqual({ remaining: 1 });
+    const second = spec
+      .given([checked], limits)
+      .when('charge-payee-check', {}, BETA)
+      .then([checked]);
+    expect(metaOf(second)).toEqual({ remaining: 0 });
+    spec
+      .given([checked, checked], limits)
+      .when('charge-payee-check', {}, BETA)
+      .thenRefused(EXHAUSTED, { allowance: 2, window: 'calendar_day' });
+  });
+
+  it('takes the allowance from the limits alone (the default is payee_check_daily_max)', () => {
+    const decision = spec.given([checked]).when('charge-payee-check', {}, BETA).then([checked]);
+    expect(metaOf(decision)).toEqual({ remaining: DEFAULT_LIMITS.payee_check_daily_max - 2 });
+  });
+
+  it('starts each UTC day afresh, and refuses a caller that is not a member', () => {
+    const tomorrow = { ...limits, now: Date.parse('2026-11-22T00:00:00Z') };
+    spec
+      .given([checked, checked], tomorrow)
+      .when('charge-payee-check', {}, BETA)
+      .then([{ type: 'payee_check_charged', day: '2026-11-22' }]);
+    spec.given([], limits).when('charge-payee-check', {}, null).thenRefused('path.auth.forbidden');
+  });
+
+  it('keeps lookups and payee checks apart', () => {
+    const state = [charged(5), checked].reduce(budgetDecider.evolve, null);
+    expect(state).toMatchObject({ month: MONTH, lookups: { phone: 5 }, day: DAY, payee_checks: 1 });
   });
 });
 
@@ -57,13 +148,14 @@ describe('journal retention', () => {
   it('deletes journal rows older than the published retention and keeps the rest', async () => {
     const log = new MemoryLog();
     const day = 86_400_000;
-    const old = new Date(Date.now() - (DEFAULT_LIMITS.lookup_journal_retention_days + 1) * day).toISOString();
-    const recent = new Date(Date.now() - day).toISOString();
-    await log.write([
-      { table: 'journal', key: `${old}/beta/a`, bytes: frame({ keys: [] }) },
-      { table: 'journal', key: `${recent}/beta/b`, bytes: frame({ keys: [] }) },
-    ]);
+    const entry = (at: string): JournalEntry => ({ requester: 'beta', at, keys: [] });
+    const retention = DEFAULT_LIMITS.lookup_journal_retention_days * day;
+    const old = entry(new Date(Date.now() - retention - day).toISOString());
+    const recent = entry(new Date(Date.now() - day).toISOString());
+    await log.write([journalRows.entry(old, 'a'), journalRows.entry(recent, 'b')]);
     await housekeeping(log, DEFAULT_LIMITS);
-    expect([...log.scan('journal')].map((r) => r.key)).toEqual([`${recent}/beta/b`]);
+    expect([...log.scan('journal')].map((r) => r.key)).toEqual([
+      journalRows.key(recent.at, 'beta', 'b'),
+    ]);
   });
 });

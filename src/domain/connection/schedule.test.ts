@@ -17,17 +17,34 @@ function parsed(interval: string, max_per_period = '15'): ParsedSchedule {
 
 describe('SPEC K mandate schedule: parseSchedule (docs/decisions.md, P13)', () => {
   it('accepts an unbounded repeating interval of calendar months and keeps its parts', () => {
-    expect(parseSchedule({ interval: 'R/2026-01-31T00:00:00Z/P1M', max_per_period: '15' })).toEqual({
-      start: ms('2026-01-31T00:00:00Z'), repetitions: null, unit: 'M', count: 1, maxPerPeriod: '15',
+    const schedule = { interval: 'R/2026-01-31T00:00:00Z/P1M', max_per_period: '15' };
+    expect(parseSchedule(schedule)).toEqual({
+      start: ms('2026-01-31T00:00:00Z'),
+      repetitions: null,
+      unit: 'M',
+      count: 1,
+      maxPerPeriod: '15',
     });
   });
 
   it('accepts a repetition count, fractional-second starts and every unit Y, M, W, D', () => {
     expect(parsed('R12/2026-03-01T08:30:00.250Z/P2W', '0.5')).toEqual({
-      start: ms('2026-03-01T08:30:00.250Z'), repetitions: 12, unit: 'W', count: 2, maxPerPeriod: '0.5',
+      start: ms('2026-03-01T08:30:00.250Z'),
+      repetitions: 12,
+      unit: 'W',
+      count: 2,
+      maxPerPeriod: '0.5',
     });
-    expect(parsed('R3/2026-01-01T00:00:00Z/P30D')).toMatchObject({ repetitions: 3, unit: 'D', count: 30 });
-    expect(parsed('R/2024-02-29T00:00:00Z/P1Y')).toMatchObject({ repetitions: null, unit: 'Y', count: 1 });
+    expect(parsed('R3/2026-01-01T00:00:00Z/P30D')).toMatchObject({
+      repetitions: 3,
+      unit: 'D',
+      count: 30,
+    });
+    expect(parsed('R/2024-02-29T00:00:00Z/P1Y')).toMatchObject({
+      repetitions: null,
+      unit: 'Y',
+      count: 1,
+    });
     expect(parsed('R/2026-01-01T00:00:00Z/P3M')).toMatchObject({ unit: 'M', count: 3 });
   });
 
@@ -50,9 +67,13 @@ describe('SPEC K mandate schedule: parseSchedule (docs/decisions.md, P13)', () =
     expect(typeof parseSchedule({ interval, max_per_period: '15' })).toBe('string');
   });
 
-  it.each([['-1'], ['1e3'], ['1,5'], [''], ['.5'], ['5.'], ['ten']])('refuses max_per_period %j (not a P13 decimal string)', (max) => {
-    expect(typeof parseSchedule({ interval: 'R/2026-01-01T00:00:00Z/P1M', max_per_period: max })).toBe('string');
-  });
+  it.each([['-1'], ['1e3'], ['1,5'], [''], ['.5'], ['5.'], ['ten']])(
+    'refuses max_per_period %j (not a P13 decimal string)',
+    (max) => {
+      const schedule = { interval: 'R/2026-01-01T00:00:00Z/P1M', max_per_period: max };
+      expect(typeof parseSchedule(schedule)).toBe('string');
+    },
+  );
 });
 
 describe('SPEC K mandate schedule: periodAt', () => {
@@ -126,7 +147,7 @@ describe('SPEC K mandate schedule: periodAt', () => {
     expect(periodAt(s, ms('2026-07-30T00:00:00Z'))).toBe(1);
   });
 
-  it('steps years by the calendar (Feb 29 anchor -> Feb 28 in common years, Feb 29 again in 2028)', () => {
+  it('steps years by the calendar (Feb 29 anchor -> Feb 28 in common years, 29 in 2028)', () => {
     const s = parsed('R/2024-02-29T00:00:00Z/P1Y');
     expect(periodAt(s, ms('2025-02-27T23:59:59.999Z'))).toBe(0);
     expect(periodAt(s, ms('2025-02-28T00:00:00Z'))).toBe(1);

@@ -22,21 +22,43 @@ const INTERVAL = /^R(\d*)\/([^/]+)\/P(\d{1,4})([YMWD])$/;
 
 export function parseSchedule(schedule: Schedule): ParsedSchedule | string {
   const m = INTERVAL.exec(schedule.interval);
-  if (m === null) return 'interval must be an ISO 8601 repeating interval R[n]/<start>/P<n>(Y|M|W|D)';
+  if (m === null) {
+    return 'interval must be an ISO 8601 repeating interval R[n]/<start>/P<n>(Y|M|W|D)';
+  }
   const start = parseTime(m[2]);
   if (start === null) return 'the interval start must be an RFC 3339 UTC time';
   const count = Number(m[3]);
   if (count < 1) return 'the interval duration must be at least one unit';
   if (!isDecimal(schedule.max_per_period)) return 'max_per_period must be a decimal string';
-  return { start, repetitions: m[1] === '' ? null : Number(m[1]), unit: m[4] as ParsedSchedule['unit'], count, maxPerPeriod: schedule.max_per_period };
+  return {
+    start,
+    repetitions: m[1] === '' ? null : Number(m[1]),
+    unit: m[4] as ParsedSchedule['unit'],
+    count,
+    maxPerPeriod: schedule.max_per_period,
+  };
 }
 
 function step(from: number, s: ParsedSchedule, periods: number): number {
-  if (s.unit === 'D' || s.unit === 'W') return from + periods * s.count * (s.unit === 'D' ? 86_400_000 : 7 * 86_400_000);
+  if (s.unit === 'D' || s.unit === 'W') {
+    return from + periods * s.count * (s.unit === 'D' ? 86_400_000 : 7 * 86_400_000);
+  }
   const d = new Date(from);
   const months = periods * s.count * (s.unit === 'Y' ? 12 : 1);
-  const target = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()));
-  const lastDay = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
+  const target = new Date(
+    Date.UTC(
+      d.getUTCFullYear(),
+      d.getUTCMonth() + months,
+      1,
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+      d.getUTCMilliseconds(),
+    ),
+  );
+  const lastDay = new Date(
+    Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0),
+  ).getUTCDate();
   target.setUTCDate(Math.min(d.getUTCDate(), lastDay));
   return target.getTime();
 }

@@ -1,4 +1,4 @@
-// Wire schemas of SPEC G (payment instructions).
+// Wire schemas and commands of SPEC G (payment instructions).
 import { Type } from '@sinclair/typebox';
 import { Amount, Capability, PathAddress, Reference, validator } from '../../protocol/schemas.js';
 
@@ -10,3 +10,15 @@ export const CreateInstruction = Type.Object({
 });
 
 export const validateCreateInstruction = validator(CreateInstruction);
+
+/** The instruction aggregate's commands and their inputs. */
+export const instructionCommands = {
+  /** Issue for a request or an address (exactly one), on the capability `via`. */
+  issue: Type.Intersect([CreateInstruction, Type.Object({ reference: Type.String() })]),
+  /** The issuer withdraws it. */
+  revoke: Type.Object({}),
+  /** A receipt names it (a follow-up of the receipt's commit). */
+  use: Type.Object({ receipt: Type.String() }),
+  /** Time passes: expiry. */
+  tick: Type.Null(),
+};

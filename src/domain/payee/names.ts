@@ -2,7 +2,8 @@
 // as words after Unicode compatibility decomposition, with accents, case and punctuation
 // dropped, so "José Álvarez-Núñez" and "jose alvarez nunez" agree; scripts without case or
 // accents (Greek, Cyrillic, Arabic, CJK) compare the same way, word by word.
-//   match:       the same words in any order (courtesy titles ignored; legal forms too, for entities)
+//   match:       the same words in any order (courtesy titles ignored; legal forms too, for
+//                entities)
 //   close_match: every proposed word stands for a different registered word (the word itself,
 //                its initial, or one typo on a word of four letters or more), registered
 //                words left over are middle names only, and at least two words agree in full
@@ -14,17 +15,118 @@ export type NameResult = 'match' | 'close_match' | 'no_match';
 export type SubjectType = 'natural_person' | 'legal_entity';
 
 const LEGAL_FORMS = new Set([
-  'ltd', 'limited', 'llc', 'llp', 'lp', 'plc', 'inc', 'incorporated', 'corp', 'corporation', 'co', 'company', 'pty', 'pvt', 'pte',
-  'gmbh', 'ag', 'kg', 'ohg', 'ug', 'eg', 'ev', 'se', 'sa', 'sas', 'sarl', 'sasu', 'eurl', 'sci', 'snc', 'bv', 'nv', 'vof', 'cv',
-  'spa', 'srl', 'sapa', 'snc', 'sl', 'slu', 'sau', 'lda', 'ltda', 'me', 'eireli', 'oy', 'oyj', 'ab', 'publ', 'as', 'asa', 'aps', 'a/s',
-  'kk', 'yk', 'gk', 'sp', 'zoo', 'spzoo', 'sro', 'as', 'kft', 'zrt', 'nyrt', 'doo', 'ad', 'ood', 'ooo', 'oao', 'zao', 'pao', 'ao',
-  'ооо', 'оао', 'зао', 'пао', 'ао', 'ип', 'ае', 'επε', 'ικε', 'oe', 'ee', 'bhd', 'sdn', 'tbk', 'pt', 'cia', 'cie', 'et', 'and', '&',
-  '株式会社', '有限会社', '合同会社',
+  'ltd',
+  'limited',
+  'llc',
+  'llp',
+  'lp',
+  'plc',
+  'inc',
+  'incorporated',
+  'corp',
+  'corporation',
+  'co',
+  'company',
+  'pty',
+  'pvt',
+  'pte',
+  'gmbh',
+  'ag',
+  'kg',
+  'ohg',
+  'ug',
+  'eg',
+  'ev',
+  'se',
+  'sa',
+  'sas',
+  'sarl',
+  'sasu',
+  'eurl',
+  'sci',
+  'snc',
+  'bv',
+  'nv',
+  'vof',
+  'cv',
+  'spa',
+  'srl',
+  'sapa',
+  'snc',
+  'sl',
+  'slu',
+  'sau',
+  'lda',
+  'ltda',
+  'me',
+  'eireli',
+  'oy',
+  'oyj',
+  'ab',
+  'publ',
+  'as',
+  'asa',
+  'aps',
+  'a/s',
+  'kk',
+  'yk',
+  'gk',
+  'sp',
+  'zoo',
+  'spzoo',
+  'sro',
+  'as',
+  'kft',
+  'zrt',
+  'nyrt',
+  'doo',
+  'ad',
+  'ood',
+  'ooo',
+  'oao',
+  'zao',
+  'pao',
+  'ao',
+  'ооо',
+  'оао',
+  'зао',
+  'пао',
+  'ао',
+  'ип',
+  'ае',
+  'επε',
+  'ικε',
+  'oe',
+  'ee',
+  'bhd',
+  'sdn',
+  'tbk',
+  'pt',
+  'cia',
+  'cie',
+  'et',
+  'and',
+  '&',
+  '株式会社',
+  '有限会社',
+  '合同会社',
 ]);
 
 /** Letters that carry their accent in the letter itself, with no Unicode decomposition. */
 const FOLDS: Record<string, string> = {
-  ł: 'l', đ: 'd', ð: 'd', ı: 'i', ø: 'o', æ: 'ae', œ: 'oe', ß: 'ss', þ: 'th', ħ: 'h', ŧ: 't', ŀ: 'l', ĸ: 'k',
+  ł: 'l',
+  đ: 'd',
+  ð: 'd',
+  ı: 'i',
+  ø: 'o',
+  æ: 'ae',
+  œ: 'oe',
+  ß: 'ss',
+  þ: 'th',
+  ħ: 'h',
+  ŧ: 't',
+  ŀ: 'l',
+  ĸ: 'k',
 };
 const FOLDABLE = new RegExp(`[${Object.keys(FOLDS).join('')}]`, 'g');
 /** Apostrophes join the parts of a word (O'Brien, O’Brien, D‘Angelo). */
@@ -56,7 +158,9 @@ function folded(text: string): string {
  * matcher for all of them, built from the title list, keeps the split below from cutting them.
  */
 function innerPunctuationTitles(): RegExp {
-  const forms = Object.values(TITLES_BY_LANGUAGE).flat().map(folded)
+  const forms = Object.values(TITLES_BY_LANGUAGE)
+    .flat()
+    .map(folded)
     .filter((title) => /[.-]\p{L}/u.test(title))
     .map((title) => title.replace(/[.-]$/, '').replace(/\./g, '\\.\\s?').replace(/-/g, '-\\s?'));
   return new RegExp(`(?<![\\p{L}\\p{N}])(?:${forms.join('|')})(?![\\p{L}\\p{N}])`, 'gu');
@@ -72,11 +176,15 @@ export function nameWords(name: string): string[] {
 }
 
 /** Every title of TITLES_BY_LANGUAGE as nameWords reads it: one word each. */
-const COURTESY_TITLES = new Set(Object.values(TITLES_BY_LANGUAGE).flat().map((written) => {
-  const words = nameWords(written);
-  if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
-  return words[0]!;
-}));
+const COURTESY_TITLES = new Set(
+  Object.values(TITLES_BY_LANGUAGE)
+    .flat()
+    .map((written) => {
+      const words = nameWords(written);
+      if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
+      return words[0]!;
+    }),
+);
 
 /** Words of a name without the courtesy titles that lead it ("Dr", "Mme", "Herr"…). */
 export function untitledWords(name: string): string[] {
@@ -86,7 +194,18 @@ export function untitledWords(name: string): string[] {
   return words.slice(first);
 }
 
-/** Legal forms written with dots ("S.p.A.", "B.V.") arrive as runs of single letters: join each run. */
+/**
+ * What makes two proposed names one name for the distinct-names allowance (P12): their words
+ * without leading courtesy titles, in any order. Only a keyed digest of it is ever kept.
+ */
+export function nameIdentity(name: string): string {
+  return [...untitledWords(name)].sort().join(' ');
+}
+
+/**
+ * Legal forms written with dots ("S.p.A.", "B.V.") arrive as runs of single letters: join each
+ * run.
+ */
 function joinLetterRuns(words: string[]): string[] {
   const out: string[] = [];
   let run = '';
@@ -120,7 +239,8 @@ export function oneTypo(a: string, b: string): boolean {
   while (i < x.length && i < y.length && x[i] === y[i]) i++;
   if (x.length === y.length) {
     const rest = (k: number) => x.slice(k).join('') === y.slice(k).join('');
-    return rest(i + 1) || (i + 1 < x.length && x[i] === y[i + 1] && x[i + 1] === y[i] && rest(i + 2));
+    const swapped = i + 1 < x.length && x[i] === y[i + 1] && x[i + 1] === y[i];
+    return rest(i + 1) || (swapped && rest(i + 2));
   }
   const [longer, shorter] = x.length > y.length ? [x, y] : [y, x];
   return longer.slice(i + 1).join('') === shorter.slice(i).join('');
@@ -131,11 +251,16 @@ type Fit = 'exact' | 'typo' | 'initial' | null;
 function fit(proposed: string, registered: string): Fit {
   if (proposed === registered) return 'exact';
   if ([...proposed].length === 1 && [...registered][0] === proposed) return 'initial';
-  if ([...proposed].length >= 4 && [...registered].length >= 4 && oneTypo(proposed, registered)) return 'typo';
+  const long = [...proposed].length >= 4 && [...registered].length >= 4;
+  if (long && oneTypo(proposed, registered)) return 'typo';
   return null;
 }
 
-export function matchName(registered: string, proposed: string, subjectType: SubjectType): NameResult {
+export function matchName(
+  registered: string,
+  proposed: string,
+  subjectType: SubjectType,
+): NameResult {
   const reg = significantWords(registered, subjectType);
   const pro = significantWords(proposed, subjectType);
   if (reg.length === 0 || pro.length === 0) return 'no_match';
@@ -168,7 +293,10 @@ function bestAssignment(reg: string[], pro: string[], subjectType: SubjectType):
   return search(0, 0);
 }
 
-/** The masked name a payer may see: first given name and family-name initial, or an entity's registered name. */
+/**
+ * The masked name a payer may see: first given name and family-name initial, or an entity's
+ * registered name.
+ */
 export function maskedName(registered: string, subjectType: SubjectType): string {
   if (subjectType === 'legal_entity') return registered.trim();
   const all = registered.trim().split(/\s+/);

@@ -1,17 +1,30 @@
 // Wire schemas of the receipt routes (SPEC J).
 import { Type, type Static } from '@sinclair/typebox';
 import {
-  Amount, Capability, Fee, MemberName, RailReference, Reference, Text, validator,
+  Amount,
+  Capability,
+  Fee,
+  MemberName,
+  RailReference,
+  Reference,
+  Text,
+  validator,
 } from '../../protocol/schemas.js';
 
 export const REASON_CODES = [
-  'rail_unavailable', 'rail_rejected', 'destination_unknown', 'destination_closed',
-  'limit_exceeded', 'compliance_blocked', 'insufficient_funds', 'expired',
+  'rail_unavailable',
+  'rail_rejected',
+  'destination_unknown',
+  'destination_closed',
+  'limit_exceeded',
+  'compliance_blocked',
+  'insufficient_funds',
+  'expired',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 const ReasonCodeSchema = Type.Union(REASON_CODES.map((c) => Type.Literal(c)));
-const RAIL_REFERENCES_MAX = 64;
+const RAIL_REFERENCES_MAX = 64; // tidy: format (SPEC J bounds a receipt's rail references)
 const Party = Type.Object({ member: MemberName });
 const RequestReference = Reference('req', 'a request reference');
 const InstructionReference = Reference('ins', 'an instruction reference');
@@ -27,7 +40,9 @@ export const IssueReceipt = Type.Object({
   fees: Type.Optional(Type.Array(Fee, { maxItems: 32 })),
   rail_references: Type.Optional(Type.Array(RailReference, { maxItems: RAIL_REFERENCES_MAX })),
   attestations: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 32 })),
-  status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('settled'), Type.Literal('failed')])),
+  status: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('settled'), Type.Literal('failed')]),
+  ),
   reason_code: Type.Optional(Type.Union([Type.Null(), ReasonCodeSchema])),
   reason: Type.Optional(Text()),
   payer: Type.Optional(Party),
@@ -51,3 +66,11 @@ export const VerifyReceipt = Type.Object({
 export const validateIssue = validator(IssueReceipt);
 export const validateTransition = validator(TransitionReceipt);
 export const validateVerify = validator(VerifyReceipt);
+
+/** The receipt aggregate's commands and their inputs. */
+export const receiptCommands = {
+  /** Issue a receipt under a fresh reference (made by the route). */
+  issue: Type.Intersect([IssueReceipt, Type.Object({ reference: Type.String() })]),
+  /** Move it (its issuer only). */
+  transition: TransitionReceipt,
+};

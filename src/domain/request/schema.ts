@@ -1,4 +1,4 @@
-// Wire schemas of SPEC H (payment requests).
+// Wire schemas and commands of SPEC H (payment requests).
 import { Type } from '@sinclair/typebox';
 import { Amount, Capability, Reference, Rfc3339, Text, validator } from '../../protocol/schemas.js';
 
@@ -11,3 +11,21 @@ export const CreateRequest = Type.Object({
 });
 
 export const validateCreateRequest = validator(CreateRequest);
+
+/** The request aggregate's commands and their inputs. */
+export const requestCommands = {
+  /**
+   * Create; bound to the standing intent of `address_id` when given. `url` is the payer's link
+   * (P4), made by the front end from its base URL and returned on creation only.
+   */
+  create: Type.Intersect([
+    CreateRequest,
+    Type.Object({ reference: Type.String({ pattern: '^req_[0-9a-f]{32}$' }), url: Type.String() }),
+  ]),
+  /** Any member marks it paid. */
+  paid: Type.Object({}),
+  /** The issuer withdraws it. */
+  revoke: Type.Object({}),
+  /** Time passes: expiry. */
+  tick: Type.Null(),
+};

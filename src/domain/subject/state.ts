@@ -78,6 +78,14 @@ export interface BindingEntry {
   revoked_at: string | null;
 }
 
+export type PayeeCheckSetting = 'enabled' | 'disabled';
+
+export interface PayeeRecordEntry {
+  name_sealed: string;
+  payee_check: PayeeCheckSetting;
+  updated_at: string;
+}
+
 export interface SubjectState {
   id: string;
   subject_type: 'natural_person' | 'legal_entity';
@@ -86,19 +94,26 @@ export interface SubjectState {
   created_at: string;
   withdrawn_at: string | null;
   identifiers: Record<string, IdentifierEntry>;
-  payee_record: { name_sealed: string; payee_check: 'enabled' | 'disabled'; updated_at: string } | null;
+  payee_record: PayeeRecordEntry | null;
   addresses: Record<string, AddressEntry>;
   attestations: Record<string, AttestationEntry>;
   bindings: Record<string, BindingEntry>;
-  /** Payee-check allowances (P12): checks per payment context, distinct names per requester, address and day. */
+  /**
+   * Payee-check allowances (P12): checks per payment context, and distinct names (by key) per
+   * `<address id>|<requester>|<day>`, today's only.
+   */
   payee_checks?: { contexts: Record<string, number>; names: Record<string, string[]> };
 }
 
+type Children =
+  'identifiers' | 'addresses' | 'attestations' | 'bindings' | 'payee_record' | 'withdrawn_at';
+
+/** The events of a subject, as the log keeps them (their shapes are stored: change with care). */
 export type SubjectEvent =
-  | { type: 'created'; subject: Omit<SubjectState, 'identifiers' | 'addresses' | 'attestations' | 'bindings' | 'payee_record' | 'withdrawn_at'> }
+  | { type: 'created'; subject: Omit<SubjectState, Children> }
   | { type: 'identifier_added'; identifier: IdentifierEntry }
   | { type: 'withdrawn'; at: string }
-  | { type: 'payee_record_set'; name_sealed: string; payee_check: 'enabled' | 'disabled'; at: string }
+  | { type: 'payee_record_set'; name_sealed: string; payee_check: PayeeCheckSetting; at: string }
   | { type: 'address_created'; address: AddressEntry }
   | { type: 'address_revoked'; address_id: string; at: string }
   | { type: 'primary_cleared'; address_id: string }
@@ -108,57 +123,117 @@ export type SubjectEvent =
   | { type: 'attestation_recorded'; attestation: AttestationEntry }
   | { type: 'attestation_revoked'; reference: string; at: string }
   | { type: 'binding_recorded'; binding: BindingEntry }
-  | { type: 'payee_checked'; day: string; context: string | null; names_key: string | null; name_key: string | null };
+  | {
+      type: 'payee_checked';
+      day: string;
+      context: string | null;
+      names_key: string | null;
+      name_key: string | null;
+    };
 
-const withAddress = (s: SubjectState, id: string, change: (a: AddressEntry) => AddressEntry): SubjectState =>
-  ({ ...s, addresses: { ...s.addresses, [id]: change(s.addresses[id]!) } });
+type AddressChange = (a: AddressEntry) => AddressEntry;
+const withAddress = (s: SubjectState, id: string, change: AddressChange): SubjectState => ({
+  ...s,
+  addresses: { ...s.addresses, [id]: change(s.addresses[id]!) },
+});
+
+/** Withdrawal: every entry private (SPEC B), kept. */
+const privately = <T extends { discoverability: Discoverability }>(entries: Record<string, T>) =>
+  Object.fromEntries(
+    Object.entries(entries).map(([key, entry]) => {
+      const hidden: T = { ...entry, discoverability: 'private' };
+      return [key, hidden];
+    }),
+  );
 
 export function evolveSubject(state: SubjectState | null, event: SubjectEvent): SubjectState {
   if (event.type === 'created') {
-    return { ...event.subject, withdrawn_at: null, identifiers: {}, payee_record: null, addresses: {}, attestations: {}, bindings: {} };
+    return {
+      ...event.subject,
+      withdrawn_at: null,
+      identifiers: {},
+      payee_record: null,
+      addresses: {},
+      attestations: {},
+      bindings: {},
+    };
   }
   if (state === null) throw new Error(`subject event ${event.type} before creation`);
   const s = state;
   switch (event.type) {
     case 'identifier_added':
       return { ...s, identifiers: { ...s.identifiers, [event.identifier.id]: event.identifier } };
-    case 'withdrawn': {
-      const identifiers = Object.fromEntries(Object.entries(s.identifiers).map(([k, v]) => [k, { ...v, discoverability: 'private' as const }]));
-      const addresses = Object.fromEntries(Object.entries(s.addresses).map(([k, v]) => [k, { ...v, discoverability: 'private' as const }]));
-      return { ...s, withdrawn_at: event.at, identifiers, addresses };
+    case 'withdrawn':
+      return {
+        ...s,
+        withdrawn_at: event.at,
+        identifiers: privately(s.identifiers),
+        addresses: privately(s.addresses),
+      };
+    case 'payee_record_set': {
+      const { name_sealed, payee_check, at } = event;
+      return { ...s, payee_record: { name_sealed, payee_check, updated_at: at } };
     }
-    case 'payee_record_set':
-      return { ...s, payee_record: { name_sealed: event.name_sealed, payee_check: event.payee_check, updated_at: event.at } };
     case 'address_created':
       return { ...s, addresses: { ...s.addresses, [event.address.id]: event.address } };
     case 'address_revoked':
-      return withAddress(s, event.address_id, (a) => ({ ...a, revoked_at: event.at, is_primary: false }));
+      return withAddress(s, event.address_id, (a) => ({
+        ...a,
+        revoked_at: event.at,
+        is_primary: false,
+      }));
     case 'primary_cleared':
       return withAddress(s, event.address_id, (a) => ({ ...a, is_primary: false }));
     case 'intent_set':
-      return withAddress(s, event.address_id, (a) => ({ ...a, intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent] }));
+      return withAddress(s, event.address_id, (a) => ({
+        ...a,
+        intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent],
+      }));
     case 'target_added':
-      return withAddress(s, event.address_id, (a) => ({ ...a, targets: { ...a.targets, [event.target.id]: event.target } }));
+      return withAddress(s, event.address_id, (a) => ({
+        ...a,
+        targets: { ...a.targets, [event.target.id]: event.target },
+      }));
     case 'target_revoked':
-      return withAddress(s, event.address_id, (a) => ({ ...a, targets: { ...a.targets, [event.target_id]: { ...a.targets[event.target_id]!, revoked_at: event.at } } }));
+      return withAddress(s, event.address_id, (a) => {
+        const revoked = { ...a.targets[event.target_id]!, revoked_at: event.at };
+        return { ...a, targets: { ...a.targets, [event.target_id]: revoked } };
+      });
     case 'attestation_recorded':
-      return { ...s, attestations: { ...s.attestations, [event.attestation.reference]: event.attestation } };
-    case 'attestation_revoked':
-      return { ...s, attestations: { ...s.attestations, [event.reference]: { ...s.attestations[event.reference]!, revoked_at: event.at } } };
+      return {
+        ...s,
+        attestations: { ...s.attestations, [event.attestation.reference]: event.attestation },
+      };
+    case 'attestation_revoked': {
+      const revoked = { ...s.attestations[event.reference]!, revoked_at: event.at };
+      return { ...s, attestations: { ...s.attestations, [event.reference]: revoked } };
+    }
     case 'binding_recorded':
       return { ...s, bindings: { ...s.bindings, [event.binding.reference]: event.binding } };
-    case 'payee_checked': {
-      const checks = s.payee_checks ?? { contexts: {}, names: {} };
-      const contexts = event.context === null ? checks.contexts : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
-      // Name lists of earlier days are no longer needed: keep today's only.
-      const names = Object.fromEntries(Object.entries(checks.names).filter(([k]) => k.endsWith(`|${event.day}`)));
-      if (event.names_key !== null && event.name_key !== null) {
-        const list = names[event.names_key] ?? [];
-        if (!list.includes(event.name_key)) names[event.names_key] = [...list, event.name_key];
-      }
-      return { ...s, payee_checks: { contexts, names } };
-    }
+    case 'payee_checked':
+      return { ...s, payee_checks: payeeChecked(s.payee_checks, event) };
   }
+}
+
+type PayeeChecks = NonNullable<SubjectState['payee_checks']>;
+
+function payeeChecked(
+  before: PayeeChecks | undefined,
+  event: Extract<SubjectEvent, { type: 'payee_checked' }>,
+): PayeeChecks {
+  const checks = before ?? { contexts: {}, names: {} };
+  const contexts =
+    event.context === null
+      ? checks.contexts
+      : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
+  // Name lists of earlier days are no longer needed: keep today's only.
+  const today = Object.entries(checks.names).filter(([k]) => k.endsWith(`|${event.day}`));
+  const names = Object.fromEntries(today);
+  if (event.names_key !== null && event.name_key !== null) {
+    const list = names[event.names_key] ?? [];
+    if (!list.includes(event.name_key)) names[event.names_key] = [...list, event.name_key];
+  }
+  return { contexts, names };
 }
 
 export function activeIntent(address: AddressEntry): IntentVersion | null {

@@ -1,81 +1,210 @@
 // Routes of SPEC K (connections, mandates, delegations). A delegation lives in its parent
-// connection's aggregate and is found through the route index. Usage logs are read from the
-// `usage` table after the aggregate has said the caller is a party.
-import { validateConsume, validateCreateConnection, validateCreateDelegation, validateDelegationConsume, validateRevoke } from '../../domain/connection/schema.js';
-import { unframeRow } from '../../log/record.js';
-import { invalid } from '../../protocol/errors.js';
+// connection's aggregate and is found through the route index. Who may do what, and whether the
+// subject of a new connection exists, is the decider's to say; a usage page is read from the
+// `usage` rows (through their codec) once the aggregate has said the caller is a party.
+import { connectionDecider } from '../../domain/connection/connection.js';
+import type { InputOf } from '../../domain/decider.js';
+import {
+  connectionCommands,
+  validateConsume,
+  validateCreateConnection,
+  validateCreateDelegation,
+  validateDelegationConsume,
+  validateRevoke,
+} from '../../domain/connection/schema.js';
+import { usageRows } from '../../log/rows.js';
+import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
-import { failure, isReply, json, type HttpReply } from '../reply.js';
+import type { Validator } from '../../protocol/schemas.js';
+import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, queryParams, runCommand, ownerOf, submit, validBody, type Services } from '../services.js';
+import { notFound, ownerOf, queryParams, submit, validBody, type Services } from '../services.js';
+import { commandRoute, ownReference } from './table.js';
 
-const USAGE_PAGE_DEFAULT = 100;
+const decider = connectionDecider;
+
+/**
+ * A body parsed once the key is found, so an unknown reference answers 404 before a bad body
+ * answers 400; `optional`: an empty body reads as `{}`.
+ */
+function bodyOf<T>(validate: Validator<T>, options: { optional?: boolean } = {}) {
+  return (context: RequestContext): T | Refusal => {
+    if (options.optional === true && context.body.length === 0) return {} as T;
+    const parsed = validBody(context, validate);
+    return parsed.ok ? parsed.value : parsed.refusal;
+  };
+}
+
+const revokeBody = bodyOf(validateRevoke, { optional: true });
+
+/** The delegation named by the path, as its commands take it. */
+const delegation = (context: RequestContext) => ({ delegation: context.params.reference! });
+
+/** A parsed body joined with what the path adds; a refusal of the body as it is. */
+function withBody<T, U>(
+  body: (context: RequestContext) => T | Refusal,
+  add: (context: RequestContext) => U,
+) {
+  return (context: RequestContext): (T & U) | Refusal => {
+    const parsed = body(context);
+    return isRefusal(parsed) ? parsed : { ...parsed, ...add(context) };
+  };
+}
+
+const member = { decider, auth: 'member' as const };
+const connections = '/connect/connections';
+const delegations = '/connect/delegations';
 
 export function connectRoutes(services: Services): RouteSpec<Handler>[] {
-  const usagePageMax = 500;
-  /** The connection holding a connection or delegation reference, or null. */
-  const connectionOf = (reference: string): string | null => {
-    if (isReferenceShaped(reference, 'con')) return reference;
+  return [...connectionRoutes(services), ...delegationRoutes(services)];
+}
+
+/** Routes on a connection, found by its own reference; a delegation is created on one. */
+function connectionRoutes(services: Services): RouteSpec<Handler>[] {
+  const onConnection = { ...member, what: 'connection', key: ownReference(decider) };
+  return [
+    commandRoute(services, {
+      ...onConnection,
+      operation: 'connections.create',
+      method: 'POST',
+      path: connections,
+      idempotent: true,
+      command: 'create',
+      body: validateCreateConnection,
+      key: () => newReference('con'),
+      input: (_context, body, reference) => ({ ...body, reference }),
+    }),
+    commandRoute(services, {
+      ...onConnection,
+      operation: 'connections.get',
+      method: 'GET',
+      path: `${connections}/:reference`,
+      command: 'read',
+      input: () => ({}),
+    }),
+    commandRoute(services, {
+      ...onConnection,
+      operation: 'connections.consume',
+      method: 'POST',
+      path: `${connections}/:reference/consume`,
+      idempotent: true,
+      command: 'consume',
+      input: bodyOf(validateConsume),
+    }),
+    commandRoute(services, {
+      ...onConnection,
+      operation: 'connections.revoke',
+      method: 'POST',
+      path: `${connections}/:reference/revoke`,
+      command: 'revoke',
+      input: revokeBody,
+    }),
+    usageRoute(services, {
+      ...onConnection,
+      operation: 'connections.usage',
+      path: `${connections}/:reference/usage`,
+      command: 'usage',
+      input: () => ({}),
+    }),
+    commandRoute(services, {
+      ...onConnection,
+      operation: 'delegations.create',
+      method: 'POST',
+      path: `${connections}/:reference/delegations`,
+      idempotent: true,
+      command: 'create-delegation',
+      input: withBody(bodyOf(validateCreateDelegation), () => ({ reference: newReference('dlg') })),
+    }),
+  ];
+}
+
+/** Routes on a delegation, found in its parent connection's aggregate (the route index). */
+function delegationRoutes(services: Services): RouteSpec<Handler>[] {
+  /** A delegation's parent connection, from the route index. */
+  const parent = (context: RequestContext): string | null => {
+    const reference = context.params.reference ?? '';
     return isReferenceShaped(reference, 'dlg') ? ownerOf(services, reference) : null;
   };
-  const onConnection = (name: string, input: (context: RequestContext) => Record<string, unknown> | HttpReply): Handler => (context) => {
-    const reference = context.params.reference!;
-    const connection = connectionOf(reference);
-    const what = reference.startsWith('dlg_') ? 'delegation' : 'connection';
-    if (connection === null) return notFound(what);
-    const built = input(context);
-    if (isReply(built)) return built;
-    return runCommand(services, context, 'connection', connection, name, { ...built, what, ...(what === 'delegation' ? { delegation: reference } : {}) });
-  };
-  const body = <T>(validate: Parameters<typeof validBody<T>>[1], allowEmpty = false) => (context: RequestContext): Record<string, unknown> | HttpReply => {
-    if (allowEmpty && context.body.length === 0) return {};
-    const parsed = validBody(context, validate);
-    return parsed.ok ? parsed.value as Record<string, unknown> : failure(parsed.refusal);
-  };
-  const usage = (name: string): Handler => async (context) => {
-    const raw = queryParams(context).get('limit');
-    const limit = raw === null ? USAGE_PAGE_DEFAULT : Number(raw);
-    if (!Number.isInteger(limit) || limit < 1 || limit > usagePageMax) return failure(invalid('limit', `limit is a whole number from 1 to ${usagePageMax}`));
-    const reference = context.params.reference!;
-    const connection = connectionOf(reference);
-    if (connection === null) return notFound('connection');
-    const result = await submit(services, {
-      aggregate: 'connection', key: connection,
-      command: { name, input: reference.startsWith('dlg_') ? { delegation: reference } : {}, caller: context.caller },
-    }, context);
-    if (result.reply.status !== 200) return { status: result.reply.status, body: result.reply.body, signed: false };
-    // The most recent rows, given oldest first.
-    const rows = [...services.log.scan('usage', { start: `${reference}/`, end: `${reference}0`, reverse: true, limit })].reverse();
-    return json(200, { reference, count: rows.length, total: JSON.parse(result.reply.body).count, usage: rows.map((r) => unframeRow('usage', r.key, r.bytes)) });
-  };
-
+  const onDelegation = { ...member, what: 'delegation', key: parent };
   return [
-    {
-      operation: 'connections.create', method: 'POST', path: '/connect/connections', auth: 'local', idempotent: true,
-      handler: async (context) => {
-        const parsed = validBody(context, validateCreateConnection);
-        if (!parsed.ok) return failure(parsed.refusal);
-        const exists = await submit(services, { aggregate: 'subject', key: parsed.value.subject_id, command: { name: 'exists', input: {}, caller: context.caller } });
-        if (exists.reply.status !== 200) return notFound('subject');
-        const reference = newReference('con');
-        return runCommand(services, context, 'connection', reference, 'create', { ...parsed.value, reference });
-      },
-    },
-    { operation: 'connections.get', method: 'GET', path: '/connect/connections/:reference', auth: 'member', handler: onConnection('read', () => ({})) },
-    { operation: 'connections.consume', method: 'POST', path: '/connect/connections/:reference/consume', auth: 'member', idempotent: true, handler: onConnection('consume', body(validateConsume)) },
-    { operation: 'connections.revoke', method: 'POST', path: '/connect/connections/:reference/revoke', auth: 'member', handler: onConnection('revoke', body(validateRevoke, true)) },
-    { operation: 'connections.usage', method: 'GET', path: '/connect/connections/:reference/usage', auth: 'member', handler: usage('usage') },
-    {
-      operation: 'delegations.create', method: 'POST', path: '/connect/connections/:reference/delegations', auth: 'local', idempotent: true,
-      handler: onConnection('create-delegation', (context) => {
-        const parsed = body(validateCreateDelegation)(context);
-        return isReply(parsed) ? parsed : { ...parsed, reference: newReference('dlg') };
-      }),
-    },
-    { operation: 'delegations.get', method: 'GET', path: '/connect/delegations/:reference', auth: 'member', handler: onConnection('read-delegation', () => ({})) },
-    { operation: 'delegations.consume', method: 'POST', path: '/connect/delegations/:reference/consume', auth: 'member', idempotent: true, handler: onConnection('consume-delegation', body(validateDelegationConsume)) },
-    { operation: 'delegations.revoke', method: 'POST', path: '/connect/delegations/:reference/revoke', auth: 'member', handler: onConnection('revoke-delegation', body(validateRevoke, true)) },
-    { operation: 'delegations.usage', method: 'GET', path: '/connect/delegations/:reference/usage', auth: 'member', handler: usage('usage-delegation') },
+    commandRoute(services, {
+      ...onDelegation,
+      operation: 'delegations.get',
+      method: 'GET',
+      path: `${delegations}/:reference`,
+      command: 'read-delegation',
+      input: delegation,
+    }),
+    commandRoute(services, {
+      ...onDelegation,
+      operation: 'delegations.consume',
+      method: 'POST',
+      path: `${delegations}/:reference/consume`,
+      idempotent: true,
+      command: 'consume-delegation',
+      input: withBody(bodyOf(validateDelegationConsume), delegation),
+    }),
+    commandRoute(services, {
+      ...onDelegation,
+      operation: 'delegations.revoke',
+      method: 'POST',
+      path: `${delegations}/:reference/revoke`,
+      command: 'revoke-delegation',
+      input: withBody(revokeBody, delegation),
+    }),
+    usageRoute(services, {
+      ...onDelegation,
+      operation: 'delegations.usage',
+      path: `${delegations}/:reference/usage`,
+      command: 'usage-delegation',
+      input: delegation,
+    }),
   ];
+}
+
+/**
+ * A usage page (SPEC K, P12): the aggregate says whether the caller is a party and how long the
+ * log is; the page is the most recent `limit` rows, given oldest first.
+ */
+function usageRoute<K extends 'usage' | 'usage-delegation'>(
+  services: Services,
+  route: {
+    operation: string;
+    path: string;
+    what: string;
+    key: (context: RequestContext) => string | null;
+    command: K;
+    input: (context: RequestContext) => InputOf<typeof connectionCommands, K>;
+  },
+): RouteSpec<Handler> {
+  const handler: Handler = async (context) => {
+    const limit = pageLimit(context, services.config.limits);
+    if (typeof limit !== 'number') return failure(limit);
+    const reference = context.params.reference!;
+    const key = route.key(context);
+    if (key === null) return notFound(route.what);
+    const command = { name: route.command, input: route.input(context), caller: context.caller };
+    const { reply } = await submit(services, { aggregate: decider.type, key, command }, context);
+    if (reply.status !== 200) return { status: reply.status, body: reply.body, signed: false };
+    const range = { ...usageRows.range(reference), reverse: true, limit };
+    const rows = [...services.log.scan('usage', range)].reverse();
+    const { count: total } = JSON.parse(reply.body) as { count: number };
+    const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
+    return json(200, { reference, count: rows.length, total, usage });
+  };
+  return { operation: route.operation, method: 'GET', path: route.path, auth: 'member', handler };
+}
+
+/** The `limit` query parameter: a whole number of rows up to the page limit (P12). */
+function pageLimit(
+  context: RequestContext,
+  limits: { usage_page_default: number; usage_page_max: number },
+): number | Refusal {
+  const raw = queryParams(context).get('limit');
+  const limit = raw === null ? limits.usage_page_default : Number(raw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > limits.usage_page_max) {
+    return invalid('limit', `limit is a whole number from 1 to ${limits.usage_page_max}`);
+  }
+  return limit;
 }

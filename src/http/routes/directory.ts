@@ -1,195 +1,424 @@
 // Routes of SPEC B (subjects, identifiers, payee records, attestations, ownership bindings),
-// C (addresses, targets, standing intents) and E (resolver, commitments). Clear identifiers are
-// normalised and hashed here and go no further; names and account references are sealed here.
+// C (addresses, targets, standing intents) and E (resolver, commitments), as a table: each entry
+// parses the body, finds the subject (a fresh id, the body's or the path's subject id, or the
+// route index for an address, attestation or binding id) and builds one subject command. Clear
+// identifiers are normalised and hashed here and go no further; names and account references
+// are sealed here. Every rule (who may, defaults, states) is the subject decider's.
+import type { SubjectCommands } from '../../domain/subject/decision.js';
 import { commitmentViewKey, resolverViewKey } from '../../domain/subject/resolver.js';
 import {
-  DEFAULT_DISCOVERABILITY, validateCreateAddress, validateCreateAttestation, validateCreateBinding, validateCreateIdentifier,
-  validateCreateSubject, validateCreateTarget, validatePayeeRecord, validateStandingIntent,
+  validateCreateAddress,
+  validateCreateAttestation,
+  validateCreateBinding,
+  validateCreateIdentifier,
+  validateCreateSubject,
+  validateCreateTarget,
+  validatePayeeRecord,
+  validateStandingIntent,
 } from '../../domain/subject/schema.js';
-import { IDENTIFIER_TYPES, identifierHash, normaliseIdentifier, type IdentifierType } from '../../protocol/identifiers.js';
-import { isReferenceShaped, newAddress, newReference, type ReferencePrefix } from '../../protocol/ids.js';
-import { invalid } from '../../protocol/errors.js';
+import {
+  SUBJECT_ACCESS,
+  subjectDecider,
+  type SubjectCommandName,
+} from '../../domain/subject/subject.js';
+import {
+  IDENTIFIER_TYPES,
+  identifierHash,
+  normaliseIdentifier,
+  type LookupKeyType,
+} from '../../protocol/identifiers.js';
+import {
+  isReferenceShaped,
+  newAddress,
+  newReference,
+  type ReferencePrefix,
+} from '../../protocol/ids.js';
+import { invalid, type Refusal } from '../../protocol/errors.js';
+import type { Validator } from '../../protocol/schemas.js';
 import { seal } from '../../protocol/sealing.js';
-import { failure, isReply, type HttpReply } from '../reply.js';
-import type { RouteSpec } from '../router.js';
+import { failure } from '../reply.js';
+import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, queryParams, runCommand, ownerOf, validBody, viewReply, type Services } from '../services.js';
+import {
+  notFound,
+  ownerOf,
+  queryParams,
+  validBody,
+  viewReply,
+  type Services,
+} from '../services.js';
+import { commandRoute, sendCommand, type CommandRoute } from './table.js';
+
+type Entry<K extends SubjectCommandName, B> = Omit<
+  CommandRoute<SubjectCommands, K, B>,
+  'decider' | 'auth'
+>;
+
+/**
+ * The operator's own commands (SUBJECT_ACCESS) are refused to other members before the body is
+ * read, in the order these routes always answered; the decider refuses them on any other way in.
+ */
+const authOf = (command: SubjectCommandName): Auth =>
+  SUBJECT_ACCESS[command] === 'local' ? 'local' : 'member';
+
+function subjectRoute<K extends SubjectCommandName, B = Record<string, never>>(
+  services: Services,
+  entry: Entry<K, B>,
+): RouteSpec<Handler> {
+  return commandRoute<SubjectCommands, K, B>(services, {
+    ...entry,
+    decider: subjectDecider,
+    auth: authOf(entry.command),
+  });
+}
+
+/** The body, read once the key is found: an unknown object answers 404 whatever the body says. */
+function afterKey<B, I>(validate: Validator<B>, build: (body: B, context: RequestContext) => I) {
+  return (context: RequestContext): I | Refusal => {
+    const body = validBody(context, validate);
+    return body.ok ? build(body.value, context) : body.refusal;
+  };
+}
+
+/** How the routes find the subject, and make the values a command carries (P8, P9). */
+function helpers(services: Services) {
+  return {
+    /** The subject named by the path's `:id`. */
+    subjectInPath: (context: RequestContext) => {
+      const id = context.params.id ?? '';
+      return isReferenceShaped(id, 'sub') ? id : null;
+    },
+    /** The subject that holds the path's address, attestation or binding id (the route index). */
+    holderOf: (prefix: ReferencePrefix, param: 'id' | 'reference') => (context: RequestContext) => {
+      const id = context.params[param] ?? '';
+      return isReferenceShaped(id, prefix) ? ownerOf(services, id) : null;
+    },
+    hash: (type: LookupKeyType, value: string) => identifierHash(services.pepper, type, value),
+    seal: (clear: string) => seal(services.sealingKey, clear),
+    /** A fresh address: its id, its opaque form and the hash the index keeps of it. */
+    freshAddress: () => {
+      const address = newAddress();
+      const hash = identifierHash(services.pepper, 'address', address);
+      return { id: newReference('adr'), address, hash };
+    },
+  };
+}
+
+type Helpers = ReturnType<typeof helpers>;
 
 export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
-  const subject = (context: RequestContext, id: string, name: string, input: Record<string, unknown>, what = 'subject') =>
-    isReferenceShaped(id, 'sub') ? runCommand(services, context, 'subject', id, name, { ...input, what }) : notFound(what);
-
-  /** Commands on something a subject owns, found through the route index. */
-  const owned = (prefix: ReferencePrefix, what: string, name: string, input: (context: RequestContext) => HttpReply | Record<string, unknown>): Handler =>
-    (context) => {
-      const id = context.params.id ?? context.params.reference!;
-      const owner = isReferenceShaped(id, prefix) ? ownerOf(services, id) : null;
-      if (owner === null) return notFound(what);
-      const built = input(context);
-      if (isReply(built)) return built;
-      return runCommand(services, context, 'subject', owner, name, { ...built, what });
-    };
-
-  const hashOf = (type: IdentifierType | 'address', value: string) => identifierHash(services.pepper, type, value);
-  const addressInput = () => {
-    const address = newAddress();
-    return { id: newReference('adr'), address, hash: hashOf('address', address) };
-  };
-  const publicView = (key: (address: string) => string): Handler => (context) => {
-    let address: string;
-    try {
-      address = decodeURIComponent(context.params.key!);
-    } catch {
-      return notFound('address');
-    }
-    return (/^path:[A-Za-z0-9]{1,64}$/.test(address) ? viewReply(services, key(address)) : null) ?? notFound('address');
-  };
-
+  const use = helpers(services);
   return [
-    {
-      operation: 'subjects.create', method: 'POST', path: '/subjects', auth: 'member', idempotent: true,
-      handler: (context) => {
-        const body = validBody(context, validateCreateSubject);
-        if (!body.ok) return failure(body.refusal);
-        const id = newReference('sub');
-        const external = body.value.external_ref;
-        return runCommand(services, context, 'subject', id, 'create', {
-          id, subject_type: body.value.subject_type, external_ref_sealed: external === undefined ? null : seal(services.sealingKey, external),
-        });
+    ...subjectRoutes(services, use),
+    ...attestationRoutes(services, use),
+    ...bindingRoutes(services, use),
+    ...addressRoutes(services, use),
+    ...targetRoutes(services, use),
+    resolverRead(services, 'commitments.get', '/commitments/:key', commitmentViewKey),
+    resolverRead(services, 'resolver.get', '/resolver/:key', resolverViewKey),
+  ];
+}
+
+function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const what = 'subject';
+  return [
+    subjectRoute(services, {
+      operation: 'subjects.create',
+      method: 'POST',
+      path: '/subjects',
+      idempotent: true,
+      command: 'create',
+      what,
+      body: validateCreateSubject,
+      key: () => newReference('sub'),
+      input: (_context, body, id) => ({
+        id,
+        subject_type: body.subject_type,
+        external_ref_sealed: body.external_ref === undefined ? null : use.seal(body.external_ref),
+      }),
+    }),
+    subjectRoute(services, {
+      operation: 'identifiers.create',
+      method: 'POST',
+      path: '/identifiers',
+      idempotent: true,
+      command: 'add-identifier',
+      what,
+      body: validateCreateIdentifier,
+      keyOf: (_context, body) => body.subject_id,
+      input: (_context, body) => {
+        const { identifier_type, verification_method, discoverability } = body;
+        const normalised = normaliseIdentifier(identifier_type, body.identifier);
+        if (!normalised.ok) return normalised.refusal;
+        const hash = use.hash(identifier_type, normalised.value);
+        const id = newReference('idn');
+        return { id, identifier_type, hash, verification_method, discoverability };
       },
-    },
-    {
-      operation: 'identifiers.create', method: 'POST', path: '/identifiers', auth: 'member', idempotent: true,
-      handler: (context) => {
-        const body = validBody(context, validateCreateIdentifier);
-        if (!body.ok) return failure(body.refusal);
-        const { subject_id, identifier_type, identifier } = body.value;
-        const normalised = normaliseIdentifier(identifier_type, identifier);
-        if (!normalised.ok) return failure(normalised.refusal);
-        return subject(context, subject_id, 'add-identifier', {
-          id: newReference('idn'), identifier_type, hash: hashOf(identifier_type, normalised.value),
-          verification_method: body.value.verification_method ?? null,
-          discoverability: body.value.discoverability ?? DEFAULT_DISCOVERABILITY[identifier_type],
-        });
+    }),
+    subjectRoute(services, {
+      operation: 'subjects.withdraw',
+      method: 'POST',
+      path: '/subjects/:id/withdraw',
+      command: 'withdraw',
+      what,
+      key: use.subjectInPath,
+      input: () => ({}),
+    }),
+    subjectRoute(services, {
+      operation: 'subjects.payee_record',
+      method: 'PUT',
+      path: '/subjects/:id/payee-record',
+      command: 'set-payee-record',
+      what,
+      body: validatePayeeRecord,
+      key: use.subjectInPath,
+      input: (_context, body) => ({
+        name_sealed: use.seal(body.registered_name),
+        payee_check: body.payee_check,
+      }),
+    }),
+  ];
+}
+
+/** The reference named by the path, as the read and revoke commands of a record take it. */
+const pathReference = (context: RequestContext) => ({ reference: context.params.reference! });
+
+function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const attestation = use.holderOf('att', 'reference');
+  return [
+    subjectRoute(services, {
+      operation: 'attestations.create',
+      method: 'POST',
+      path: '/attestations',
+      idempotent: true,
+      command: 'add-attestation',
+      what: 'subject',
+      body: validateCreateAttestation,
+      keyOf: (_context, body) => body.subject_id,
+      input: (_context, { claim, value, expires_at }) => ({
+        reference: newReference('att'),
+        claim,
+        value,
+        expires_at,
+      }),
+    }),
+    subjectRoute(services, {
+      operation: 'attestations.get',
+      method: 'GET',
+      path: '/attestations/:reference',
+      command: 'read-attestation',
+      what: 'attestation',
+      key: attestation,
+      input: pathReference,
+    }),
+    subjectRoute(services, {
+      operation: 'attestations.revoke',
+      method: 'POST',
+      path: '/attestations/:reference/revoke',
+      command: 'revoke-attestation',
+      what: 'attestation',
+      key: attestation,
+      input: pathReference,
+    }),
+    subjectRoute(services, {
+      operation: 'subjects.attestations',
+      method: 'GET',
+      path: '/subjects/:id/attestations',
+      command: 'list-attestations',
+      what: 'subject',
+      key: use.subjectInPath,
+      input: () => ({}),
+    }),
+  ];
+}
+
+function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const binding = use.holderOf('obd', 'reference');
+  return [
+    subjectRoute(services, {
+      operation: 'ownership_bindings.create',
+      method: 'POST',
+      path: '/ownership-bindings',
+      idempotent: true,
+      command: 'add-binding',
+      what: 'subject',
+      body: validateCreateBinding,
+      keyOf: (_context, body) => body.subject_id,
+      input: (_context, body) => {
+        const { binding_type, target_kind, proof_method, expires_at } = body;
+        const hash = bindingTargetHash(use, target_kind, body.target);
+        if (typeof hash !== 'string') return hash;
+        const reference = newReference('obd');
+        const target_hash = hash;
+        return { reference, binding_type, target_kind, proof_method, expires_at, target_hash };
       },
-    },
+    }),
+    subjectRoute(services, {
+      operation: 'ownership_bindings.get',
+      method: 'GET',
+      path: '/ownership-bindings/:reference',
+      command: 'read-binding',
+      what: 'ownership binding',
+      key: binding,
+      input: pathReference,
+    }),
+  ];
+}
+
+/** A binding's target is hashed like an identifier when it is one (P8), and then forgotten. */
+function bindingTargetHash(use: Helpers, kind: string, target: string): string | Refusal {
+  if (!(IDENTIFIER_TYPES as readonly string[]).includes(kind)) {
+    return use.hash(kind as LookupKeyType, target.trim());
+  }
+  const normalised = normaliseIdentifier(kind as LookupKeyType, target, 'target');
+  return normalised.ok ? use.hash(kind as LookupKeyType, normalised.value) : normalised.refusal;
+}
+
+function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const address = use.holderOf('adr', 'id');
+  const addressId = (context: RequestContext) => ({ address_id: context.params.id! });
+  return [
+    subjectRoute(services, {
+      operation: 'addresses.create',
+      method: 'POST',
+      path: '/addresses',
+      idempotent: true,
+      command: 'create-address',
+      what: 'subject',
+      body: validateCreateAddress,
+      keyOf: (_context, body) => body.subject_id,
+      input: (_context, { profile, discoverability, is_primary }) => ({
+        ...use.freshAddress(),
+        profile,
+        discoverability,
+        is_primary,
+      }),
+    }),
     {
-      operation: 'subjects.withdraw', method: 'POST', path: '/subjects/:id/withdraw', auth: 'member',
-      handler: (context) => subject(context, context.params.id!, 'withdraw', {}),
-    },
-    {
-      operation: 'subjects.payee_record', method: 'PUT', path: '/subjects/:id/payee-record', auth: 'local',
-      handler: (context) => {
-        const body = validBody(context, validatePayeeRecord);
-        if (!body.ok) return failure(body.refusal);
-        return subject(context, context.params.id!, 'set-payee-record', {
-          name_sealed: seal(services.sealingKey, body.value.registered_name), payee_check: body.value.payee_check,
-        });
-      },
-    },
-    {
-      operation: 'attestations.create', method: 'POST', path: '/attestations', auth: 'local', idempotent: true,
-      handler: (context) => {
-        const body = validBody(context, validateCreateAttestation);
-        if (!body.ok) return failure(body.refusal);
-        const { subject_id, ...rest } = body.value;
-        return subject(context, subject_id, 'add-attestation', { ...rest, reference: newReference('att') });
-      },
-    },
-    {
-      operation: 'attestations.get', method: 'GET', path: '/attestations/:reference', auth: 'member',
-      handler: owned('att', 'attestation', 'read-attestation', (context) => ({ reference: context.params.reference })),
-    },
-    {
-      operation: 'attestations.revoke', method: 'POST', path: '/attestations/:reference/revoke', auth: 'local',
-      handler: owned('att', 'attestation', 'revoke-attestation', (context) => ({ reference: context.params.reference })),
-    },
-    {
-      operation: 'subjects.attestations', method: 'GET', path: '/subjects/:id/attestations', auth: 'local',
-      handler: (context) => subject(context, context.params.id!, 'list-attestations', {}),
-    },
-    {
-      operation: 'ownership_bindings.create', method: 'POST', path: '/ownership-bindings', auth: 'local', idempotent: true,
-      handler: (context) => {
-        const body = validBody(context, validateCreateBinding);
-        if (!body.ok) return failure(body.refusal);
-        const { subject_id, target, ...rest } = body.value;
-        // The target is hashed like an identifier when it is one, and then forgotten.
-        let hash: string;
-        if ((IDENTIFIER_TYPES as readonly string[]).includes(rest.target_kind)) {
-          const normalised = normaliseIdentifier(rest.target_kind as IdentifierType, target, 'target');
-          if (!normalised.ok) return failure(normalised.refusal);
-          hash = hashOf(rest.target_kind as IdentifierType, normalised.value);
-        } else {
-          hash = identifierHash(services.pepper, rest.target_kind as IdentifierType, target.trim());
-        }
-        return subject(context, subject_id, 'add-binding', { ...rest, expires_at: rest.expires_at ?? null, target_hash: hash, reference: newReference('obd') });
-      },
-    },
-    {
-      operation: 'ownership_bindings.get', method: 'GET', path: '/ownership-bindings/:reference', auth: 'member',
-      handler: owned('obd', 'ownership binding', 'read-binding', (context) => ({ reference: context.params.reference })),
-    },
-    {
-      operation: 'addresses.create', method: 'POST', path: '/addresses', auth: 'member', idempotent: true,
-      handler: (context) => {
-        const body = validBody(context, validateCreateAddress);
-        if (!body.ok) return failure(body.refusal);
-        const { subject_id, profile } = body.value;
-        return subject(context, subject_id, 'create-address', {
-          ...addressInput(), profile, discoverability: body.value.discoverability ?? (profile === 'directory' ? 'network' : 'private'),
-          is_primary: body.value.is_primary ?? false,
-        });
-      },
-    },
-    {
-      operation: 'addresses.list', method: 'GET', path: '/addresses', auth: 'member',
+      operation: 'addresses.list',
+      method: 'GET',
+      path: '/addresses',
+      auth: authOf('list-addresses'),
       handler: (context) => {
         const subjectId = queryParams(context).get('subject_id');
-        if (subjectId === null) return failure(invalid('subject_id', 'query parameter subject_id is required'));
-        return subject(context, subjectId, 'list-addresses', {});
+        if (subjectId === null) {
+          return failure(invalid('subject_id', 'query parameter subject_id is required'));
+        }
+        if (!isReferenceShaped(subjectId, 'sub')) return notFound('subject');
+        return sendCommand(services, context, subjectDecider, subjectId, 'list-addresses', {});
       },
     },
-    {
-      operation: 'addresses.rotate', method: 'POST', path: '/addresses/:id/rotate', auth: 'member', idempotent: true,
-      handler: owned('adr', 'address', 'rotate-address', (context) => ({ address_id: context.params.id, replacement: addressInput() })),
-    },
-    {
-      operation: 'addresses.revoke', method: 'POST', path: '/addresses/:id/revoke', auth: 'member',
-      handler: owned('adr', 'address', 'revoke-address', (context) => ({ address_id: context.params.id })),
-    },
-    {
-      operation: 'addresses.standing_intent', method: 'PUT', path: '/addresses/:id/standing-intent', auth: 'member',
-      handler: owned('adr', 'address', 'set-intent', (context) => {
-        const body = validBody(context, validateStandingIntent);
-        return body.ok ? { address_id: context.params.id, ...body.value } : failure(body.refusal);
-      }),
-    },
-    {
-      operation: 'targets.create', method: 'POST', path: '/addresses/:id/targets', auth: 'local', idempotent: true,
-      handler: owned('adr', 'address', 'add-target', (context) => {
-        const body = validBody(context, validateCreateTarget);
-        if (!body.ok) return failure(body.refusal);
-        const { account_ref, ...t } = body.value;
+    subjectRoute(services, {
+      operation: 'addresses.rotate',
+      method: 'POST',
+      path: '/addresses/:id/rotate',
+      idempotent: true,
+      command: 'rotate-address',
+      what: 'address',
+      key: address,
+      input: (context) => ({ ...addressId(context), replacement: use.freshAddress() }),
+    }),
+    subjectRoute(services, {
+      operation: 'addresses.revoke',
+      method: 'POST',
+      path: '/addresses/:id/revoke',
+      command: 'revoke-address',
+      what: 'address',
+      key: address,
+      input: addressId,
+    }),
+    subjectRoute(services, {
+      operation: 'addresses.standing_intent',
+      method: 'PUT',
+      path: '/addresses/:id/standing-intent',
+      command: 'set-intent',
+      what: 'address',
+      key: address,
+      input: afterKey(validateStandingIntent, ({ accepts, policy, limits }, context) => ({
+        ...addressId(context),
+        accepts,
+        policy,
+        limits,
+      })),
+    }),
+  ];
+}
+
+function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const address = use.holderOf('adr', 'id');
+  return [
+    subjectRoute(services, {
+      operation: 'targets.create',
+      method: 'POST',
+      path: '/addresses/:id/targets',
+      idempotent: true,
+      command: 'add-target',
+      what: 'address',
+      key: address,
+      input: afterKey(validateCreateTarget, (body, context) => {
+        const { rail, asset_type, asset_code, account_kind, is_default } = body;
+        const { beneficiary_format, beneficiary } = body;
         return {
-          address_id: context.params.id,
+          address_id: context.params.id!,
           target: {
-            id: newReference('tgt'), rail: t.rail, asset_type: t.asset_type, asset_code: t.asset_code, account_kind: t.account_kind,
-            account_ref_sealed: seal(services.sealingKey, account_ref), is_default: t.is_default ?? false,
-            beneficiary_format: t.beneficiary_format ?? null, beneficiary: t.beneficiary ?? null,
+            id: newReference('tgt'),
+            rail,
+            asset_type,
+            asset_code,
+            account_kind,
+            is_default,
+            beneficiary_format,
+            beneficiary,
+            account_ref_sealed: use.seal(body.account_ref),
           },
         };
       }),
-    },
-    {
-      operation: 'targets.list', method: 'GET', path: '/addresses/:id/targets', auth: 'member',
-      handler: owned('adr', 'address', 'list-targets', (context) => ({ address_id: context.params.id })),
-    },
-    {
-      operation: 'targets.revoke', method: 'POST', path: '/addresses/:id/targets/:target_id/revoke', auth: 'member',
-      handler: owned('adr', 'address', 'revoke-target', (context) => ({ address_id: context.params.id, target_id: context.params.target_id })),
-    },
-    { operation: 'commitments.get', method: 'GET', path: '/commitments/:key', auth: 'public', handler: publicView(commitmentViewKey) },
-    { operation: 'resolver.get', method: 'GET', path: '/resolver/:key', auth: 'public', handler: publicView(resolverViewKey) },
+    }),
+    subjectRoute(services, {
+      operation: 'targets.list',
+      method: 'GET',
+      path: '/addresses/:id/targets',
+      command: 'list-targets',
+      what: 'address',
+      key: address,
+      input: (context) => ({ address_id: context.params.id! }),
+    }),
+    subjectRoute(services, {
+      operation: 'targets.revoke',
+      method: 'POST',
+      path: '/addresses/:id/targets/:target_id/revoke',
+      command: 'revoke-target',
+      what: 'address',
+      key: address,
+      input: (context) => ({
+        address_id: context.params.id!,
+        target_id: context.params.target_id!,
+      }),
+    }),
   ];
+}
+
+/** A public read of an address's answer; `:key` is `path:<opaque>`, or percent-encoded. */
+function resolverRead(
+  services: Services,
+  operation: string,
+  path: string,
+  viewKey: (address: string) => string,
+): RouteSpec<Handler> {
+  return {
+    operation,
+    method: 'GET',
+    path,
+    auth: 'public',
+    handler: (context) => {
+      let address: string;
+      try {
+        address = decodeURIComponent(context.params.key!);
+      } catch {
+        return notFound('address');
+      }
+      const shaped = /^path:[A-Za-z0-9]{1,64}$/.test(address);
+      return (shaped ? viewReply(services, viewKey(address)) : null) ?? notFound('address');
+    },
+  };
 }

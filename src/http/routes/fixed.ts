@@ -14,16 +14,31 @@ export function keysDocument(member: string, keys: readonly StoredSigningKey[]):
   return JSON.stringify({
     member,
     keys: keys.map((k) => ({
-      kid: k.kid, alg: 'Ed25519', public_key: k.public_key, kty: 'OKP', crv: 'Ed25519',
-      x: Buffer.from(k.public_key, 'hex').toString('base64url'), status: k.status, created_at: k.created_at, retired_at: k.retired_at,
+      kid: k.kid,
+      alg: 'Ed25519',
+      public_key: k.public_key,
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: Buffer.from(k.public_key, 'hex').toString('base64url'),
+      status: k.status,
+      created_at: k.created_at,
+      retired_at: k.retired_at,
     })),
   });
 }
 
-export function configurationDocument(services: Services, routes: readonly RouteSpec<Handler>[], externalUrl: string | null): string {
+export function configurationDocument(
+  services: Services,
+  routes: readonly RouteSpec<Handler>[],
+  externalUrl: string | null,
+): string {
   const { baseUrl, member } = services.config;
   const endpoints: Record<string, { method: string; url: string }> = {};
-  for (const r of routes) endpoints[r.operation] = { method: r.method, url: `${baseUrl}${r.root ? '' : API_PREFIXES[0]}${r.path.replace(/:([a-z_]+)/g, '{$1}')}` };
+  for (const r of routes)
+    endpoints[r.operation] = {
+      method: r.method,
+      url: `${baseUrl}${r.root ? '' : API_PREFIXES[0]}${r.path.replace(/:([a-z_]+)/g, '{$1}')}`,
+    };
   return JSON.stringify({
     member,
     base_url: baseUrl,
@@ -40,21 +55,39 @@ export function configurationDocument(services: Services, routes: readonly Route
 }
 
 /** The fixed routes; the documents are rebuilt by the node when keys or routes change. */
-export function fixedRoutes(services: Services, documents: { keys: () => string; configuration: () => string }): RouteSpec<Handler>[] {
+export function fixedRoutes(
+  services: Services,
+  documents: { keys: () => string; configuration: () => string },
+): RouteSpec<Handler>[] {
   return [
     {
-      operation: 'keys', method: 'GET', path: '/.well-known/path-keys', root: true, auth: 'public',
+      operation: 'keys',
+      method: 'GET',
+      path: '/.well-known/path-keys',
+      root: true,
+      auth: 'public',
       handler: () => ({ status: 200, body: documents.keys(), signed: false }),
     },
     {
-      operation: 'configuration', method: 'GET', path: '/.well-known/path-configuration', root: true, auth: 'public',
+      operation: 'configuration',
+      method: 'GET',
+      path: '/.well-known/path-configuration',
+      root: true,
+      auth: 'public',
       handler: () => ({ status: 200, body: documents.configuration(), signed: false }),
     },
     {
-      operation: 'links.get', method: 'GET', path: '/path/:reference', root: true, auth: 'public',
+      operation: 'links.get',
+      method: 'GET',
+      path: '/path/:reference',
+      root: true,
+      auth: 'public',
       handler: (context) => {
         const reference = context.params.reference!;
-        return (isReferenceShaped(reference) ? viewReply(services, reference) : null) ?? notFound('object');
+        return (
+          (isReferenceShaped(reference) ? viewReply(services, reference) : null) ??
+          notFound('object')
+        );
       },
     },
   ];

@@ -1,79 +1,95 @@
-// POST /payee-check (SPEC F): authorised by a member credential or by a payment context (an open
-// request or instruction issued for `key`). The front end checks the context and the member's
-// daily allowance; the subject's single writer checks the name and the per-context and
-// per-name allowances, and signs the answer.
+// POST /payee-check (SPEC F). The route parses the body, seals the proposed name and keeps of it
+// only a keyed digest of its words (P8: the clear name never enters a command), finds the
+// subject that holds the address (the address's info, then the route index: routing, not a
+// rule), charges the member's daily allowance (the budget aggregate) and sends the check. Who
+// may ask (a member, or an open payment context for the address), the address's state and the
+// per-context and per-name allowances are the subject decider's.
 import { createHmac } from 'node:crypto';
-import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import { budgetKey } from '../../domain/budget/budget.js';
-import { untitledWords } from '../../domain/payee/names.js';
+import { nameIdentity } from '../../domain/payee/names.js';
+import type { Input } from '../../domain/subject/decision.js';
 import { addressInfoKey, type AddressInfo } from '../../domain/subject/resolver.js';
-import { invalid, refusal } from '../../protocol/errors.js';
-import { isReferenceShaped } from '../../protocol/ids.js';
-import { PathAddress, Reference, validator } from '../../protocol/schemas.js';
-import { unauthenticated } from '../auth.js';
-import { failure } from '../reply.js';
+import { validatePayeeCheck, type PayeeCheck } from '../../domain/subject/schema.js';
+import { subjectDecider } from '../../domain/subject/subject.js';
+import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
+import { seal } from '../../protocol/sealing.js';
+import { failure, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
-import type { Handler } from '../server.js';
-import { notFound, runCommand, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
+import type { Handler, RequestContext } from '../server.js';
+import { notFound, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
+import { sendCommand } from './table.js';
 
-const validatePayeeCheck = validator(Type.Object({
-  key: PathAddress,
-  mode: Type.Union([Type.Literal('verify'), Type.Literal('display')]),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  context: Type.Optional(Type.Object({
-    request: Type.Optional(Reference('req', 'a request reference')),
-    instruction: Type.Optional(Reference('ins', 'an instruction reference')),
-  })),
-  nonce: Type.String({ minLength: 1, maxLength: 128 }),
-}));
+type Check = Input<'payee-check'>;
 
 export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
-  const { limits } = services.config;
-  /** Is the context an open request or instruction issued for this address? */
-  const contextOpen = (reference: string, key: string): boolean => {
-    const view = isReferenceShaped(reference) ? viewReply(services, reference) : null;
-    if (view === null || view.status !== 200) return false;
-    const object = JSON.parse(Buffer.from(view.body).toString('utf8')) as { status?: string; payee?: { address?: string } };
-    const open = reference.startsWith('req_') ? object.status === 'created' : object.status === 'open';
-    return open && object.payee?.address === key;
-  };
-
-  return [{
-    operation: 'payee_check', method: 'POST', path: '/payee-check', auth: 'optional',
-    handler: async (context) => {
-      const body = validBody(context, validatePayeeCheck);
-      if (!body.ok) return failure(body.refusal);
-      const { key, mode, name, nonce } = body.value;
-      if (mode === 'verify' && name === undefined) return failure(invalid('name', 'name is required with mode verify'));
-      const given = body.value.context;
-      let contextRef: string | null = null;
-      if (given !== undefined) {
-        if ((given.request === undefined) === (given.instruction === undefined)) return failure(invalid('context', 'a context names one request or one instruction'));
-        contextRef = given.request ?? given.instruction!;
-        if (!contextOpen(contextRef, key)) return failure(refusal('path.auth.context_refused', 'the context is not an open payment context for this key'));
-      } else if (context.caller === null) {
-        return failure(unauthenticated('missing'));
-      }
-      const view = viewReply(services, addressInfoKey(key));
-      if (view === null) return notFound('address');
-      const info = JSON.parse(Buffer.from(view.body).toString('utf8')) as AddressInfo;
-      if (info.revoked) return failure(refusal('path.address.revoked', 'this address was revoked'));
-      const subject = ownerOf(services, info.id);
-      if (subject === null) return notFound('address');
-      if (context.caller !== null) {
-        const charged = await submit(services, {
-          aggregate: 'budget', key: budgetKey(context.caller.member),
-          command: { name: 'charge-payee-check', input: { allowance: limits.payee_check_daily_max }, caller: context.caller },
-        }, context);
-        if (charged.reply.status !== 200) return { status: charged.reply.status, body: charged.reply.body, signed: false };
-      }
-      const requester = context.caller?.member ?? (given!.request !== undefined ? `request:${contextRef}` : `instruction:${contextRef}`);
-      // Distinct names are counted by a keyed digest of their words: a resubmitted name is the same name.
-      const nameKey = name === undefined ? null : createHmac('sha256', services.sealingKey).update([...untitledWords(name)].sort().join(' ')).digest('hex');
-      return runCommand(services, context, 'subject', subject, 'payee-check', {
-        address_id: info.id, mode, name: name ?? null, name_key: nameKey, nonce, requester, context_ref: contextRef,
-        limits: { context_max: limits.payee_check_context_max, names_per_day_max: limits.payee_check_names_per_day_max },
-      });
+  return [
+    {
+      operation: 'payee_check',
+      method: 'POST',
+      path: '/payee-check',
+      auth: 'optional',
+      handler: (context) => payeeCheck(services, context),
     },
-  }];
+  ];
+}
+
+async function payeeCheck(services: Services, context: RequestContext): Promise<HttpReply> {
+  const body = validBody(context, validatePayeeCheck);
+  if (!body.ok) return failure(body.refusal);
+  const check = checkOf(services, body.value);
+  if (isRefusal(check)) return failure(check);
+  const holder = holderOf(services, body.value.key);
+  if (holder === null) return notFound('address');
+  if (context.caller !== null) {
+    // The member's daily allowance (P12) is the budget's: its decider reads it from the limits.
+    const charged = await submit(
+      services,
+      {
+        aggregate: 'budget',
+        key: budgetKey(context.caller.member),
+        command: { name: 'charge-payee-check', input: {}, caller: context.caller },
+      },
+      context,
+    );
+    const { status, body: text } = charged.reply;
+    if (status !== 200) return { status, body: text, signed: false };
+  }
+  const input = check(holder.id);
+  return sendCommand(services, context, subjectDecider, holder.subject, 'payee-check', input);
+}
+
+/** The check's input, once the address is known; or a 400 for what the body cannot say. */
+function checkOf(
+  services: Services,
+  body: Static<typeof PayeeCheck>,
+): ((addressId: string) => Check) | Refusal {
+  const { mode, name, nonce } = body;
+  if (mode === 'verify' && name === undefined) {
+    return invalid('name', 'name is required with mode verify');
+  }
+  const given = body.context;
+  if (given !== undefined && (given.request === undefined) === (given.instruction === undefined)) {
+    return invalid('context', 'a context names one request or one instruction');
+  }
+  let context: Check['context'] = null;
+  if (given?.request !== undefined) context = { request: given.request };
+  else if (given?.instruction !== undefined) context = { instruction: given.instruction };
+  if (mode === 'display' || name === undefined) {
+    return (address_id) => ({ address_id, nonce, context, mode: 'display' });
+  }
+  // Distinct names are counted by a keyed digest of their words: a name asked again is the same.
+  const words = nameIdentity(name);
+  const name_key = createHmac('sha256', services.sealingKey).update(words).digest('hex');
+  const name_sealed = seal(services.sealingKey, name);
+  return (address_id) => ({ address_id, nonce, context, mode, name_sealed, name_key });
+}
+
+/** The subject that holds an address, and the address's id; null: the node has no such address. */
+function holderOf(services: Services, address: string): { subject: string; id: string } | null {
+  const view = viewReply(services, addressInfoKey(address));
+  if (view === null || view.status !== 200) return null;
+  const info = JSON.parse(Buffer.from(view.body).toString('utf8')) as AddressInfo;
+  const subject = ownerOf(services, info.id);
+  return subject === null ? null : { subject, id: info.id };
 }

@@ -1,66 +1,104 @@
 // Routes of SPEC J: settlement receipts.
-import { firstTransitions, transitionsViewKey } from '../../domain/receipt/receipt.js';
+import {
+  firstTransitions,
+  receiptDecider,
+  transitionsViewKey,
+} from '../../domain/receipt/receipt.js';
 import { validateIssue, validateTransition, validateVerify } from '../../domain/receipt/schema.js';
 import { newReference, isReferenceShaped } from '../../protocol/ids.js';
 import { verifyObject } from '../../protocol/signing.js';
 import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
-import { notFound, runCommand, submit, validBody, viewReply, type Services } from '../services.js';
+import { notFound, validBody, viewReply, type Services } from '../services.js';
+import { commandRoute, ownReference } from './table.js';
 
 export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
+  return [...memberRoutes(services), ...publicRoutes(services)];
+}
+
+/** Issuing and moving a receipt: commands of a member, signed. */
+function memberRoutes(services: Services): RouteSpec<Handler>[] {
+  return [
+    commandRoute(services, {
+      operation: 'receipts.create',
+      method: 'POST',
+      path: '/receipts',
+      auth: 'member',
+      idempotent: true,
+      decider: receiptDecider,
+      command: 'issue',
+      what: 'receipt',
+      body: validateIssue,
+      key: () => newReference('rcp'),
+      input: (_context, body, reference) => ({ ...body, reference }),
+    }),
+    commandRoute(services, {
+      operation: 'receipts.transition',
+      method: 'POST',
+      path: '/receipts/:reference/transitions',
+      auth: 'member',
+      idempotent: true,
+      decider: receiptDecider,
+      command: 'transition',
+      what: 'receipt',
+      body: validateTransition,
+      key: ownReference(receiptDecider),
+      input: (_context, body) => body,
+    }),
+  ];
+}
+
+/** Reading a receipt and its transitions, and checking an envelope: open to anyone. */
+function publicRoutes(services: Services): RouteSpec<Handler>[] {
   const read = (key: string, reference: string) =>
     (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
   return [
     {
-      operation: 'receipts.create', method: 'POST', path: '/receipts', auth: 'member', idempotent: true,
-      handler: async (context) => {
-        const input = validBody(context, validateIssue);
-        if (!input.ok) return failure(input.refusal);
-        const reference = newReference('rcp');
-        const issued = await runCommand(services, context, 'receipt', reference, 'issue', { ...input.value, reference });
-        // An instruction of this node named by a receipt is used from then on (docs/decisions.md).
-        const instruction = input.value.instruction;
-        if (issued.status === 201 && typeof instruction === 'string' && services.log.get('views', instruction) !== undefined) {
-          await submit(services, { aggregate: 'instruction', key: instruction, command: { name: 'use', input: { receipt: reference }, caller: context.caller } }, context);
-        }
-        return issued;
-      },
-    },
-    {
-      operation: 'receipts.transition', method: 'POST', path: '/receipts/:reference/transitions', auth: 'member', idempotent: true,
-      handler: (context) => {
-        const reference = context.params.reference!;
-        if (!isReferenceShaped(reference, 'rcp')) return notFound('receipt');
-        const input = validBody(context, validateTransition);
-        if (!input.ok) return failure(input.refusal);
-        return runCommand(services, context, 'receipt', reference, 'transition', input.value);
-      },
-    },
-    {
-      operation: 'receipts.get', method: 'GET', path: '/receipts/:reference', auth: 'public',
+      operation: 'receipts.get',
+      method: 'GET',
+      path: '/receipts/:reference',
+      auth: 'public',
       handler: (context) => read(context.params.reference!, context.params.reference!),
     },
     {
-      operation: 'receipts.transitions', method: 'GET', path: '/receipts/:reference/transitions', auth: 'public',
+      operation: 'receipts.transitions',
+      method: 'GET',
+      path: '/receipts/:reference/transitions',
+      auth: 'public',
       handler: (context) => {
         const reference = context.params.reference!;
-        const listed = isReferenceShaped(reference, 'rcp') ? viewReply(services, transitionsViewKey(reference)) : null;
+        const listed = isReferenceShaped(reference, 'rcp')
+          ? viewReply(services, transitionsViewKey(reference))
+          : null;
         if (listed !== null) return listed;
         // A receipt that never moved: its list is its one step, read off its envelope.
         const issued = isReferenceShaped(reference, 'rcp') ? viewReply(services, reference) : null;
-        return issued === null ? notFound('receipt') : { status: 200, body: firstTransitions(Buffer.from(issued.body).toString('utf8')), signed: true };
+        return issued === null
+          ? notFound('receipt')
+          : {
+              status: 200,
+              body: firstTransitions(Buffer.from(issued.body).toString('utf8')),
+              signed: true,
+            };
       },
     },
     {
-      operation: 'receipts.verify', method: 'POST', path: '/receipts/verify', auth: 'public',
+      operation: 'receipts.verify',
+      method: 'POST',
+      path: '/receipts/verify',
+      auth: 'public',
       handler: (context) => {
         const input = validBody(context, validateVerify);
         if (!input.ok) return failure(input.refusal);
         const envelope = input.value.envelope as Record<string, unknown>;
-        if (envelope.type !== 'path.receipt') return json(200, { valid: false, reason: 'not_a_receipt' });
+        if (envelope.type !== 'path.receipt')
+          return json(200, { valid: false, reason: 'not_a_receipt' });
         const verdict = verifyObject(envelope, input.value.issuer_public_key);
-        return json(200, verdict.valid ? { valid: true } : { valid: false, reason: verdict.reason });
+        return json(
+          200,
+          verdict.valid ? { valid: true } : { valid: false, reason: verdict.reason },
+        );
       },
     },
   ];

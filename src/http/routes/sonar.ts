@@ -4,14 +4,24 @@
 // a key that does not exist or one that exists but is not visible, takes the same path: one
 // index probe, the same charge, the same journal row, the same signature, the same shape.
 import { Type } from '@sinclair/typebox';
-import { budgetKey, signAnswers, type AnswerBody, type ChargeLookups } from '../../domain/budget/budget.js';
 import {
-  hashKeys, keyShapeRefusal, type KeyHash, type KeyItem,
+  budgetDecider,
+  budgetKey,
+  signAnswers,
+  type AnswerBody,
+  type ChargeLookups,
+} from '../../domain/budget/budget.js';
+import {
+  hashKeys,
+  keyShapeRefusal,
+  type KeyHash,
+  type KeyItem,
 } from '../../protocol/identifiers.js';
-import { invalid, refusal } from '../../protocol/errors.js';
+import { confirmAnswer } from '../../domain/sonar/confirm.js';
+import { invalid, isRefusal } from '../../protocol/errors.js';
 import { Sha256Hex, validator } from '../../protocol/schemas.js';
-import { envelopeFields, signObject, verifyObject } from '../../protocol/signing.js';
-import { isoTime, parseTime } from '../../protocol/time.js';
+import { IDENTIFIER_LENGTH_MAX, LOOKUP_SPREAD_ITEMS_MIN, type Limits } from '../../config.js';
+import type { LocalDirectory } from '../../directory/directory.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
@@ -21,54 +31,97 @@ const KEY_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax', 'addre
 const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
 const Item = Type.Object({
   identifier_type: KeyType,
-  identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+  identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_LENGTH_MAX })),
   identifier_hash: Type.Optional(Sha256Hex),
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 const validateLookup = validator(Item);
-const validateBatch = validator(Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }));
+const validateBatch = validator(
+  Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }),
+);
 const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) }));
-
 
 export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
   const directory = services.directory!;
+  const charge = budgetCharge(services);
+  return [
+    {
+      operation: 'sonar.lookup',
+      method: 'POST',
+      path: '/sonar/lookup',
+      auth: 'member',
+      handler: lookupHandler(services, directory, charge),
+    },
+    {
+      operation: 'sonar.lookup_batch',
+      method: 'POST',
+      path: '/sonar/lookup/batch',
+      auth: 'member',
+      handler: batchHandler(services, directory, limits, charge),
+    },
+    {
+      operation: 'sonar.confirm',
+      method: 'POST',
+      path: '/sonar/confirm',
+      auth: 'public',
+      handler: (context) => {
+        const body = validBody(context, validateConfirm);
+        if (!body.ok) return failure(body.refusal);
+        return confirm(services, body.value.sonar_answer as Record<string, unknown>, context.now);
+      },
+    },
+  ];
+}
 
-  /** One index probe for a hashed key: the same work whether it is found, hidden or absent. */
-  const answerFor = (item: KeyItem & { nonce?: string }, hash: string): AnswerBody => {
-    const holder = directory.index.find(hash, item.identifier_type);
-    return {
-      identifier_type: item.identifier_type, identifier_hash: hash, found: holder !== null,
-      member: holder?.member ?? null, endpoint: holder?.endpoint ?? null, nonce: item.nonce ?? null,
-    };
+type Charge = ReturnType<typeof budgetCharge>;
+
+/** One index probe for a hashed key: the same work whether it is found, hidden or absent. */
+function answerFor(
+  directory: LocalDirectory,
+  item: KeyItem & { nonce?: string },
+  hash: string,
+): AnswerBody {
+  const holder = directory.index.find(hash, item.identifier_type);
+  return {
+    identifier_type: item.identifier_type,
+    identifier_hash: hash,
+    found: holder !== null,
+    member: holder?.member ?? null,
+    endpoint: holder?.endpoint ?? null,
+    nonce: item.nonce ?? null,
   };
+}
 
-  /** Charges the member's budget for the answers (all or nothing) and journals them; signs them meanwhile when asked. */
-  const charge = async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
-    const member = context.caller!.member;
-    const counts: Record<string, number> = {};
-    const allowances: Record<string, number> = {};
-    for (const a of answers) {
-      counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
-      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
-    }
-    const journal = answers.map((a) => ({ identifier_type: a.identifier_type, identifier_hash: a.identifier_hash, found: a.found }));
-    const input: ChargeLookups = { counts, allowances, answers: journal };
-    const [result, signedText] = await Promise.all([
-      submit(services, { aggregate: 'budget', key: budgetKey(member), command: { name: 'charge-lookups', input, caller: context.caller } }, context),
-      signed ? signSpread(services, answers, member, new Date(context.now).toISOString()) : Promise.resolve('[]'),
-    ]);
-    const remaining = result.reply.status === 200 ? result.reply.meta!.remaining as Record<string, number> : null;
-    const headers = rateLimitHeaders(allowances, remaining, context.now);
-    return { result, headers, signedText };
+/** One key: its answer, charged, journalled and signed. */
+function lookupHandler(services: Services, directory: LocalDirectory, charge: Charge): Handler {
+  return async (context) => {
+    const body = validBody(context, validateLookup);
+    if (!body.ok) return failure(body.refusal);
+    const shape = keyShapeRefusal([body.value], false);
+    if (shape !== null) return failure(shape);
+    const [hash] = hashKeys(services.pepper, [body.value], 0, false);
+    if (typeof hash !== 'string') return failure(hash!);
+    const answer = answerFor(directory, body.value, hash);
+    const { result, headers, signedText } = await charge(context, [answer], true);
+    if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
+    // A one-element array of the signed answer.
+    return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
   };
+}
 
-  /**
-   * P17: a key that does not normalise is answered at its index with its refusal, and is neither
-   * looked up, journalled nor charged; the others are answered as usual. A body that is not a
-   * batch (no items, too many, an item of the wrong shape) is still refused whole.
-   */
-  const lookupBatch = async (context: RequestContext): Promise<HttpReply> => {
+/**
+ * Up to `lookup_batch_max` keys, charged all or nothing; the answers signed when asked. P17: a
+ * key that does not normalise is answered at its index with its refusal, and is neither looked
+ * up, journalled nor charged. A body that is not a batch is still refused whole.
+ */
+function batchHandler(
+  services: Services,
+  directory: LocalDirectory,
+  limits: Limits,
+  charge: Charge,
+): Handler {
+  return async (context) => {
     const body = validBody(context, validateBatch);
     if (!body.ok) return failure(body.refusal);
     const { items, signed = false } = body.value;
@@ -81,15 +134,15 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     const answers: AnswerBody[] = [];
     items.forEach((item, i) => {
       const hash = hashed[i]!;
-      if (typeof hash === 'string') answers.push(answerFor(item, hash));
+      if (typeof hash === 'string') answers.push(answerFor(directory, item, hash));
     });
     let headers: Record<string, string> | undefined;
     let signedText = '[]';
     if (answers.length > 0) {
       const charged = await charge(context, answers, signed);
       headers = charged.headers;
-      const reply = charged.result.reply;
-      if (reply.status !== 200) return { ...fromReply(reply), headers };
+      if (charged.result.reply.status !== 200)
+        return { ...fromReply(charged.result.reply), headers };
       signedText = charged.signedText;
     }
     let results: string;
@@ -97,43 +150,46 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     else {
       // Signed answers are spliced between the errors as parsed objects: the signature covers
       // the canonical form, so writing them out again keeps them verifiable.
-      const shown = signed ? JSON.parse(signedText) as object[] : answers.map(unsignedResult);
+      const shown = signed ? (JSON.parse(signedText) as object[]) : answers.map(unsignedResult);
       results = batchResults(items, hashed, shown);
     }
     const text = `{"count":${items.length},"signed":${signed},"results":${results}}`;
-    return { status: 200, body: text, signed, headers };
+    return { status: 200, body: text, signed, ...(headers === undefined ? {} : { headers }) };
   };
+}
 
-  return [
-    {
-      operation: 'sonar.lookup', method: 'POST', path: '/sonar/lookup', auth: 'member',
-      handler: async (context) => {
-        const body = validBody(context, validateLookup);
-        if (!body.ok) return failure(body.refusal);
-        const shape = keyShapeRefusal([body.value], false);
-        if (shape !== null) return failure(shape);
-        const [hash] = hashKeys(services.pepper, [body.value], 0, false);
-        if (typeof hash !== 'string') return failure(hash!);
-        const answer = answerFor(body.value, hash);
-        const { result, headers, signedText } = await charge(context, [answer], true);
-        if (result.reply.status !== 200) return { ...fromReply(result.reply), headers };
-        // A one-element array of the signed answer.
-        return { status: 200, body: signedText.slice(1, -1), signed: true, headers };
-      },
-    },
-    {
-      operation: 'sonar.lookup_batch', method: 'POST', path: '/sonar/lookup/batch', auth: 'member',
-      handler: lookupBatch,
-    },
-    {
-      operation: 'sonar.confirm', method: 'POST', path: '/sonar/confirm', auth: 'public',
-      handler: (context) => {
-        const body = validBody(context, validateConfirm);
-        if (!body.ok) return failure(body.refusal);
-        return confirm(services, body.value.sonar_answer as Record<string, unknown>, context.now);
-      },
-    },
-  ];
+/**
+ * Charges the member's budget for a call's answers (all or nothing) and journals them, signing
+ * them meanwhile when asked. The allowance of each type is the front end's to know (P12: base +
+ * factor x the member's contributions to the in-memory directory index); the charge is the
+ * budget decider's.
+ */
+function budgetCharge(services: Services) {
+  return async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
+    const member = context.caller!.member;
+    const counts: Record<string, number> = {};
+    const allowances: Record<string, number> = {};
+    for (const a of answers) {
+      counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
+      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
+    }
+    const journal = answers.map((a) => ({
+      identifier_type: a.identifier_type,
+      identifier_hash: a.identifier_hash,
+      found: a.found,
+    }));
+    const input: ChargeLookups = { counts, allowances, answers: journal };
+    const command = { name: 'charge-lookups', input, caller: context.caller };
+    const signedAt = new Date(context.now).toISOString();
+    const [result, signedText] = await Promise.all([
+      submit(services, { aggregate: budgetDecider.type, key: budgetKey(member), command }, context),
+      signed ? signSpread(services, answers, member, signedAt) : Promise.resolve('[]'),
+    ]);
+    const remaining =
+      result.reply.status === 200 ? (result.reply.meta!.remaining as Record<string, number>) : null;
+    const headers = rateLimitHeaders(allowances, remaining, context.now);
+    return { result, headers, signedText };
+  };
 }
 
 /** An answer of an unsigned batch (SPEC D): no nonce, no signature. */
@@ -148,7 +204,9 @@ function unsignedResult(a: AnswerBody): object {
  * comes from normalisation, whose messages never quote the value.
  */
 function batchResults(
-  items: readonly KeyItem[], hashed: readonly KeyHash[], answers: readonly object[],
+  items: readonly KeyItem[],
+  hashed: readonly KeyHash[],
+  answers: readonly object[],
 ): string {
   let next = 0;
   const results = items.map((item, i) => {
@@ -164,17 +222,18 @@ function batchResults(
  * while the front end does the rest. Small batches stay on the front end.
  */
 async function hashSpread(services: Services, items: KeyItem[]): Promise<KeyHash[]> {
-  if (items.length < SPREAD_SIGNING_MIN) return hashKeys(services.pepper, items, 0, true);
+  if (items.length < LOOKUP_SPREAD_ITEMS_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
   const local = hashKeys(services.pepper, items.slice(cut), cut, true);
-  return [...await remote, ...local];
+  return [...(await remote), ...local];
 }
 
-/** The share of a large batch's keys the front end hashes itself (the worker also charges and journals). */
+/**
+ * The share of a large batch's keys the front end
+ * hashes itself (the worker also charges and journals).
+ */
 const FRONT_END_HASHING_SHARE = 0.65;
-/** Batches smaller than this are hashed and signed on one thread alone. */
-const SPREAD_SIGNING_MIN = 64;
 /** The share of a large batch the front end signs itself while a worker signs the rest. */
 const FRONT_END_SIGNING_SHARE = 0.4;
 
@@ -182,8 +241,14 @@ const FRONT_END_SIGNING_SHARE = 0.4;
  * Signs lookup answers with every core at hand: a worker signs most of a large batch while the
  * front end, otherwise idle during signed batches, signs the rest. Small batches go to a worker.
  */
-async function signSpread(services: Services, answers: AnswerBody[], requester: string, signedAt: string): Promise<string> {
-  if (answers.length < SPREAD_SIGNING_MIN) return services.pool.signAnswers(answers, requester, signedAt);
+async function signSpread(
+  services: Services,
+  answers: AnswerBody[],
+  requester: string,
+  signedAt: string,
+): Promise<string> {
+  if (answers.length < LOOKUP_SPREAD_ITEMS_MIN)
+    return services.pool.signAnswers(answers, requester, signedAt);
   const cut = Math.floor(answers.length * (1 - FRONT_END_SIGNING_SHARE));
   const remote = services.pool.signAnswers(answers.slice(0, cut), requester, signedAt);
   const local = signAnswers(answers.slice(cut), requester, signedAt, services.signer!());
@@ -198,15 +263,21 @@ function fromReply(reply: { status: number; body: string; signed: boolean }): Ht
 /** P12: base + factor x entries the member contributes of that type, per calendar month. */
 export function allowanceOf(services: Services, member: string, identifierType: string): number {
   const contributed = services.directory!.index.contribution(member, identifierType);
-  return Math.floor(services.config.lookupBudgetBase + services.config.lookupBudgetFactor * contributed);
+  const { lookupBudgetBase, lookupBudgetFactor } = services.config;
+  return Math.floor(lookupBudgetBase + lookupBudgetFactor * contributed);
 }
 
 /** RateLimit headers (IETF httpapi draft) for the most constrained type of the call. */
-function rateLimitHeaders(allowances: Record<string, number>, remaining: Record<string, number> | null, now: number): Record<string, string> {
+function rateLimitHeaders(
+  allowances: Record<string, number>,
+  remaining: Record<string, number> | null,
+  now: number,
+): Record<string, string> {
   const types = Object.keys(allowances);
   const tightest = types.reduce((a, b) => ((remaining?.[a] ?? 0) <= (remaining?.[b] ?? 0) ? a : b));
   const date = new Date(now);
-  const reset = Math.ceil((Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) - now) / 1000);
+  const nextMonth = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  const reset = Math.ceil((nextMonth - now) / 1000);
   const left = remaining?.[tightest] ?? 0;
   return {
     'ratelimit-policy': `"lookup-${tightest}";q=${allowances[tightest]};w=${reset}`,
@@ -217,27 +288,18 @@ function rateLimitHeaders(allowances: Record<string, number>, remaining: Record<
   };
 }
 
-type ConfirmFailure = 'malformed' | 'unknown_key' | 'invalid_signature' | 'stale' | 'wrong_holder';
-
+/** Facts the front end holds for a confirmation; the rule is in src/domain/sonar/confirm.ts. */
 function confirm(services: Services, answer: Record<string, unknown>, now: number): HttpReply {
-  const refuse = (reason: ConfirmFailure) => failure(refusal('path.sonar.confirmation_refused', 'the lookup answer cannot be confirmed', { reason }));
-  if (answer.kind !== 'sonar_answer' || typeof answer.identifier_hash !== 'string' || typeof answer.identifier_type !== 'string'
-    || typeof answer.kid !== 'string' || typeof answer.signed_at !== 'string') return refuse('malformed');
-  // An answer signed by this node or by any member of the network, under its published keys.
-  const key = services.store.signingKeys().find((k) => k.kid === answer.kid) ?? services.members?.keyFor(answer.kid);
-  if (key === undefined) return refuse('unknown_key');
-  if (!verifyObject(answer, key.public_key).valid) return refuse('invalid_signature');
-  const signedAt = parseTime(answer.signed_at);
-  const freshness = services.config.limits.lookup_confirm_freshness_ms;
-  if (signedAt === null || now - signedAt >= freshness || signedAt - now > services.config.limits.timestamp_skew_ms) return refuse('stale');
-  if (answer.member !== services.config.member || answer.found !== true) return refuse('wrong_holder');
-  const holder = services.directory!.index.find(answer.identifier_hash, answer.identifier_type);
-  const signer = services.signer!();
-  const confirmation = signObject({
-    kind: 'holder_confirmation', identifier_type: answer.identifier_type, identifier_hash: answer.identifier_hash,
-    member: services.config.member, requester: answer.requester ?? null, nonce: answer.nonce ?? null,
-    held: holder !== null && holder.member === services.config.member,
-    ...envelopeFields(signer, isoTime(now)),
-  }, signer);
-  return json(200, confirmation, true);
+  const { member, limits } = services.config;
+  const confirmed = confirmAnswer(answer, {
+    now,
+    member,
+    limits,
+    signer: services.signer!(),
+    keyFor: (kid) =>
+      (services.store.signingKeys().find((k) => k.kid === kid) ?? services.members?.keyFor(kid))
+        ?.public_key,
+    holds: (hash, type) => services.directory!.index.find(hash, type)?.member === member,
+  });
+  return isRefusal(confirmed) ? failure(confirmed) : json(200, confirmed, true);
 }

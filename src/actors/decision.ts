@@ -1,0 +1,175 @@
+// What the runtime makes of a decision: the HTTP answer (status from the one error table and the
+// `created` flag, P7), the stored views, and every row written in the command's commit, each
+// framed by its codec (log/rows.ts). Deciders say what happened; this says how it is kept.
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { TSchema } from '@sinclair/typebox';
+import type {
+  AnyDecider,
+  Answer,
+  CommandSchemas,
+  Decision,
+  Publication,
+  ReadView,
+  View,
+} from '../domain/decider.js';
+import type { TableWrite } from '../log/log.js';
+import {
+  directoryRows,
+  followUpRows,
+  idempotencyRows,
+  journalRows,
+  outboxRows,
+  replayRows,
+  usageRows,
+  type StoredFollowUp,
+} from '../log/rows.js';
+import { encodeView, type View as StoredView } from '../log/views.js';
+import {
+  errorBody,
+  expiredRefusal,
+  refusal,
+  statusOf,
+  type ErrorCode,
+  type Refusal,
+} from '../protocol/errors.js';
+import type { PendingFollowUp, Reply, RoutedCommand } from './types.js';
+
+export function errorReply(r: Refusal): Reply {
+  return { status: statusOf(r.code), body: errorBody(r), signed: false };
+}
+
+/** P7: 201 for a call that created a resource, 200 for every other success. */
+export function replyOf(answer: Answer, meta?: Record<string, unknown>): Reply {
+  const status = answer.created === true ? 201 : 200;
+  const reply: Reply =
+    'text' in answer
+      ? { status, body: answer.text, signed: answer.signed }
+      : { status, body: JSON.stringify(answer.value), signed: false };
+  if (meta !== undefined) reply.meta = meta;
+  return reply;
+}
+
+/** A view as served: its text, or the refusal of a gone object with its status from the table. */
+export function viewReply(view: View): Reply {
+  if ('gone' in view) return errorReply(view.gone);
+  return {
+    status: 200,
+    body: view.text,
+    signed: view.signed,
+    ...(view.expiry === undefined ? {} : { expiry: view.expiry }),
+  };
+}
+
+/**
+ * A stored view as a decision reads it: a gone object (or one past its deadline) as its refusal.
+ */
+export function readView(view: StoredView, now: number): ReadView {
+  if (view.expiry !== null && now >= view.expiry.at) {
+    return { text: null, gone: expiredRefusal(view.expiry.code as ErrorCode) };
+  }
+  if (view.status === 200) return { text: view.body.toString('utf8'), gone: null };
+  const { error } = JSON.parse(view.body.toString('utf8')) as { error: Refusal };
+  return { text: null, gone: error };
+}
+
+/** The checks of every decider's command inputs, compiled once. */
+export class CommandChecks {
+  private readonly checks = new Map<string, Map<string, TypeCheck<TSchema>>>();
+
+  constructor(deciders: readonly AnyDecider[]) {
+    for (const d of deciders) {
+      const byName = new Map<string, TypeCheck<TSchema>>();
+      for (const [name, schema] of Object.entries(d.commands as CommandSchemas))
+        byName.set(name, TypeCompiler.Compile(schema));
+      this.checks.set(d.type, byName);
+    }
+  }
+
+  /**
+   * Null when the command is one its aggregate takes, with the input its schema describes. The
+   * front end builds commands from validated bodies, so a mismatch is a defect of the node: it is
+   * refused as internal, with the aggregate, command and field named for the log.
+   */
+  problem(routed: RoutedCommand): Refusal | null {
+    const check = this.checks.get(routed.aggregate)?.get(routed.command.name);
+    if (check === undefined)
+      return refusal('path.core.not_found', `no such operation on ${routed.aggregate}`);
+    if (check.Check(routed.command.input)) return null;
+    const first = check.Errors(routed.command.input).First();
+    const field = `${first?.path ?? ''}: ${first?.message ?? 'invalid'}`;
+    return refusal('path.core.internal', 'internal error', {
+      defect: `${routed.aggregate}.${routed.command.name} input ${field}`,
+    });
+  }
+}
+
+/** Everything one decided command writes in its commit besides its record. */
+export function decisionWrites(options: {
+  decision: Decision<unknown>;
+  publications: readonly Publication[];
+  routed: RoutedCommand;
+  reply: Reply;
+  now: number;
+  newId: () => string;
+  followUps: readonly PendingFollowUp[];
+}): TableWrite[] {
+  const { decision, routed } = options;
+  const writes: TableWrite[] = options.publications.map((pub) => ({
+    table: 'views',
+    key: pub.key,
+    bytes: pub.view === null ? null : encodeView(viewReply(pub.view)),
+  }));
+  for (const event of decision.outbox ?? []) writes.push(outboxRows.write(event.id, event));
+  for (const row of decision.directory ?? []) writes.push(directoryRows.change(row));
+  for (const entry of decision.journal ?? [])
+    writes.push(journalRows.entry(entry, options.newId()));
+  for (const entry of decision.usage ?? []) writes.push(usageRows.entry(entry));
+  for (const f of options.followUps) {
+    const stored: StoredFollowUp = {
+      aggregate: f.routed.aggregate,
+      key: f.routed.key,
+      name: f.routed.command.name,
+      input: f.routed.command.input,
+      caller: f.routed.command.caller,
+    };
+    writes.push(followUpRows.write(f.id, stored));
+  }
+  if (routed.idempotency !== undefined) {
+    const { scope, requestHash } = routed.idempotency;
+    const { status, body, signed } = options.reply;
+    writes.push(
+      idempotencyRows.write(scope, { scope, requestHash, status, body, signed, at: options.now }),
+    );
+  }
+  if (routed.replay !== undefined) writes.push(replayRows.mark(routed.replay));
+  if (routed.followUp !== undefined)
+    writes.push({ table: 'followups', key: routed.followUp, bytes: null });
+  return writes;
+}
+
+/** The follow-ups of a decision as commands to route, each with the id of its row. */
+export function pendingFollowUps(
+  decision: Decision<unknown>,
+  newId: () => string,
+): PendingFollowUp[] {
+  return (decision.followUps ?? []).map((f) => ({
+    id: newId(),
+    routed: {
+      aggregate: f.aggregate,
+      key: f.key,
+      command: { name: f.name, input: f.input, caller: null },
+    },
+  }));
+}
+
+/** A stored follow-up, routed again (recovery). */
+export function storedFollowUp(id: string, stored: StoredFollowUp): PendingFollowUp {
+  return {
+    id,
+    routed: {
+      aggregate: stored.aggregate,
+      key: stored.key,
+      command: { name: stored.name, input: stored.input, caller: stored.caller },
+    },
+  };
+}

@@ -1,0 +1,116 @@
+// One codec per stored row shape: the key layout and the bytes of every row that one part of
+// the node writes and another reads. A row is framed with its checksum (record.ts) and read
+// back through `unframeRow`, so damage names its table and key (P14).
+import type {
+  DirectoryRow,
+  FollowUp,
+  JournalEntry,
+  OutboxEvent,
+  UsageEntry,
+} from '../domain/decider.js';
+import type { Caller, ReplayMark } from '../actors/types.js';
+import type { Table, TableWrite } from './log.js';
+import { frame, unframeRow } from './record.js';
+
+interface Codec<K extends unknown[], V> {
+  table: Table;
+  key(...parts: K): string;
+  write(key: string, value: V): TableWrite;
+  read(key: string, bytes: Uint8Array): V;
+}
+
+function codec<K extends unknown[], V>(table: Table, key: (...parts: K) => string): Codec<K, V> {
+  return {
+    table,
+    key,
+    write: (k, value) => ({ table, key: k, bytes: frame(value) }),
+    read: (k, bytes) => unframeRow<V>(table, k, bytes),
+  };
+}
+
+/** A stored answer for an idempotency key (P7), scoped to the calling member. */
+export interface IdempotencyEntry {
+  scope: string;
+  requestHash: string;
+  status: number;
+  body: string;
+  signed: boolean;
+  at: number;
+}
+
+export const idempotencyRows = codec<[scope: string], IdempotencyEntry>(
+  'idempotency',
+  (scope) => scope,
+);
+
+/** Directory rows are keyed hash first, so every registration of one key reads as one range. */
+export interface DirectoryEntry {
+  t: string;
+  v: 'public' | 'network';
+}
+
+export const directoryRows = {
+  ...codec<[hash: string, aggregateKey: string], DirectoryEntry>(
+    'directory',
+    (hash, key) => `${hash}/${key}`,
+  ),
+  /** The write a changed index row makes: a row with no visibility is removed. */
+  change(row: DirectoryRow): TableWrite {
+    const key = `${row.identifierHash}/${row.key}`;
+    return row.visibility === null
+      ? { table: 'directory', key, bytes: null }
+      : { table: 'directory', key, bytes: frame({ t: row.identifierType, v: row.visibility }) };
+  },
+  /** Every row of one hash, as a scan range. */
+  range(hash: string) {
+    return { start: `${hash}/`, end: `${hash}0` };
+  },
+};
+
+const USAGE_INDEX_DIGITS = 12;
+
+/** A connection's or delegation's usage log: keyed owner then position, so a page is one range. */
+export const usageRows = {
+  ...codec<[owner: string, index: number], Record<string, unknown>>(
+    'usage',
+    (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`,
+  ),
+  entry(entry: UsageEntry): TableWrite {
+    return {
+      table: 'usage',
+      key: usageRows.key(entry.owner, entry.index),
+      bytes: frame(entry.row),
+    };
+  },
+  range(owner: string) {
+    return { start: `${owner}/`, end: `${owner}0` };
+  },
+};
+
+/** The lookup journal: keyed by time first, so retention deletes whole calls as one range. */
+export const journalRows = {
+  ...codec<[at: string, requester: string, id: string], JournalEntry>(
+    'journal',
+    (at, requester, id) => `${at}/${requester}/${id}`,
+  ),
+  entry(entry: JournalEntry, id: string): TableWrite {
+    return journalRows.write(journalRows.key(entry.at, entry.requester, id), entry);
+  },
+};
+
+export const outboxRows = codec<[id: string], OutboxEvent>('outbox', (id) => id);
+
+/** Remembered requests (P5): keyed by the time they may be forgotten (see http/auth.ts). */
+export const replayRows = {
+  ...codec<[key: string], { c: string }>('replay', (key) => key),
+  mark(mark: ReplayMark): TableWrite {
+    return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }) };
+  },
+};
+
+/** A follow-up command written by a commit (domain/decider.ts), until its aggregate decides it. */
+export interface StoredFollowUp extends FollowUp {
+  caller: Caller | null;
+}
+
+export const followUpRows = codec<[id: string], StoredFollowUp>('followups', (id) => id);
