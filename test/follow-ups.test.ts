@@ -2,27 +2,14 @@
 // used" survives a kill -9 between the two commits. Receipts are posted at once with idempotency
 // keys, the node is killed mid-flight, and after the restart every receipt is retried with its
 // key: whether it was answered, replayed or made now, its instruction must be used.
-import { afterEach, describe, expect, it } from 'vitest';
-import { Client, createCredential, removeDir, startNode, tempDir, type NodeProcess } from './support/harness.js';
+import { describe, expect, it } from 'vitest';
+import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
+import { Client, createCredential, startNode, tempDir, type NodeProcess } from './support/harness.js';
 
 const BOOK = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const RECEIPTS = 120;
 
-let lastStamp = 0;
-function stamp(): string {
-  const t = Math.max(Date.now(), lastStamp + 1);
-  lastStamp = t;
-  return new Date(t).toISOString();
-}
-
-const running: NodeProcess[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const node of running.splice(0)) {
-    if (node.process.exitCode === null && node.process.signalCode === null) await node.kill9();
-  }
-  for (const dir of dirs.splice(0)) removeDir(dir);
-});
+const { running, dirs } = cleanedUpAfterEach();
 
 async function boot(dir: string): Promise<NodeProcess> {
   const node = await startNode({ dataDir: dir, args: ['--workers', '2'] });

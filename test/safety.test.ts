@@ -4,27 +4,14 @@
 import { openSync, closeSync, ftruncateSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
 import {
-  Client, createCredential, PREFIX, removeDir, signRequest, startNode, tempDir, type Credential, type NodeProcess,
+  Client, createCredential, PREFIX, signRequest, startNode, tempDir, type Credential, type NodeProcess,
 } from './support/harness.js';
 import { partitionOf } from '../src/log/log.js';
 
-let lastStamp = 0;
-function stamp(): string {
-  const t = Math.max(Date.now(), lastStamp + 1);
-  lastStamp = t;
-  return new Date(t).toISOString();
-}
-
-const running: NodeProcess[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const node of running.splice(0)) {
-    if (node.process.exitCode === null && node.process.signalCode === null) await node.kill9();
-  }
-  for (const dir of dirs.splice(0)) removeDir(dir);
-});
+const { running, dirs } = cleanedUpAfterEach();
 
 async function boot(dir: string, env?: Record<string, string>): Promise<NodeProcess> {
   const node = await startNode({ dataDir: dir, ...(env === undefined ? {} : { env }) });
