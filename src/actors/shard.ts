@@ -81,6 +81,9 @@ interface Slot {
   busy: boolean;
 }
 
+/** The views of a decision that reads none (never written to). */
+const NO_VIEWS: ReadonlyMap<string, ReadView> = new Map();
+
 /** What deciding one command came to: an answer alone, or a record and rows to commit. */
 type Decided =
   | { kind: 'answered'; result: CommandResult }
@@ -252,12 +255,12 @@ export class Shard {
    */
   private batchSize(slot: Slot): number {
     const max = Math.min(slot.queue.length, this.options.limits.batch_commands_max);
-    const none = new Map<string, ReadView>();
     for (let i = 0; i < max; i++) {
       const routed = slot.queue[i]!.routed;
       const reads =
-        this.deciders.get(routed.aggregate)?.reads?.(routed.command as never, slot.state, none) ??
-        [];
+        this.deciders
+          .get(routed.aggregate)
+          ?.reads?.(routed.command as never, slot.state, NO_VIEWS) ?? [];
       if (reads.length > 0) return i === 0 ? 1 : i;
     }
     return max;
@@ -384,12 +387,15 @@ export class Shard {
     command: CommandOf<CommandSchemas>,
     state: unknown,
     now: number,
-  ): Map<string, ReadView> {
+  ): ReadonlyMap<string, ReadView> {
+    // Most commands read nothing: they share one empty map and allocate nothing here.
+    const first = decider.reads?.(command, state, NO_VIEWS) ?? [];
+    if (first.length === 0) return NO_VIEWS;
     const views = new Map<string, ReadView>();
-    if (decider.reads === undefined) return views;
     const asked = new Set<string>();
     for (let round = 0; round < DECISION_READ_ROUNDS_MAX; round++) {
-      const fresh = decider.reads(command, state, views).filter((k) => !asked.has(k));
+      const named = round === 0 ? first : decider.reads!(command, state, views);
+      const fresh = named.filter((k) => !asked.has(k));
       if (fresh.length === 0) break;
       for (const key of fresh) {
         asked.add(key);
