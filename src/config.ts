@@ -32,6 +32,8 @@ export interface Limits {
   webhook_first_retry_ms: number;
   webhook_retry_max_delay_ms: number;
   webhook_in_flight_max: number;
+  /** How long a rotated webhook secret still signs beside the new one (P11). */
+  webhook_secret_overlap_ms: number;
   lookup_batch_max: number;
   lookup_confirm_freshness_ms: number;
   lookup_journal_retention_days: number;
@@ -151,6 +153,7 @@ export const DEFAULT_LIMITS: Limits = {
   webhook_first_retry_ms: 10_000,
   webhook_retry_max_delay_ms: 6 * 3600_000,
   webhook_in_flight_max: 32,
+  webhook_secret_overlap_ms: 24 * 3600_000,
   lookup_batch_max: 500,
   lookup_confirm_freshness_ms: 5 * 60_000,
   lookup_journal_retention_days: 90,

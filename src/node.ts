@@ -120,6 +120,7 @@ async function startPool(
     log,
     clock: systemClock,
     signer: () => signer.current,
+    secrets: () => identity.webhookSecrets.current,
     operatorUrls: config.webhookUrls,
     dev: config.dev,
     limits: config.limits,
@@ -234,12 +235,11 @@ async function startListeners(
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   parts.localHolder.endpoint = services.config.baseUrl;
-  documents.configuration = configurationDocument(
-    services,
-    routes,
-    `http://${config.host}:${external.port}`,
-  );
-  return { server, external, port, documents };
+  const externalUrl = `http://${config.host}:${external.port}`;
+  // Rebuilt when the signing key rotates: it names the webhook public key (P11).
+  const configure = () => configurationDocument(services, routes, externalUrl);
+  documents.configuration = configure();
+  return { server, external, port, documents, configure };
 }
 
 /**
@@ -267,11 +267,13 @@ function startFollowers(
     listeners.external.reload();
     const keys = store.signingKeys();
     listeners.documents.keys = keysDocument(config.member, keys);
+    identity.webhookSecrets.current = store.webhookSecrets();
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
       signer.current = signingKeyFromSeed(active.seed_hex);
       runtime.pool.setSigningKey(active.seed_hex);
+      listeners.documents.configuration = listeners.configure();
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   });
@@ -348,7 +350,10 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
   const signingKey = await store.ensureSigningKey(Date.now());
   const pepper = await store.ensurePepper(config.pepper);
   const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
-  return { store, signingKey, pepper, sealingKey };
+  await store.ensureWebhookSecret(Date.now());
+  // The command line may rotate the webhook secret while the node runs (P11).
+  const webhookSecrets = { current: store.webhookSecrets() };
+  return { store, signingKey, pepper, sealingKey, webhookSecrets };
 }
 
 /**

@@ -1,6 +1,7 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, and the
-// network's external clients and members; `--help` or `-h` on any of them prints its usage.
-import { ConfigError, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, the webhook
+// secret, and the network's external clients and members; `--help` or `-h` on any of them prints
+// its usage.
+import { ConfigError, DEFAULT_LIMITS, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
 import { createLogger } from '../logger.js';
 import { openEnvironment } from '../log/lmdb-log.js';
 import { startNode } from '../node.js';
@@ -20,6 +21,8 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
   { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
   { command: 'keys rotate', flags: '--data-dir D' },
+  { command: 'webhooks secret', flags: '--data-dir D' },
+  { command: 'webhooks rotate-secret', flags: '--data-dir D' },
   {
     command: 'external-clients add',
     flags: '--data-dir D --client NAME --public-key HEX --registries R1,R2',
@@ -102,6 +105,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'members' && sub === 'add') return addMember(flags);
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
+  if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
+  if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
 }
 
@@ -173,6 +178,21 @@ async function removeMember(flags: Flags): Promise<void> {
 async function rotateKeys(flags: Flags): Promise<void> {
   const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
   return print({ kid: key.kid, public_key: key.public_key });
+}
+
+/** The secret receivers verify `v1` signatures with (P11); made on first use. */
+async function webhookSecret(flags: Flags): Promise<void> {
+  const secret = await withStore(flags, (store) => store.ensureWebhookSecret(Date.now()));
+  return print({ secret: secret.secret, created_at: secret.created_at });
+}
+
+/** A new secret; the previous one still signs beside it for the overlap (P11). */
+async function rotateWebhookSecret(flags: Flags): Promise<void> {
+  const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
+  const now = Date.now();
+  const secret = await withStore(flags, (store) => store.rotateWebhookSecret(now, overlapMs));
+  const previousUntil = new Date(now + overlapMs).toISOString();
+  return print({ secret: secret.secret, previous_signs_until: previousUntil });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

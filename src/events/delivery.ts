@@ -1,10 +1,12 @@
 // Webhook delivery (P11). Events sit in the durable outbox, written in the same commit as the
 // change that caused them; this deliverer posts each to its targets (the session's webhook_url
 // and the operator's endpoints) as a signed `path.event`, with Path-Event-Id and the Standard
-// Webhooks headers. A 2xx acknowledges; anything else, or no answer within the timeout, is
+// Webhooks headers (`v1` HMAC with each webhook secret still signing, `v1a` Ed25519 with the
+// operator's key). A 2xx acknowledges; anything else, or no answer within the timeout, is
 // retried with exponential backoff and jitter for the retry window (3 days). Delivery state is
 // durable, so a restart resumes where it stopped; an event leaves the outbox only when every
 // target has acknowledged it or its window has passed.
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
 import type { OutboxEvent } from '../domain/decider.js';
@@ -15,6 +17,7 @@ import { frame, unframeRow } from '../log/record.js';
 import { outboxRows } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
+import type { WebhookSecret } from '../store.js';
 import { resolvedAllowed } from './url-policy.js';
 
 interface TargetState {
@@ -29,6 +32,8 @@ export interface DeliveryOptions {
   log: Log;
   clock: Clock;
   signer: () => SigningKey;
+  /** The webhook secrets kept (P11); those still signing at send time each give a `v1`. */
+  secrets: () => readonly WebhookSecret[];
   operatorUrls: readonly string[];
   dev: boolean;
   limits: Limits;
@@ -192,16 +197,12 @@ export class WebhookDelivery {
     try {
       if (await resolvedAllowed(target.url, { dev: this.options.dev })) {
         const timestamp = String(Math.floor(this.options.clock.now() / 1000));
-        const signature = Buffer.from(
-          signBytes(Buffer.from(`${event.id}.${timestamp}.${body}`, 'utf8'), this.options.signer()),
-          'hex',
-        ).toString('base64');
         const headers = {
           'content-type': 'application/json',
           'path-event-id': event.id,
           'webhook-id': event.id,
           'webhook-timestamp': timestamp,
-          'webhook-signature': `v1a,${signature}`,
+          'webhook-signature': this.signatures(`${event.id}.${timestamp}.${body}`),
         };
         status = await (this.options.post ?? post)(
           target.url,
@@ -221,6 +222,24 @@ export class WebhookDelivery {
     const { webhook_first_retry_ms: first, webhook_retry_max_delay_ms: max } = this.options.limits;
     const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
     target.next_at = this.options.clock.now() + delay;
+  }
+
+  /**
+   * The `webhook-signature` value: a `v1` per secret still signing, then `v1a`; both sign the
+   * Standard Webhooks content `<id>.<timestamp>.<body>`.
+   */
+  private signatures(content: string): string {
+    const now = this.options.clock.now();
+    const overlap = this.options.limits.webhook_secret_overlap_ms;
+    const v1 = this.options
+      .secrets()
+      .filter((s) => s.retired_at === null || Date.parse(s.retired_at) + overlap > now)
+      .map((s) => {
+        const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
+        return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
+      });
+    const ed = signBytes(Buffer.from(content, 'utf8'), this.options.signer());
+    return [...v1, `v1a,${Buffer.from(ed, 'hex').toString('base64')}`].join(' ');
   }
 }
 

@@ -51,7 +51,17 @@ export function configurationDocument(
     lookup_journal_retention_days: services.config.limits.lookup_journal_retention_days,
     external_url: externalUrl,
     pepper_version: services.pepperVersion,
+    webhook_public_key:
+      services.signer === undefined ? null : webhookPublicKey(services.signer().publicKeyHex),
   });
+}
+
+/**
+ * The key that signs `v1a` webhook signatures, in the Standard Webhooks form (P11): `whpk_` and
+ * base64 of the raw 32-byte Ed25519 public key.
+ */
+export function webhookPublicKey(publicKeyHex: string): string {
+  return `whpk_${Buffer.from(publicKeyHex, 'hex').toString('base64')}`;
 }
 
 /** The fixed routes; the documents are rebuilt by the node when keys or routes change. */
