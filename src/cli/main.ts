@@ -1,8 +1,10 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, the webhook
-// secret, and the network's external clients and members; `--help` or `-h` on any of them prints
-// its usage.
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, the
+// webhook secret, and the network's external clients and members; `--help` or `-h` on any of
+// them prints its usage.
+import { resolve } from 'node:path';
 import { ConfigError, DEFAULT_LIMITS, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
 import { createLogger } from '../logger.js';
+import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
 import { startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
@@ -21,6 +23,7 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
   { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
   { command: 'keys rotate', flags: '--data-dir D' },
+  { command: 'backup', flags: '--data-dir D --out DIR' },
   { command: 'webhooks secret', flags: '--data-dir D' },
   { command: 'webhooks rotate-secret', flags: '--data-dir D' },
   {
@@ -53,12 +56,13 @@ function need(flags: Flags, name: string): string {
   return v;
 }
 
+const dataDirOf = (flags: Flags): string =>
+  typeof flags['data-dir'] === 'string'
+    ? flags['data-dir']
+    : (process.env.PATH_DATA_DIR ?? './data');
+
 async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  const env = openEnvironment(
-    typeof flags['data-dir'] === 'string'
-      ? flags['data-dir']
-      : (process.env.PATH_DATA_DIR ?? './data'),
-  );
+  const env = openEnvironment(dataDirOf(flags));
   try {
     return await action(new NodeStore(env));
   } finally {
@@ -105,6 +109,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'members' && sub === 'add') return addMember(flags);
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
+  if (command === 'backup') return backup(flags);
   if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
   if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
@@ -178,6 +183,19 @@ async function removeMember(flags: Flags): Promise<void> {
 async function rotateKeys(flags: Flags): Promise<void> {
   const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
   return print({ kid: key.kid, public_key: key.public_key });
+}
+
+/** A consistent copy of the data directory, taken while the node runs or not. */
+async function backup(flags: Flags): Promise<void> {
+  const out = need(flags, 'out');
+  const started = new Date().toISOString();
+  try {
+    const { bytes } = await backupDataDir(dataDirOf(flags), out);
+    return print({ out: resolve(out), bytes, started_at: started });
+  } catch (error) {
+    if (error instanceof BackupRefused) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** The secret receivers verify `v1` signatures with (P11); made on first use. */
