@@ -127,6 +127,12 @@ export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
  */
 export const LOOKUP_SPREAD_ITEMS_MIN = 64;
 
+/** `path-node lookup`: batches in flight by default, and how often a plain progress line. */
+export const LOOKUP_FILE_CONCURRENCY_DEFAULT = 2;
+export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
+/** How long `path-node lookup` waits for one batch's answer. */
+export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,
@@ -177,7 +183,7 @@ export class ConfigError extends Error {
 type Flags = Record<string, string | true>;
 
 /** Flags that never take a value, so that `--help serve` reads `serve` as a command. */
-const SWITCHES = ['help'] as const;
+const SWITCHES = ['help', 'signed', 'resume'] as const;
 
 /** Parses `--name value`, `--name=value`, bare `--flag`, and `-h` as `--help`. */
 export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {

@@ -1,10 +1,18 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, the
-// webhook secret, and the network's external clients and members; `--help` or `-h` on any of
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, bulk
+// lookups from a file, the webhook secret, and the network's external clients and members; `--help` or `-h` on any of
 // them prints its usage.
 import { resolve } from 'node:path';
-import { ConfigError, DEFAULT_LIMITS, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
+import {
+  ConfigError,
+  DEFAULT_LIMITS,
+  LOOKUP_FILE_CONCURRENCY_DEFAULT,
+  PRIVATE_UMASK,
+  loadConfig,
+  parseFlags,
+} from '../config.js';
 import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
+import { LookupUsageError, lookupFile } from './lookup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
 import { startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
@@ -24,6 +32,11 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
   { command: 'keys rotate', flags: '--data-dir D' },
   { command: 'backup', flags: '--data-dir D --out DIR' },
+  {
+    command: 'lookup',
+    flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
+                  [--concurrency 2] [--signed] [--resume]`,
+  },
   { command: 'webhooks secret', flags: '--data-dir D' },
   { command: 'webhooks rotate-secret', flags: '--data-dir D' },
   {
@@ -110,6 +123,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
   if (command === 'backup') return backup(flags);
+  if (command === 'lookup') return lookup(flags);
   if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
   if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
@@ -194,6 +208,28 @@ async function backup(flags: Flags): Promise<void> {
     return print({ out: resolve(out), bytes, started_at: started });
   } catch (error) {
     if (error instanceof BackupRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Bulk lookups from a CSV file; the exit code says whether it finished or where it stopped. */
+async function lookup(flags: Flags): Promise<void> {
+  const concurrency = Number(flags.concurrency ?? LOOKUP_FILE_CONCURRENCY_DEFAULT);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new UsageError('--concurrency must be a whole number of at least 1');
+  try {
+    process.exitCode = await lookupFile({
+      baseUrl: need(flags, 'base-url'),
+      keyId: need(flags, 'key-id'),
+      privateKeyFile: need(flags, 'private-key-file'),
+      in: need(flags, 'in'),
+      out: need(flags, 'out'),
+      concurrency,
+      signed: flags.signed === true || flags.signed === 'true',
+      resume: flags.resume === true || flags.resume === 'true',
+    });
+  } catch (error) {
+    if (error instanceof LookupUsageError) throw new UsageError(error.message);
     throw error;
   }
 }
