@@ -1,6 +1,6 @@
 // The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, bulk
-// lookups from a file, the webhook secret, and the network's external clients and members; `--help` or `-h` on any of
-// them prints its usage.
+// lookups from a file, the webhook secret, and the network's external clients and members;
+// `--help` or `-h` on any of them prints its usage.
 import { resolve } from 'node:path';
 import {
   ConfigError,
