@@ -60,6 +60,11 @@ export interface Config {
   member: string;
   baseUrl: string;
   externalPort: number;
+  /** The operator's own listener (P21): metrics, health, readiness; loopback by default. */
+  adminPort: number;
+  adminHost: string;
+  /** The share of successful answers the access log writes (errors are always written). */
+  accessLogSample: number;
   workers: number;
   dev: boolean;
   lookupBudgetBase: number;
@@ -132,6 +137,9 @@ export const LOOKUP_FILE_CONCURRENCY_DEFAULT = 2;
 export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
 /** How long `path-node lookup` waits for one batch's answer. */
 export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
+
+/** How much of the access log is gathered before one write (P21). */
+export const ACCESS_LOG_BUFFER_BYTES = 16 * 1024;
 
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
@@ -216,6 +224,9 @@ const SERVE_FLAGS = [
   'member',
   'base-url',
   'external-port',
+  'admin-port',
+  'admin-host',
+  'access-log-sample',
   'workers',
   'dev',
   'lookup-budget-base',
@@ -269,6 +280,9 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     member,
     baseUrl,
     externalPort: integer('external-port', 8081, 0, 65535),
+    adminPort: integer('admin-port', 8082, 0, 65535),
+    adminHost: text('admin-host', '127.0.0.1'),
+    accessLogSample: share('access-log-sample', text('access-log-sample', '1')),
     workers: integer('workers', Math.max(1, availableParallelism() - 1), 1, 64),
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
@@ -284,6 +298,14 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
+}
+
+/** A fraction from 0 to 1 (`--access-log-sample 0.01` writes one success in a hundred). */
+function share(name: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new ConfigError(`--${name} must be a number from 0 to 1`);
+  return n;
 }
 
 /**

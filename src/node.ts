@@ -19,7 +19,10 @@ import { startExternal } from './external/listener.js';
 import { Network } from './network/network.js';
 import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
-import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
+import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
+import { AdminListener } from './http/admin.js';
+import { createAccessLogger } from './logger.js';
+import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
@@ -43,11 +46,18 @@ export async function startNode(
   // P16: the directory is this process's before anything in it is opened.
   const lock = lockDataDir(config.dataDir);
   announceDataDir(config, logger);
+  // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
+  const watch = await startWatch(config);
   const env = openEnvironment(config.dataDir);
   const identity = await openIdentity(env, config);
   const log = new LmdbLog(env);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
-  const runtime = await startPool(config, logger, onFatal, { log, identity, signer });
+  const runtime = await startPool(config, logger, onFatal, {
+    log,
+    identity,
+    signer,
+    metrics: watch.metrics,
+  });
   const access = await startNetwork(config, logger, {
     log,
     store: identity.store,
@@ -62,6 +72,7 @@ export async function startNode(
     log,
     access,
     localHolder: runtime.localHolder,
+    onAnswered: answeredTo(config, watch.metrics),
   });
   const followers = startFollowers(config, logger, {
     log,
@@ -74,10 +85,19 @@ export async function startNode(
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   runtime.events.start();
+  watch.metrics.bind({
+    pendingCommands: () => runtime.pool.pendingCount,
+    replayEntries: () => access.authenticator.size(),
+    directoryKeys: () => runtime.directory.index.size,
+    webhookBacklog: () => runtime.events.backlog(),
+    replicationLag: () => access.network.lags(),
+  });
+  watch.admin.state = 'ready';
   logger.info(
     {
       port: listeners.port,
       external_port: listeners.external.port,
+      admin_port: watch.port,
       base_url: services.config.baseUrl,
       member: config.member,
       workers: config.workers,
@@ -94,7 +114,8 @@ export async function startNode(
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
-    stop: () => stopNode(config, logger, { lock, log, runtime, access, listeners, followers }),
+    stop: () =>
+      stopNode(config, logger, { lock, log, runtime, access, listeners, followers, watch }),
   };
 }
 
@@ -104,6 +125,7 @@ interface SignerCell {
 }
 
 type Identity = Awaited<ReturnType<typeof openIdentity>>;
+type Watch = Awaited<ReturnType<typeof startWatch>>;
 type Runtime = Awaited<ReturnType<typeof startPool>>;
 type Access = Awaited<ReturnType<typeof startNetwork>>;
 type Listeners = Awaited<ReturnType<typeof startListeners>>;
@@ -113,10 +135,11 @@ async function startPool(
   config: Config,
   logger: Logger,
   onFatal: (message: string) => void,
-  opened: { log: LmdbLog; identity: Identity; signer: SignerCell },
+  opened: { log: LmdbLog; identity: Identity; signer: SignerCell; metrics: Metrics },
 ) {
-  const { log, identity, signer } = opened;
+  const { log, identity, signer, metrics } = opened;
   const events = new WebhookDelivery({
+    onOutcome: (outcome) => metrics.delivered(outcome),
     log,
     clock: systemClock,
     signer: () => signer.current,
@@ -139,6 +162,7 @@ async function startPool(
     limits: config.limits,
     dev: config.dev,
     onFatal,
+    onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
@@ -214,6 +238,7 @@ async function startListeners(
     log: LmdbLog;
     access: Access;
     localHolder: { member: string; endpoint: string };
+    onAnswered: (answered: Answered) => void;
   },
 ) {
   const { services, log, access } = parts;
@@ -229,6 +254,7 @@ async function startListeners(
     limits: config.limits,
     logger,
     now: Date.now,
+    onAnswered: parts.onAnswered,
   });
   const port = await server.listen(config.host, config.port);
   const external = await startExternal(config, services.store, logger);
@@ -299,9 +325,11 @@ async function stopNode(
     access: Access;
     listeners: Listeners;
     followers: NodeJS.Timeout[];
+    watch: Watch;
   },
 ): Promise<void> {
-  const { lock, log, runtime, access, listeners } = parts;
+  const { lock, log, runtime, access, listeners, watch } = parts;
+  watch.admin.state = 'draining';
   for (const timer of parts.followers) clearInterval(timer);
   await Promise.all([
     listeners.server.close(config.limits.shutdown_drain_ms),
@@ -313,8 +341,43 @@ async function stopNode(
   await access.network.stop();
   await runtime.pool.drain();
   await log.close();
+  watch.admin.close();
   lock.release();
   logger.info('stopped');
+}
+
+/** The operator's metrics and their listener (P21), not yet ready. */
+async function startWatch(config: Config) {
+  const metrics = new Metrics();
+  const admin = new AdminListener(metrics);
+  const port = await admin.listen(config.adminHost, config.adminPort);
+  return { metrics, admin, port };
+}
+
+/**
+ * Every answer: counted in the metrics, and written to the access log (P21). Successes are
+ * sampled by `--access-log-sample` for high volume; refusals and errors are always written.
+ * A line names the request, its operation, status, duration and member: never a body, an
+ * identifier or a signature.
+ */
+function answeredTo(config: Config, metrics: Metrics): (answered: Answered) => void {
+  const access = createAccessLogger(config.logLevel);
+  const sample = config.accessLogSample;
+  return (a) => {
+    metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);
+    if (a.status < 400 && (sample === 0 || (sample < 1 && Math.random() >= sample))) return;
+    access.info(
+      {
+        request_id: a.requestId,
+        method: a.method,
+        operation: a.operation,
+        status: a.status,
+        duration_ms: Math.round(a.seconds * 1e6) / 1e3,
+        member: a.member,
+      },
+      'request',
+    );
+  };
 }
 
 /**

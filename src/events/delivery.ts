@@ -38,6 +38,8 @@ export interface DeliveryOptions {
   dev: boolean;
   limits: Limits;
   logger: Logger;
+  /** Told of each attempt's outcome (the operator's metrics, P21). */
+  onOutcome?: (outcome: 'delivered' | 'failed' | 'abandoned') => void;
   /** Sends one delivery; the node uses fetch, tests may observe. */
   post?: (
     url: string,
@@ -55,6 +57,8 @@ export class WebhookDelivery {
   private stopped = false;
   private queued: TableWrite[] = [];
   private queuedWrite: Promise<void> | null = null;
+  /** Events not yet delivered to every target, with their creation time (P21's backlog). */
+  private readonly undelivered = new Map<string, number>();
 
   constructor(private readonly options: DeliveryOptions) {
     this.scheduler = new Scheduler(options.clock, (id) => this.enqueue(id));
@@ -62,13 +66,28 @@ export class WebhookDelivery {
 
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
-    for (const { key } of this.options.log.scan('outbox'))
+    for (const { key, bytes } of this.options.log.scan('outbox')) {
+      const created = parseTime(outboxRows.read(key, bytes).created_at);
+      this.undelivered.set(key, created ?? this.options.clock.now());
       this.scheduler.schedule(key, this.dueOf(key));
+    }
+  }
+
+  /** How many events wait for a target, and when the oldest of them was created. */
+  backlog(): { events: number; oldestCreatedAt: number | null } {
+    let oldest: number | null = null;
+    for (const created of this.undelivered.values())
+      if (oldest === null || created < oldest) oldest = created;
+    return { events: this.undelivered.size, oldestCreatedAt: oldest };
   }
 
   /** New events from a command: deliver now. */
   notify(ids: readonly string[]): void {
-    for (const id of ids) this.enqueue(id);
+    const now = this.options.clock.now();
+    for (const id of ids) {
+      if (!this.undelivered.has(id)) this.undelivered.set(id, now);
+      this.enqueue(id);
+    }
   }
 
   async stop(): Promise<void> {
@@ -116,7 +135,10 @@ export class WebhookDelivery {
 
   private async deliver(id: string): Promise<void> {
     const bytes = this.options.log.get('outbox', id);
-    if (bytes === undefined) return;
+    if (bytes === undefined) {
+      this.undelivered.delete(id);
+      return;
+    }
     const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
     const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
@@ -154,6 +176,7 @@ export class WebhookDelivery {
         t.next_at > createdAt + this.options.limits.webhook_retry_window_ms
       ) {
         t.outcome = 'abandoned';
+        this.options.onOutcome?.('abandoned');
         this.options.logger.warn(
           { event_id: id, attempts: t.attempts },
           'webhook abandoned after its retry window',
@@ -161,6 +184,7 @@ export class WebhookDelivery {
       }
     }
     if (state.every((t) => t.outcome !== null)) {
+      this.undelivered.delete(id);
       await this.write([
         { table: 'outbox', key: id, bytes: null },
         { table: 'deliveries', key: id, bytes: null },
@@ -217,8 +241,10 @@ export class WebhookDelivery {
     target.last_status = status;
     if (status >= 200 && status < 300) {
       target.outcome = 'delivered';
+      this.options.onOutcome?.('delivered');
       return;
     }
+    this.options.onOutcome?.('failed');
     const { webhook_first_retry_ms: first, webhook_retry_max_delay_ms: max } = this.options.limits;
     const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
     target.next_at = this.options.clock.now() + delay;

@@ -54,6 +54,20 @@ export interface ServerOptions {
   limits: Limits;
   logger: Logger;
   now: () => number;
+  /** Told of every answer written: the access log and the metrics (P21). */
+  onAnswered?: (answered: Answered) => void;
+}
+
+/** One answered request, as the access log and the metrics see it: no body, no identifier. */
+export interface Answered {
+  requestId: string;
+  method: string;
+  /** The route's operation name, or null when no route took the request. */
+  operation: string | null;
+  status: number;
+  seconds: number;
+  /** The authenticated member, or null for public and refused calls. */
+  member: string | null;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -77,7 +91,7 @@ type ListenCallback = (socket: uws.us_listen_socket | false) => void;
 type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
 
 /** The binding's listen(host, port, options, callback), an overload its typings lack. */
-function listenExclusive(
+export function listenExclusive(
   app: uws.TemplatedApp,
   host: string,
   port: number,
@@ -86,7 +100,15 @@ function listenExclusive(
   (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
 }
 
-type Base = { requestId: string; pinned: boolean };
+type Base = {
+  requestId: string;
+  pinned: boolean;
+  method: string;
+  /** performance.now() when the request arrived. */
+  started: number;
+  operation: string | null;
+  member: string | null;
+};
 
 /** What outlives the request handler: whether the client went away, and a refusal in progress. */
 interface RequestState {
@@ -154,7 +176,14 @@ export class HttpServer {
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const pinned = req.getHeader('path-version');
-    const base = { requestId, pinned: pinned !== '' };
+    const base: Base = {
+      requestId,
+      pinned: pinned !== '',
+      method,
+      started: performance.now(),
+      operation: null,
+      member: null,
+    };
 
     const framing = framingOf(req);
     if (framing.ambiguous) {
@@ -166,6 +195,7 @@ export class HttpServer {
     const admission = this.admit(method, path, pinned);
     if (admission.kind === 'refused') return this.send(res, admission.reply, base);
     const { route, params } = admission;
+    base.operation = route.operation;
     const context: RequestContext = {
       method,
       path,
@@ -320,6 +350,7 @@ export class HttpServer {
           failure(refusal('path.auth.forbidden', "this route is for the operator's own member")),
         );
       context.caller = { member: verdict.member, local: verdict.local };
+      base.member = verdict.member;
       context.replay = verdict.replay;
     }
     if (context.route.idempotent && signed.idempotencyKey !== undefined) {
@@ -466,6 +497,14 @@ export class HttpServer {
     res.cork(() => {
       this.writeHead(res, reply, base);
       res.end(reply.body, close);
+    });
+    this.options.onAnswered?.({
+      requestId: base.requestId,
+      method: base.method,
+      operation: base.operation,
+      status: reply.status,
+      seconds: (performance.now() - base.started) / 1000,
+      member: base.member,
     });
   }
 
