@@ -196,7 +196,10 @@ function fact(term: string, value: Html | string): Html {
   </div>`;
 }
 
-/** The merchant's hand-back addresses (SPEC I): links when they are web addresses, else text. */
+/**
+ * The merchant's hand-back addresses (SPEC I). Opening a session admits only http(s) URLs; a
+ * signed object is checked again where it is shown, so anything else would be text, never a link.
+ */
 function handBack(checkout: Json): Html {
   const link = (url: unknown, words: string, role: string) => {
     const text = String(url ?? '');
