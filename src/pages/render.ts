@@ -137,7 +137,7 @@ function signedMain(page: LinkPage, title: string, object: Json): Html {
     ${amountOf(terms)}
     <dl class="facts">
       ${type === 'path.request' || checkout ? termsOf(terms) : ''}
-      ${fact('Expires', timeOf(object.expires_at))}
+      ${'expires_at' in object ? fact('Expires', timeOf(object.expires_at)) : ''}
       ${fact('Reference', html`<span class="mono">${page.reference}</span>`)}
     </dl>
     ${checkout ? handBack(object) : ''} ${qrCode(page.link)}
