@@ -72,10 +72,10 @@ export interface ServerOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 const byteLength = (body: string | Uint8Array): number =>
   typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 function bodyDigest(context: RequestContext): string {
   context.bodySha256Hex ??=
