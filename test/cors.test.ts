@@ -304,4 +304,20 @@ describe('P20 from a browser on another origin', () => {
     expect(result.requestId).toMatch(/-/);
     await context.close();
   });
+
+  it('a wallet on another origin pays: it obtains an instruction for a request without a credential (SPEC Authentication 4)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${otherOrigin}/`);
+    const result = await page.evaluate(async ({ node, reference, via }) => {
+      const res = await fetch(`${node}/api/path/v1/instructions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ request: reference, via }),
+      });
+      // Reading the answer at all proves CORS: a browser hides an answer its origin may not read.
+      return { status: res.status, body: await res.json() };
+    }, { node: m.node.baseUrl, reference: objects.request, via: EUR });
+    expect(result.status).toBe(201);
+    expect(result.body).toMatchObject({ type: 'path.instruction', request: objects.request, status: 'open' });
+    await context.close();
+  });
 });

@@ -108,6 +108,14 @@ function listenExclusive(
  * What every answer to one request carries: its id, whether it pinned a version (P10), whether
  * it went to a public path (CORS, P20), and whether it was a HEAD (the head of the answer only).
  */
+/**
+ * Routes a browser may call across origins (P20): the public ones, and those a credential is
+ * optional on (SPEC Authentication 4: an instruction for a request needs none, so a wallet in a
+ * browser can pay; signed calls there are authenticated as anywhere else).
+ */
+const opensToBrowsers = (route: RouteSpec<Handler>): boolean =>
+  route.auth === 'public' || route.auth === 'optional';
+
 type Base = { requestId: string; pinned: boolean; cors: boolean; head: boolean };
 
 /** Answer headers a wallet in a browser must read (P10, P7); CORS hides the others from it. */
@@ -217,7 +225,7 @@ export class HttpServer {
     const admission = this.admit(head ? 'GET' : method, path, pinned);
     base.cors =
       admission.kind === 'found'
-        ? admission.route.auth === 'public'
+        ? opensToBrowsers(admission.route)
         : this.publicMethodsAt(path).length > 0;
     if (admission.kind === 'refused') return this.send(res, admission.reply, base);
     const { route, params } = admission;
@@ -235,7 +243,8 @@ export class HttpServer {
     };
 
     // Public reads without a body answer at once, from committed bytes.
-    if (base.cors && route.method === 'GET') return this.finish(res, context, base, null);
+    if (route.auth === 'public' && route.method === 'GET')
+      return this.finish(res, context, base, null);
     this.receive(res, req, context, base, framing.declared);
   }
 
@@ -248,11 +257,14 @@ export class HttpServer {
     return probe.kind === 'method_not_allowed' ? probe.allowed : [];
   }
 
-  /** The methods of the path's public routes (P20); none for an unknown path or a member's. */
+  /**
+   * The methods of the path's routes a browser may call (P20); none for an unknown path or a
+   * member's.
+   */
   private publicMethodsAt(path: string): string[] {
     return this.methodsAt(path).filter((method) => {
       const match = this.router.match(method, path);
-      return match.kind === 'found' && match.route.auth === 'public';
+      return match.kind === 'found' && opensToBrowsers(match.route);
     });
   }
 
