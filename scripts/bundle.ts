@@ -11,11 +11,16 @@ import { build, type Plugin } from 'esbuild';
 export interface BrowserEntry {
   /** The source module, relative to the repository root. */
   in: string;
-  /** The bundle's name under dist/assets/, without `.js`. */
+  /** The bundle's name under dist/assets/, without `.js` (or `.css` for a style sheet). */
   out: string;
 }
 
-export const BROWSER_ENTRIES: BrowserEntry[] = [{ in: 'src/client/index.ts', out: 'path-client' }];
+export const BROWSER_ENTRIES: BrowserEntry[] = [
+  { in: 'src/client/index.ts', out: 'path-client' },
+  // The pages for people (P20): their script and style, served by the node (routes/assets.ts).
+  { in: 'src/pages/page.ts', out: 'page' },
+  { in: 'src/pages/page.css', out: 'page' },
+];
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILTINS = new Set(builtinModules);
@@ -69,7 +74,8 @@ async function main(): Promise<void> {
     process.stderr.write(`bundle: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  const names = BROWSER_ENTRIES.map((e) => `dist/assets/${e.out}.js`).join(', ');
+  const extension = (e: BrowserEntry) => (e.in.endsWith('.css') ? 'css' : 'js');
+  const names = BROWSER_ENTRIES.map((e) => `dist/assets/${e.out}.${extension(e)}`).join(', ');
   process.stdout.write(`bundle: wrote ${names}\n`);
 }
 

@@ -141,6 +141,12 @@ export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
 /** How much of the access log is gathered before one write (P21). */
 export const ACCESS_LOG_BUFFER_BYTES = 16 * 1024;
 
+/**
+ * How long a browser may keep a preflight answer of a public route (P20) before asking again.
+ * Ten minutes: Chromium caps it at two hours, and the routes change only with a new build.
+ */
+export const CORS_MAX_AGE_SECONDS = 600;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,
