@@ -188,7 +188,8 @@ export interface NodeOptions {
 export function startNodeProcess(options: NodeOptions): Promise<RunningServer> {
   const member = options.member ?? 'local';
   return startServer([...(options.runtimeArgs ?? []), options.cli ?? NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
-    options.timeoutMs, `the node (${member})`, options.env);
+    // The operator's listener by environment, which builds from before it ignore (P21).
+    options.timeoutMs, `the node (${member})`, { PATH_ADMIN_PORT: '0', ...options.env });
 }
 
 /** The bare uWebSockets.js server of bare-server.ts, serving the routes in `routesFile`. */

@@ -138,9 +138,6 @@ export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
 /** How long `path-node lookup` waits for one batch's answer. */
 export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
 
-/** How much of the access log is gathered before one write (P21). */
-export const ACCESS_LOG_BUFFER_BYTES = 16 * 1024;
-
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.
  * Ten minutes: Chromium caps it at two hours, and the routes change only with a new build.

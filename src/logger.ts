@@ -1,7 +1,6 @@
 // Structured logs (pino). Clear identifiers, names and secrets must never reach a log line;
 // the redaction list is a second line of defence behind code that never logs them.
 import pino, { type Logger } from 'pino';
-import { ACCESS_LOG_BUFFER_BYTES } from './config.js';
 
 export const REDACTED_PATHS = [
   'identifier',
@@ -42,16 +41,14 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 }
 
 /**
- * The access log: one line per request, so its writes are buffered (a write call per request
- * would cost the node a system call on every answer). Lines still buffered when the process is
- * killed are lost, which an access log may afford; an orderly stop flushes them.
+ * The access log: one line per request, so it is written asynchronously: a line is handed to
+ * the kernel off the request's path, and lines that arrive while a write is in flight go in the
+ * next one (under load, one write carries many lines; when quiet, each line goes at once). Lines
+ * not yet written when the process is killed are lost, which an access log may afford; an
+ * orderly stop flushes them.
  */
 export function createAccessLogger(level: string): Logger {
-  const destination = pino.destination({
-    dest: 1,
-    sync: false,
-    minLength: ACCESS_LOG_BUFFER_BYTES,
-  });
+  const destination = pino.destination({ dest: 1, sync: false });
   accessDestinations.push(destination);
   return createLogger(level, destination);
 }

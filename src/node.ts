@@ -53,12 +53,8 @@ export async function startNode(
   const identity = await openIdentity(env, config);
   const log = new LmdbLog(env);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
-  const runtime = await startPool(config, logger, onFatal, {
-    log,
-    identity,
-    signer,
-    metrics: watch.metrics,
-  });
+  const { metrics } = watch;
+  const runtime = await startPool(config, logger, onFatal, { log, identity, signer, metrics });
   const access = await startNetwork(config, logger, {
     log,
     store: identity.store,
@@ -75,25 +71,12 @@ export async function startNode(
     localHolder: runtime.localHolder,
     onAnswered: answeredTo(config, watch.metrics),
   });
-  const followers = startFollowers(config, logger, {
-    log,
-    identity,
-    signer,
-    runtime,
-    access,
-    listeners,
-  });
+  const parts = { log, identity, signer, runtime, access, listeners };
+  const followers = startFollowers(config, logger, parts);
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   runtime.events.start();
-  watch.metrics.bind({
-    pendingCommands: () => runtime.pool.pendingCount,
-    replayEntries: () => access.authenticator.size(),
-    directoryKeys: () => runtime.directory.index.size,
-    webhookBacklog: () => runtime.events.backlog(),
-    replicationLag: () => access.network.lags(),
-  });
-  watch.admin.state = 'ready';
+  becomeReady(watch, runtime, access);
   logger.info(
     {
       port: listeners.port,
@@ -346,6 +329,18 @@ async function stopNode(
   watch.admin.close();
   lock.release();
   logger.info('stopped');
+}
+
+/** The gauges read the parts now running, and `/readyz` says ready (P21). */
+function becomeReady(watch: Watch, runtime: Runtime, access: Access): void {
+  watch.metrics.bind({
+    pendingCommands: () => runtime.pool.pendingCount,
+    replayEntries: () => access.authenticator.size(),
+    directoryKeys: () => runtime.directory.index.size,
+    webhookBacklog: () => runtime.events.backlog(),
+    replicationLag: () => access.network.lags(),
+  });
+  watch.admin.state = 'ready';
 }
 
 /** The operator's metrics and their listener (P21), not yet ready. */

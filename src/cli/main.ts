@@ -10,7 +10,7 @@ import {
   loadConfig,
   parseFlags,
 } from '../config.js';
-import { createLogger } from '../logger.js';
+import { createLogger, flushAccessLogs } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
@@ -89,6 +89,7 @@ async function serve(flags: Flags): Promise<void> {
   const logger = createLogger(config.logLevel);
   const fatal = (message: string) => {
     logger.fatal({ reason: message }, 'cannot continue safely; exiting');
+    flushAccessLogs();
     process.exit(1);
   };
   const node = await startNode(config, logger, fatal);
@@ -97,7 +98,10 @@ async function serve(flags: Flags): Promise<void> {
     if (stopping) return;
     stopping = true;
     node.stop().then(
-      () => process.exit(0),
+      () => {
+        flushAccessLogs();
+        process.exit(0);
+      },
       (error: unknown) => fatal((error as Error).message),
     );
   };
