@@ -34,6 +34,8 @@ export interface Limits {
   webhook_in_flight_max: number;
   /** How long a rotated webhook secret still signs beside the new one (P11). */
   webhook_secret_overlap_ms: number;
+  /** How long a delivered (or abandoned) event is kept for `path-node events` (P11). */
+  events_retention_ms: number;
   lookup_batch_max: number;
   lookup_confirm_freshness_ms: number;
   lookup_journal_retention_days: number;
@@ -135,6 +137,8 @@ export const LOOKUP_SPREAD_ITEMS_MIN = 64;
 /** `path-node lookup`: batches in flight by default, and how often a plain progress line. */
 export const LOOKUP_FILE_CONCURRENCY_DEFAULT = 2;
 export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
+/** How long `path-node listen` waits for the handler it forwards a delivery to. */
+export const LISTEN_FORWARD_TIMEOUT_MS = 10_000;
 /** How long `path-node lookup` waits for one batch's answer. */
 export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
 
@@ -171,6 +175,7 @@ export const DEFAULT_LIMITS: Limits = {
   webhook_retry_max_delay_ms: 6 * 3600_000,
   webhook_in_flight_max: 32,
   webhook_secret_overlap_ms: 24 * 3600_000,
+  events_retention_ms: 7 * 24 * 3600_000,
   lookup_batch_max: 500,
   lookup_confirm_freshness_ms: 5 * 60_000,
   lookup_journal_retention_days: 90,
@@ -194,7 +199,7 @@ export class ConfigError extends Error {
 type Flags = Record<string, string | true>;
 
 /** Flags that never take a value, so that `--help serve` reads `serve` as a command. */
-const SWITCHES = ['help', 'signed', 'resume'] as const;
+const SWITCHES = ['help', 'signed', 'resume', 'undelivered'] as const;
 
 /** Parses `--name value`, `--name=value`, bare `--flag`, and `-h` as `--help`. */
 export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {

@@ -76,6 +76,8 @@ export async function startNode(
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   runtime.events.start();
+  await runtime.events.takeResends();
+  await runtime.events.sweep();
   becomeReady(watch, runtime, access);
   logger.info(
     {
@@ -279,6 +281,7 @@ function startFollowers(
     const keys = store.signingKeys();
     listeners.documents.keys = keysDocument(config.member, keys);
     identity.webhookSecrets.current = store.webhookSecrets();
+    void runtime.events.takeResends();
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
@@ -295,6 +298,7 @@ function startFollowers(
   const replaySweep = setInterval(() => {
     access.authenticator.forget(Date.now());
     void forgetReplays(log, Date.now());
+    void runtime.events.sweep();
   }, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep];
 }

@@ -307,6 +307,14 @@ export class NodeStore {
     return pepper;
   }
 
+  /**
+   * Makes a change to the environment (any table) in one durable transaction that a running node
+   * notices, as it notices credentials and keys: the command line's way to ask it something.
+   */
+  notify(change: () => void): Promise<void> {
+    return this.write(change);
+  }
+
   private async write(change: () => void): Promise<void> {
     await this.env.root.transaction(() => {
       change();

@@ -12,6 +12,8 @@ import {
 } from '../config.js';
 import { createLogger, flushAccessLogs } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
+import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
+import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
 import { startNode } from '../node.js';
@@ -37,6 +39,14 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
     command: 'lookup',
     flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
                   [--concurrency 2] [--signed] [--resume]`,
+  },
+  { command: 'events list', flags: '--data-dir D [--undelivered]' },
+  { command: 'events show', flags: 'EVENT_ID --data-dir D' },
+  { command: 'events resend', flags: 'EVENT_ID --data-dir D' },
+  {
+    command: 'listen',
+    flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
+                  [--forward-to URL]`,
   },
   { command: 'webhooks secret', flags: '--data-dir D' },
   { command: 'webhooks rotate-secret', flags: '--data-dir D' },
@@ -129,6 +139,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
   if (command === 'backup') return backup(flags);
   if (command === 'lookup') return lookup(flags);
+  if (command === 'events') return events(sub, positional[2], flags);
+  if (command === 'listen') return listenCommand(flags);
   if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
   if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
@@ -237,6 +249,47 @@ async function lookup(flags: Flags): Promise<void> {
     if (error instanceof LookupUsageError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+/** `events list|show|resend`: the operator's view of webhook events (P11). */
+async function events(sub: string | undefined, id: string | undefined, flags: Flags) {
+  const dataDir = dataDirOf(flags);
+  try {
+    if (sub === 'list') {
+      const undelivered = flags.undelivered === true || flags.undelivered === 'true';
+      for (const line of await listEvents(dataDir, { undelivered })) print(line);
+      return;
+    }
+    if ((sub === 'show' || sub === 'resend') && id === undefined)
+      throw new UsageError(`events ${sub} needs the event id`);
+    if (sub === 'show') return print(await showEvent(dataDir, id!));
+    if (sub === 'resend') return print(await resendEvent(dataDir, id!, Date.now()));
+  } catch (error) {
+    if (error instanceof EventsUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  throw new UsageError(`unknown command 'events ${sub ?? ''}'`);
+}
+
+/** A local receiver that verifies and prints each delivery; runs until stopped. */
+async function listenCommand(flags: Flags): Promise<void> {
+  const text = (name: string) => (typeof flags[name] === 'string' ? flags[name] : undefined);
+  const port = Number(need(flags, 'port'));
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError('--port must be an integer from 0 to 65535');
+  if (text('data-dir') === undefined && text('base-url') === undefined)
+    throw new UsageError('listen needs --data-dir or --base-url to verify deliveries');
+  const bound = await listen({
+    port,
+    host: text('host') ?? '127.0.0.1',
+    dataDir: text('data-dir'),
+    baseUrl: text('base-url'),
+    secret: text('secret'),
+    forwardTo: text('forward-to'),
+  });
+  process.stderr.write(
+    `path-node listen: receiving on http://${text('host') ?? '127.0.0.1'}:${bound}\n`,
+  );
 }
 
 /** The secret receivers verify `v1` signatures with (P11); made on first use. */

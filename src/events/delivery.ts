@@ -4,8 +4,9 @@
 // Webhooks headers (`v1` HMAC with each webhook secret still signing, `v1a` Ed25519 with the
 // operator's key). A 2xx acknowledges; anything else, or no answer within the timeout, is
 // retried with exponential backoff and jitter for the retry window (3 days). Delivery state is
-// durable, so a restart resumes where it stopped; an event leaves the outbox only when every
-// target has acknowledged it or its window has passed.
+// durable, so a restart resumes where it stopped. An event is finished when every target has
+// acknowledged it or its window has passed; it is then kept for the events retention (the
+// operator lists, shows and resends it with `path-node events`), and swept after.
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
@@ -13,20 +14,11 @@ import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import type { Log, TableWrite } from '../log/log.js';
-import { frame, unframeRow } from '../log/record.js';
-import { outboxRows } from '../log/rows.js';
+import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import type { WebhookSecret } from '../store.js';
 import { resolvedAllowed } from './url-policy.js';
-
-interface TargetState {
-  url: string;
-  attempts: number;
-  next_at: number;
-  outcome: 'delivered' | 'abandoned' | null;
-  last_status: number | null;
-}
 
 export interface DeliveryOptions {
   log: Log;
@@ -67,10 +59,52 @@ export class WebhookDelivery {
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
     for (const { key, bytes } of this.options.log.scan('outbox')) {
+      if (this.stateOf(key)?.every((t) => t.outcome !== null)) continue;
       const created = parseTime(outboxRows.read(key, bytes).created_at);
       this.undelivered.set(key, created ?? this.options.clock.now());
       this.scheduler.schedule(key, this.dueOf(key));
     }
+  }
+
+  /**
+   * Takes up the resends the command line asked for (`path-node events resend`): each kept event
+   * goes to every target again, with a fresh retry window.
+   */
+  async takeResends(): Promise<string[]> {
+    const now = this.options.clock.now();
+    const writes: TableWrite[] = [];
+    const taken: string[] = [];
+    for (const { key } of this.options.log.scan('resends')) {
+      writes.push({ table: 'resends', key, bytes: null });
+      const bytes = this.options.log.get('outbox', key);
+      if (bytes === undefined || this.running.has(key)) continue;
+      const event = outboxRows.read(key, bytes);
+      const fresh = this.targetsOf(event, now).map((t) => ({ ...t, since: now }));
+      writes.push(deliveryRows.write(key, fresh));
+      this.undelivered.set(key, now);
+      taken.push(key);
+    }
+    if (writes.length > 0) await this.write(writes);
+    for (const id of taken) this.enqueue(id);
+    return taken;
+  }
+
+  /** Forgets finished events past their retention: one range of the expiry index. */
+  async sweep(): Promise<void> {
+    const now = this.options.clock.now();
+    const writes: TableWrite[] = [];
+    for (const { key } of this.options.log.scan('event_expiry', eventExpiryRows.due(now))) {
+      writes.push({ table: 'event_expiry', key, bytes: null });
+      const id = eventExpiryRows.idOf(key);
+      const state = this.stateOf(id);
+      // A resent event finishes again later, with an expiry row of its own.
+      const finished = state?.every((t) => t.outcome !== null) ?? true;
+      const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
+      if (!finished || last + this.options.limits.events_retention_ms > now) continue;
+      writes.push({ table: 'outbox', key: id, bytes: null });
+      writes.push({ table: 'deliveries', key: id, bytes: null });
+    }
+    if (writes.length > 0) await this.write(writes);
   }
 
   /** How many events wait for a target, and when the oldest of them was created. */
@@ -104,7 +138,19 @@ export class WebhookDelivery {
 
   private stateOf(id: string): TargetState[] | undefined {
     const bytes = this.options.log.get('deliveries', id);
-    return bytes === undefined ? undefined : unframeRow<TargetState[]>('deliveries', id, bytes);
+    return bytes === undefined ? undefined : deliveryRows.read(id, bytes);
+  }
+
+  /** Every target of an event, none tried yet: the object's own and the operator's (P11). */
+  private targetsOf(event: OutboxEvent, now: number): TargetState[] {
+    const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
+    return urls.map((url) => ({
+      url,
+      attempts: 0,
+      next_at: now,
+      outcome: null,
+      last_status: null,
+    }));
   }
 
   private enqueue(id: string): void {
@@ -141,16 +187,7 @@ export class WebhookDelivery {
     }
     const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
-    const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
-    const state =
-      this.stateOf(id) ??
-      urls.map((url): TargetState => ({
-        url,
-        attempts: 0,
-        next_at: now,
-        outcome: null,
-        last_status: null,
-      }));
+    const state = this.stateOf(id) ?? this.targetsOf(event, now);
     const due = state.filter((t) => t.outcome === null && t.next_at <= now);
     if (due.length > 0) {
       const body = JSON.stringify(
@@ -173,9 +210,10 @@ export class WebhookDelivery {
     for (const t of state) {
       if (
         t.outcome === null &&
-        t.next_at > createdAt + this.options.limits.webhook_retry_window_ms
+        t.next_at > (t.since ?? createdAt) + this.options.limits.webhook_retry_window_ms
       ) {
         t.outcome = 'abandoned';
+        t.finished_at = now;
         this.options.onOutcome?.('abandoned');
         this.options.logger.warn(
           { event_id: id, attempts: t.attempts },
@@ -184,14 +222,16 @@ export class WebhookDelivery {
       }
     }
     if (state.every((t) => t.outcome !== null)) {
+      // Kept for the retention, for `path-node events`; the sweep forgets it then.
       this.undelivered.delete(id);
+      const expires = now + this.options.limits.events_retention_ms;
       await this.write([
-        { table: 'outbox', key: id, bytes: null },
-        { table: 'deliveries', key: id, bytes: null },
+        deliveryRows.write(id, state),
+        eventExpiryRows.write(eventExpiryRows.key(expires, id), {}),
       ]);
       return;
     }
-    await this.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
+    await this.write([deliveryRows.write(id, state)]);
     this.scheduler.schedule(
       id,
       Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)),
@@ -241,6 +281,7 @@ export class WebhookDelivery {
     target.last_status = status;
     if (status >= 200 && status < 300) {
       target.outcome = 'delivered';
+      target.finished_at = this.options.clock.now();
       this.options.onOutcome?.('delivered');
       return;
     }
