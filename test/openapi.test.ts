@@ -152,6 +152,23 @@ describe('P19: the document', () => {
     expect(validate({ ...delivery.body, data: { reference: issued.json.reference } })).toBe(false);
     expect(delivery.headers['webhook-id']).toBe(delivery.body.id);
   });
+
+  it('webhooks: request.paid and checkout.session.completed deliveries conform; the checkout link answers a path.checkout the client checks', async () => {
+    const request = await m.local.post('/requests', { accepts: [EUR], amount: AMOUNT });
+    const session = await m.local.post('/checkout/sessions', { request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel' });
+    expect(session.status, session.text).toBe(201);
+    // Through the test client: its answer is checked against links.get's schema on the way.
+    const link = await m.anon.get(`/path/${session.json.reference}`, { root: true });
+    expect([link.status, link.json.type]).toEqual([200, 'path.checkout']);
+    expect((await m.beta.post(`/checkout/sessions/${session.json.reference}/complete`)).status).toBe(200);
+    expect((await m.beta.post(`/requests/${request.json.reference}/paid`)).status).toBe(200);
+    const checker = new Conformance(document);
+    for (const [event, reference] of [['checkout.session.completed', session.json.reference], ['request.paid', request.json.reference]]) {
+      const delivery = await waitFor(`${event} delivered`, () => deliveries.find((d) => d.body?.event === event && d.body?.data?.reference === reference));
+      const validate = checker.webhookValidator(event!);
+      expect(validate(delivery.body), `${event}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  });
 });
 
 describe('P19: the request schemas are the ones that validate', () => {

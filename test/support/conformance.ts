@@ -43,6 +43,9 @@ export class Conformance {
 
   constructor(readonly document: Json) {
     addFormats(this.ajv);
+    // The named schemas, compiled once and shared by every validator that refers to them.
+    const named = JSON.stringify(document.components?.schemas ?? {}).replaceAll('"#/components/schemas/', '"#/$defs/');
+    this.ajv.addSchema({ $id: DEFS, $defs: JSON.parse(named) });
     for (const [template, item] of Object.entries<Json>(document.paths ?? {})) {
       for (const [method, spec] of Object.entries<Json>(item)) {
         const source = template.split('/').map((s) => (s.startsWith('{') ? '[^/]+' : escape(s))).join('/');
@@ -95,22 +98,19 @@ export class Conformance {
     }
   }
 
-  /** A schema of the document, its `#/components/schemas/` references resolved as `$defs`. */
+  /** A schema of the document, compiled once; its named references go to the shared `$defs`. */
   private compile(key: string, schema: Json): ValidateFunction {
     let validate = this.compiled.get(key);
     if (validate === undefined) {
-      const text = JSON.stringify(schema).replaceAll('"#/components/schemas/', '"#/$defs/');
-      validate = this.ajv.compile({ ...JSON.parse(text), $defs: this.defs() });
+      validate = this.ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${DEFS}#/$defs/`)));
       this.compiled.set(key, validate);
     }
     return validate;
   }
-
-  private defs(): Json {
-    const text = JSON.stringify(this.document.components?.schemas ?? {});
-    return JSON.parse(text.replaceAll('"#/components/schemas/', '"#/$defs/'));
-  }
 }
+
+/** Where the document's named schemas live for Ajv; their own references stay inside it. */
+const DEFS = 'https://path-node.invalid/openapi-components';
 
 const escape = (segment: string) => segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -136,8 +136,9 @@ async function fetchDocument(baseUrl: string): Promise<Conformance | null | unde
   const text = await res.text();
   if (res.status === 503) return undefined;
   if (res.status !== 200) return null;
-  const document = JSON.parse(text) as Json;
-  return typeof document.openapi === 'string' ? new Conformance(document) : null;
+  let document: Json;
+  try { document = JSON.parse(text) as Json; } catch { return null; }
+  return typeof document?.openapi === 'string' ? new Conformance(document) : null;
 }
 
 /** Checks one answer of the node at `baseUrl` against its document (harness.ts Client). */
