@@ -9,7 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PREFIX, removeDir, startWithThreeMembers, type ThreeMembers } from './support/harness.js';
+import { PREFIX, removeDir, startNode, startWithThreeMembers, tempDir, type ThreeMembers } from './support/harness.js';
 import { checkConformance, Conformance, ConformanceError, conformanceOf } from './support/conformance.js';
 import { readDelivery } from './support/receiver.js';
 import { waitFor } from './support/wait.js';
@@ -80,6 +80,19 @@ describe('P19: the document', () => {
     expect(again.text).toBe(raw);
     const genesis = await fetch(`${m.node.baseUrl}/api/path/genesis/v1/openapi.json`);
     expect(await genesis.text()).toBe(raw);
+  });
+
+  it('is deterministic: another node with the same settings serves the same bytes, but for its base URL', async () => {
+    const dataDir = tempDir('openapi-twin');
+    const twin = await startNode({ dataDir });
+    try {
+      const text = await (await fetch(`${twin.baseUrl}${PREFIX}/openapi.json`)).text();
+      expect(text.replaceAll(twin.baseUrl, 'BASE')).toBe(raw.replaceAll(m.node.baseUrl, 'BASE'));
+      expect(text).not.toBe(raw);
+    } finally {
+      await twin.stop();
+      removeDir(dataDir);
+    }
   });
 
   it('discovery names it as openapi_url, and every discovery operation is in it under its name, at the same method and path (and no other)', async () => {

@@ -104,9 +104,11 @@ function errorResponses(route: Route): Json {
         { properties: { error: { properties: { code: { enum: codes } } } } },
       ],
     };
+    // P7: an overloaded or draining node says when to come back.
+    const retry = status === 503 ? { 'Retry-After': header('RetryAfter') } : {};
     out[String(status)] = {
       description: codes.join(', '),
-      headers: commonHeaders(false),
+      headers: { ...commonHeaders(false), ...retry },
       content: { 'application/json': { schema: narrowed } },
     };
   }
@@ -188,6 +190,8 @@ function operationOf(route: Route): Json {
         };
   return {
     operationId: route.operation,
+    // Operations are grouped by the first word of their discovery name (`receipts.create`).
+    tags: [route.operation.split('.')[0]],
     parameters: parametersOf(route),
     ...body,
     security: securityOf(route),
@@ -314,6 +318,7 @@ const HEADERS: Json = {
     description: 'the protocol version of the signed object in the body (P10)',
     schema: { type: 'string' },
   },
+  RetryAfter: { description: 'seconds to wait before trying again', schema: { type: 'string' } },
   PathReplayed: {
     description: 'present on an idempotent replay: the stored answer (P7)',
     schema: { type: 'string', enum: ['true'] },
@@ -358,8 +363,9 @@ const WEBHOOK_HEADERS = [
   webhookHeader('webhook-timestamp', 'Unix seconds when this delivery was signed'),
   webhookHeader(
     'webhook-signature',
-    'space-separated signatures over "<id>.<timestamp>.<body>": `v1,<base64 HMAC-SHA256>` ' +
-      'with the webhook secret, `v1a,<base64 Ed25519>` with the key named in discovery',
+    'space-separated signatures over "<id>.<timestamp>.<body>": `v1a,<base64 Ed25519>` by ' +
+      "the node's signing key (P11), and `v1,<base64 HMAC-SHA256>` with the webhook secret " +
+      'where the node has one',
   ),
   webhookHeader('Path-Event-Id', 'the event id'),
 ];
