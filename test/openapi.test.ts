@@ -238,6 +238,10 @@ describe('P19: the conformance check every black-box answer goes through', () =>
     await expect(checkConformance(m.node.baseUrl, { ...answer, text: JSON.stringify({ ...real.json, status: 'lost' }) })).rejects.toThrow(ConformanceError);
     await expect(checkConformance(m.node.baseUrl, { ...answer, target: `/api/path/genesis/v1/receipts/${issued.json.reference}`, text: '{"reference":1}' })).rejects.toThrow(/receipts\.get/);
     await expect(checkConformance(m.node.baseUrl, { ...answer, status: 418 })).rejects.toThrow(/answered 418, a status the OpenAPI document does not list/);
+    await checkConformance(m.node.baseUrl, { ...answer, headers: real.headers });
+    const withoutVersion = new Headers(real.headers);
+    withoutVersion.delete('path-version');
+    await expect(checkConformance(m.node.baseUrl, { ...answer, headers: withoutVersion })).rejects.toThrow(/without the header Path-Version/);
     const wrongCode = JSON.stringify({ error: { code: 'path.settlement.transition_invalid', message: 'no' } });
     await expect(checkConformance(m.node.baseUrl, { method: 'POST', target: `${PREFIX}/requests/req_0/paid`, status: 409, contentType: 'application/json', text: wrongCode })).rejects.toThrow(/requests\.paid/);
   });

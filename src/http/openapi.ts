@@ -67,7 +67,7 @@ function plain(schema: unknown, root: boolean): unknown {
 const jsonContent = (schema: unknown) => ({ 'application/json': { schema: plain(schema, false) } });
 
 /** Every refusal a route can answer: those of its kind (auth, body, path, idempotency), its own. */
-export function refusalsOf(route: Route): ErrorCode[] {
+function refusalsOf(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>([
     'path.core.invalid_request',
     'path.core.version_unknown',
@@ -96,7 +96,7 @@ function errorResponses(route: Route): Json {
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const out: Json = {};
-  for (const status of [...byStatus.keys()].sort()) {
+  for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {
     const codes = byStatus.get(status)!;
     const narrowed = {
       allOf: [
@@ -128,7 +128,7 @@ function commonHeaders(signed: boolean): Json {
 }
 
 /** Carries a signed object (the envelope's `signature` among its members, or in its items). */
-const isSigned = (schema: TSchema) => JSON.stringify(plain(schema, true)).includes('"signature"');
+const isSigned = (schema: TSchema) => JSON.stringify(schema).includes('"signature"');
 
 function successResponses(route: Route): Json {
   const out: Json = {};
@@ -200,7 +200,7 @@ function operationOf(route: Route): Json {
 }
 
 /** `/receipts/:reference` as OpenAPI writes it, from the root or under the first prefix (P6). */
-export function openApiPath(route: Route): string {
+function openApiPath(route: Route): string {
   const path = route.path.replace(/:([a-z_]+)/g, '{$1}');
   return route.root === true ? path : `${API_PREFIXES[0]}${path}`;
 }
@@ -304,16 +304,23 @@ const SECURITY_SCHEMES: Json = {
   },
 };
 
+/** P10: the version and the request id are on every answer. */
 const HEADERS: Json = {
   PathVersion: {
     description: 'the dated API version that answered (P10)',
-    schema: { type: 'string' },
+    required: true,
+    schema: { type: 'string', enum: [...SERVED_API_VERSIONS] },
   },
   PathVersionPinned: {
     description: 'whether the request pinned a version (P10)',
+    required: true,
     schema: { type: 'string', enum: ['true', 'false'] },
   },
-  PathRequestId: { description: 'the id of this request', schema: { type: 'string' } },
+  PathRequestId: {
+    description: 'the id of this request',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+  },
   PathProtocolVersion: {
     description: 'the protocol version of the signed object in the body (P10)',
     schema: { type: 'string' },

@@ -32,6 +32,8 @@ export interface Answered {
   status: number;
   contentType: string | null;
   text: string;
+  /** The answer's headers; absent: they are not checked. */
+  headers?: Headers;
 }
 
 export class ConformanceError extends Error {}
@@ -87,6 +89,7 @@ export class Conformance {
     const where = `${operation.id} (${answer.method} ${operation.template}) answered ${answer.status}`;
     const response = operation.spec.responses?.[String(answer.status)];
     if (response === undefined) throw new ConformanceError(`${where}, a status the OpenAPI document does not list for it: ${answer.text.slice(0, 300)}`);
+    if (answer.headers !== undefined) this.checkHeaders(where, response, answer.headers);
     const schema = response.content?.['application/json']?.schema;
     if (schema === undefined) return;
     let body: unknown;
@@ -95,6 +98,20 @@ export class Conformance {
     if (!validate(body)) {
       const errors = this.ajv.errorsText(validate.errors, { separator: '; ' });
       throw new ConformanceError(`${where} with a body its OpenAPI schema refuses: ${errors}\nbody: ${answer.text.slice(0, 500)}`);
+    }
+  }
+
+  /** The response's headers: each the document requires is there, each there has its form. */
+  private checkHeaders(where: string, response: Json, headers: Headers): void {
+    for (const [name, declared] of Object.entries<Json>(response.headers ?? {})) {
+      const spec = declared.$ref === undefined ? declared : this.document.components.headers[declared.$ref.split('/').pop()];
+      const value = headers.get(name);
+      if (value === null) {
+        if (spec.required === true) throw new ConformanceError(`${where} without the header ${name} its OpenAPI response requires`);
+        continue;
+      }
+      const validate = this.compile(`header ${name}`, spec.schema ?? {});
+      if (!validate(value)) throw new ConformanceError(`${where} with a header ${name}: ${value} its OpenAPI schema refuses`);
     }
   }
 
