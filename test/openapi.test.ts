@@ -109,6 +109,12 @@ describe('P19: the document', () => {
     }
     expect(documented.map((o) => o.id).sort()).toEqual(endpoints.map(([name]) => name).sort());
     expect(res.json.endpoints.openapi).toEqual({ method: 'GET', url: res.json.openapi_url });
+    for (const o of documented) {
+      const named = [...o.path.matchAll(/\{([a-z_]+)\}/g)].map((x) => x[1]);
+      const inPath = o.spec.parameters.filter((p: any) => p.in === 'path');
+      expect(inPath.map((p: any) => p.name), o.id).toEqual(named);
+      for (const p of inPath) expect(p.description, `${o.id} ${p.name}`).toMatch(/\w/);
+    }
   });
 
   it('P5 headers are three apiKey schemes required together; public operations take none, optional ones either; Path-Version on all, Path-Idempotency-Key on idempotent calls', () => {

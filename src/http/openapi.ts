@@ -159,11 +159,20 @@ function securityOf(route: Route): Json[] {
   }
 }
 
+/** What a path parameter names; a value of the wrong form answers 404, like an unknown one. */
+const PATH_PARAMETERS: Record<string, string> = {
+  reference: "the object's reference (P9: a type prefix, an underscore, 32 hex digits)",
+  id: "the object's id (P9: a type prefix, an underscore, 32 hex digits)",
+  target_id: 'the target id (tgt_...)',
+  key: 'a Path address, path:<opaque>, with or without percent-encoding',
+};
+
 function parametersOf(route: Route): Json[] {
   const inPath = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => ({
     name: m[1],
     in: 'path',
     required: true,
+    description: PATH_PARAMETERS[m[1]!] ?? m[1],
     schema: { type: 'string', minLength: 1 },
   }));
   const query = Object.entries(route.query ?? {}).map(([name, q]) => ({
