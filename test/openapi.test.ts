@@ -248,6 +248,9 @@ describe('P19: the conformance check every black-box answer goes through', () =>
     const withoutVersion = new Headers(real.headers);
     withoutVersion.delete('path-version');
     await expect(checkConformance(m.node.baseUrl, { ...answer, headers: withoutVersion })).rejects.toThrow(/without the header Path-Version/);
+    const created = { method: 'POST', target: `${PREFIX}/subjects`, status: 201, contentType: 'application/json', text: JSON.stringify({ id: `sub_${'0'.repeat(32)}`, subject_type: 'legal_entity', created_at: '2026-11-21T12:00:00Z' }) };
+    await checkConformance(m.node.baseUrl, { ...created, requestBody: '{"subject_type":"legal_entity"}' });
+    await expect(checkConformance(m.node.baseUrl, { ...created, requestBody: '{"subject_type":"robot"}' })).rejects.toThrow(/subjects\.create .*to a body its OpenAPI request schema refuses/);
     const wrongCode = JSON.stringify({ error: { code: 'path.settlement.transition_invalid', message: 'no' } });
     await expect(checkConformance(m.node.baseUrl, { method: 'POST', target: `${PREFIX}/requests/req_0/paid`, status: 409, contentType: 'application/json', text: wrongCode })).rejects.toThrow(/requests\.paid/);
   });

@@ -34,6 +34,8 @@ export interface Answered {
   text: string;
   /** The answer's headers; absent: they are not checked. */
   headers?: Headers;
+  /** The body sent, as text; absent or empty: none. */
+  requestBody?: string;
 }
 
 export class ConformanceError extends Error {}
@@ -90,6 +92,7 @@ export class Conformance {
     const response = operation.spec.responses?.[String(answer.status)];
     if (response === undefined) throw new ConformanceError(`${where}, a status the OpenAPI document does not list for it: ${answer.text.slice(0, 300)}`);
     if (answer.headers !== undefined) this.checkHeaders(where, response, answer.headers);
+    if (answer.status < 300) this.checkAccepted(where, operation, answer.requestBody);
     const schema = response.content?.['application/json']?.schema;
     if (schema === undefined) return;
     let body: unknown;
@@ -98,6 +101,21 @@ export class Conformance {
     if (!validate(body)) {
       const errors = this.ajv.errorsText(validate.errors, { separator: '; ' });
       throw new ConformanceError(`${where} with a body its OpenAPI schema refuses: ${errors}\nbody: ${answer.text.slice(0, 500)}`);
+    }
+  }
+
+  /**
+   * A body the node accepted must be one the document's request schema accepts: the node
+   * validated it with the schema the document shows, so a refusal here is a drift between them.
+   */
+  private checkAccepted(where: string, operation: Operation, sent: string | undefined): void {
+    const schema = operation.spec.requestBody?.content?.['application/json']?.schema;
+    if (schema === undefined || sent === undefined || sent === '') return;
+    const validate = this.compile(`${operation.id} request`, schema);
+    // The node decodes a body as UTF-8 the standard way, which drops a leading byte order mark.
+    if (!validate(JSON.parse(sent.replace(/^\ufeff/, '')))) {
+      const errors = this.ajv.errorsText(validate.errors, { separator: '; ' });
+      throw new ConformanceError(`${where} to a body its OpenAPI request schema refuses: ${errors}\nbody: ${sent.slice(0, 500)}`);
     }
   }
 

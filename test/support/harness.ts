@@ -138,7 +138,7 @@ export class Client {
     let json: unknown;
     try { json = JSON.parse(text); } catch { json = undefined; }
     // P19: every answer a test reads must be one the node's OpenAPI document describes.
-    await checkConformance(this.baseUrl, { method, target, status: res.status, contentType: res.headers.get('content-type'), text, headers: res.headers });
+    await checkConformance(this.baseUrl, { method, target, status: res.status, contentType: res.headers.get('content-type'), text, headers: res.headers, requestBody: body.toString('utf8') });
     return { status: res.status, headers: res.headers, text, json };
   }
 
