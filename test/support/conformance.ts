@@ -2,9 +2,11 @@
 // document (P19), the way a client generated from that document would read it. The document is
 // fetched once per base URL and compiled with Ajv (JSON Schema 2020-12, as OpenAPI 3.1 uses);
 // an answer is found its operation by method and path template (under either API prefix, P6),
-// then its response by status, and its JSON body must validate. A mismatch throws, naming the
-// operation, the status and what the schema refused. Answers no operation describes (an unknown
-// path, a method the path does not take, HEAD, a non-JSON page) are not checked.
+// then its response by status; its JSON body must validate, the headers the document requires
+// (P10) must be there, and a body the node accepted (2xx) must pass the operation's request
+// schema. A mismatch throws, naming the operation, the status and what the schema refused.
+// Answers no operation describes (an unknown path, a method the path does not take, HEAD, a
+// non-JSON page) are not checked.
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
