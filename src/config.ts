@@ -125,6 +125,12 @@ export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
  */
 export const LOOKUP_SPREAD_ITEMS_MIN = 64;
 
+/**
+ * How long a browser may keep a preflight answer of a public route (P20) before asking again.
+ * Ten minutes: Chromium caps it at two hours, and the routes change only with a new build.
+ */
+export const CORS_MAX_AGE_SECONDS = 600;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,

@@ -6,6 +6,7 @@ import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
+import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { openApiDocument, openApiRoute } from './http/openapi.js';
 import { directoryRoutes } from './http/routes/directory.js';
@@ -230,6 +231,7 @@ async function startListeners(
     limits: config.limits,
     logger,
     now: Date.now,
+    assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
   const external = await startExternal(config, services.store, logger);

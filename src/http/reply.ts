@@ -40,6 +40,7 @@ export function failure(r: Refusal, headers?: Record<string, string>): HttpReply
 const REASONS: Record<number, string> = {
   200: 'OK',
   201: 'Created',
+  204: 'No Content',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

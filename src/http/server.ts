@@ -1,12 +1,20 @@
 // The HTTP front end on uWebSockets.js. Thin by design: version check -> route -> body ->
 // authenticate -> idempotency -> handler (which validates and sends to an actor) -> answer.
 // Every failure on the way is a JSON error from the P7 table; nothing a client sends can
-// produce a 5xx. Public reads answer synchronously from committed bytes.
+// produce a 5xx. Public reads answer synchronously from committed bytes. Public routes also
+// answer browsers (P20): CORS on every answer of theirs, a preflight for `OPTIONS`, and `HEAD`
+// for each of their GETs; the routes of members get none of it.
 import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import { API_PREFIXES, API_VERSION, SERVED_API_VERSIONS, type Limits } from '../config.js';
+import {
+  API_PREFIXES,
+  API_VERSION,
+  CORS_MAX_AGE_SECONDS,
+  SERVED_API_VERSIONS,
+  type Limits,
+} from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/signing.js';
 import type { Authenticator } from './auth.js';
@@ -24,6 +32,8 @@ export interface RequestContext {
   path: string;
   query: string;
   params: Record<string, string>;
+  /** The request's `Accept` header, or empty: a link answers a page or the object (P20). */
+  accept: string;
   body: Buffer;
   caller: Caller | null;
   now: number;
@@ -54,10 +64,18 @@ export interface ServerOptions {
   limits: Limits;
   logger: Logger;
   now: () => number;
+  /**
+   * Files served as they are by path, outside the route table (they are no operation of
+   * discovery): the script and style of the pages for people (P20).
+   */
+  assets?: ReadonlyMap<string, HttpReply>;
 }
 
 const EMPTY = Buffer.alloc(0);
 const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
+
+const byteLength = (body: string | Uint8Array): number =>
+  typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
 
 function bodyDigest(context: RequestContext): string {
   context.bodySha256Hex ??=
@@ -86,7 +104,35 @@ function listenExclusive(
   (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, done);
 }
 
-type Base = { requestId: string; pinned: boolean };
+/**
+ * What every answer to one request carries: its id, whether it pinned a version (P10), whether
+ * it went to a public path (CORS, P20), and whether it was a HEAD (the head of the answer only).
+ */
+type Base = { requestId: string; pinned: boolean; cors: boolean; head: boolean };
+
+/** Answer headers a wallet in a browser must read (P10, P7); CORS hides the others from it. */
+const EXPOSED_HEADERS = [
+  'path-version',
+  'path-version-pinned',
+  'path-request-id',
+  'path-protocol-version',
+  'path-idempotent-replayed',
+  'retry-after',
+  'allow',
+].join(', ');
+
+/**
+ * Request headers a browser may send to a public route: the body's type, a pinned version (P10),
+ * and the P5 and P7 headers, which a client holding a credential puts on every call it makes.
+ */
+const ALLOWED_REQUEST_HEADERS = [
+  'content-type',
+  'path-version',
+  'path-key-id',
+  'path-timestamp',
+  'path-signature',
+  'path-idempotency-key',
+].join(', ');
 
 /** What outlives the request handler: whether the client went away, and a refusal in progress. */
 interface RequestState {
@@ -154,7 +200,8 @@ export class HttpServer {
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const pinned = req.getHeader('path-version');
-    const base = { requestId, pinned: pinned !== '' };
+    const head = method === 'HEAD';
+    const base: Base = { requestId, pinned: pinned !== '', cors: false, head };
 
     const framing = framingOf(req);
     if (framing.ambiguous) {
@@ -163,14 +210,24 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    const admission = this.admit(method, path, pinned);
+    const asset = this.options.assets?.get(path);
+    if (asset !== undefined && (method === 'GET' || head)) return this.send(res, asset, base);
+    if (method === 'OPTIONS') return this.send(res, this.preflight(path, base), base);
+    // A HEAD is its GET without the body (RFC 9110 9.3.2), served where the GET is public.
+    const admission = this.admit(head ? 'GET' : method, path, pinned);
+    base.cors =
+      admission.kind === 'found'
+        ? admission.route.auth === 'public'
+        : this.publicMethodsAt(path).length > 0;
     if (admission.kind === 'refused') return this.send(res, admission.reply, base);
     const { route, params } = admission;
+    if (head && !base.cors) return this.send(res, this.notAllowed(path), base);
     const context: RequestContext = {
       method,
       path,
       query,
       params,
+      accept: req.getHeader('accept'),
       body: EMPTY,
       caller: null,
       now: this.options.now(),
@@ -178,8 +235,60 @@ export class HttpServer {
     };
 
     // Public reads without a body answer at once, from committed bytes.
-    if (route.auth === 'public' && method === 'GET') return this.finish(res, context, base, null);
+    if (base.cors && route.method === 'GET') return this.finish(res, context, base, null);
     this.receive(res, req, context, base, framing.declared);
+  }
+
+  /**
+   * The methods of the path's routes; none for an unknown path. No route takes the empty
+   * method, so matching it lists every method the path has.
+   */
+  private methodsAt(path: string): string[] {
+    const probe = this.router.match('', path);
+    return probe.kind === 'method_not_allowed' ? probe.allowed : [];
+  }
+
+  /** The methods of the path's public routes (P20); none for an unknown path or a member's. */
+  private publicMethodsAt(path: string): string[] {
+    return this.methodsAt(path).filter((method) => {
+      const match = this.router.match(method, path);
+      return match.kind === 'found' && match.route.auth === 'public';
+    });
+  }
+
+  /** 405 (P7), with `Allow` naming HEAD and OPTIONS too where the path serves them (P20). */
+  private notAllowed(path: string): HttpReply {
+    const open = this.publicMethodsAt(path);
+    const allowed = [
+      ...this.methodsAt(path),
+      ...(open.includes('GET') ? ['HEAD'] : []),
+      ...(open.length > 0 ? ['OPTIONS'] : []),
+    ];
+    const message = 'method not allowed on this route';
+    return failure(refusal('path.core.method_not_allowed', message, { allowed }), {
+      allow: allowed.join(', '),
+    });
+  }
+
+  /**
+   * A CORS preflight (P20): 204 with what a browser may send where the path has public routes;
+   * elsewhere the refusal any other unknown method gets (404 or 405).
+   */
+  private preflight(path: string, base: Base): HttpReply {
+    const open = this.publicMethodsAt(path);
+    if (open.length === 0) {
+      const admission = this.admit('OPTIONS', path, '');
+      if (admission.kind === 'refused') return admission.reply;
+      throw new Error('a route took OPTIONS');
+    }
+    base.cors = true;
+    const methods = [...open, ...(open.includes('GET') ? ['HEAD'] : [])];
+    const headers = {
+      'access-control-allow-methods': methods.join(', '),
+      'access-control-allow-headers': ALLOWED_REQUEST_HEADERS,
+      'access-control-max-age': String(CORS_MAX_AGE_SECONDS),
+    };
+    return { status: 204, body: EMPTY, signed: false, headers };
   }
 
   /**
@@ -208,12 +317,7 @@ export class HttpServer {
       return { kind: 'refused', reply: failure(refusal('path.core.not_found', 'no such route')) };
     }
     if (match.kind === 'method_not_allowed') {
-      const message = 'method not allowed on this route';
-      const reply = failure(
-        refusal('path.core.method_not_allowed', message, { allowed: match.allowed }),
-        { allow: match.allowed.join(', ') },
-      );
-      return { kind: 'refused', reply };
+      return { kind: 'refused', reply: this.notAllowed(path) };
     }
     return match;
   }
@@ -465,19 +569,34 @@ export class HttpServer {
     if (state?.aborted) return;
     res.cork(() => {
       this.writeHead(res, reply, base);
-      res.end(reply.body, close);
+      if (!base.head && reply.status !== 204) return void res.end(reply.body, close);
+      if (close) return void res.end(EMPTY, true);
+      // uWebSockets.js writes the body of a HEAD answer if given one, and its
+      // endWithoutBody(length) never finishes the answer here: the length is written by hand.
+      if (base.head) res.writeHeader('content-length', String(byteLength(reply.body)));
+      res.endWithoutBody();
     });
   }
 
-  /** Status and headers of every answer (P7 content type, P10 version and request id). */
+  /**
+   * Status and headers of every answer (P7 content type unless the handler names another, P10
+   * version and request id, P20 CORS on public paths).
+   */
   private writeHead(res: uws.HttpResponse, reply: HttpReply, base: Base): void {
     res.writeStatus(statusLine(reply.status));
-    res.writeHeader('content-type', 'application/json');
+    const type = reply.headers?.['content-type'] ?? 'application/json';
+    if (reply.status !== 204) res.writeHeader('content-type', type);
     res.writeHeader('path-version', API_VERSION);
     res.writeHeader('path-version-pinned', base.pinned ? 'true' : 'false');
     res.writeHeader('path-request-id', base.requestId);
     if (reply.signed) res.writeHeader('path-protocol-version', PROTOCOL_VERSION);
+    if (base.cors) {
+      res.writeHeader('access-control-allow-origin', '*');
+      res.writeHeader('access-control-expose-headers', EXPOSED_HEADERS);
+    }
     if (reply.headers === undefined) return;
-    for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
+    for (const name in reply.headers) {
+      if (name !== 'content-type') res.writeHeader(name, reply.headers[name]!);
+    }
   }
 }

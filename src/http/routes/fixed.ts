@@ -11,6 +11,7 @@ import {
   RequestObject,
 } from '../../protocol/responses.js';
 import { GRAMMAR, PROTOCOL_VERSION } from '../../protocol/signing.js';
+import { linkAnswer } from '../../pages/link.js';
 import type { StoredSigningKey } from '../../store.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
@@ -112,10 +113,12 @@ export function fixedRoutes(
       auth: 'public',
       handler: (context) => {
         const reference = context.params.reference!;
-        return (
+        const reply =
           (isReferenceShaped(reference) ? viewReply(services, reference) : null) ??
-          notFound('object')
-        );
+          notFound('object');
+        // P20: a browser gets the page for people, anyone else the object.
+        const link = `${services.config.baseUrl}/path/${reference}`;
+        return linkAnswer(reply, { accept: context.accept, reference, link, now: context.now });
       },
     },
   ];
