@@ -156,6 +156,10 @@ describe('P19: the document', () => {
     const publicRead = operation('requests.get').spec.responses;
     expect(Object.keys(publicRead).sort()).toEqual(['200', '400', '404', '410', '503']);
     expect(document.components.schemas.ErrorEnvelope.required).toEqual(['error']);
+    // P20: the link answers a page to browsers, at any status; other operations JSON only.
+    const link = operation('links.get').spec.responses;
+    for (const status of ['200', '404', '410']) expect(Object.keys(link[status].content), status).toEqual(['application/json', 'text/html']);
+    expect(Object.keys(publicRead['200'].content)).toEqual(['application/json']);
   });
 
   it('webhooks: the events of P11, each a signed path.event with the Standard Webhooks headers; a real delivery conforms to its schema', async () => {

@@ -66,6 +66,10 @@ function plain(schema: unknown, root: boolean): unknown {
 
 const jsonContent = (schema: unknown) => ({ 'application/json': { schema: plain(schema, false) } });
 
+/** P20: a route with pages answers HTML to a browser that prefers it, at any status. */
+const PAGE = { 'text/html': { schema: { type: 'string' } } };
+const pageContent = (route: Route) => (route.pages === true ? PAGE : {});
+
 /** Every refusal a route can answer: those of its kind (auth, body, path, idempotency), its own. */
 function refusalsOf(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>([
@@ -109,7 +113,7 @@ function errorResponses(route: Route): Json {
     out[String(status)] = {
       description: codes.join(', '),
       headers: { ...commonHeaders(false), ...retry },
-      content: { 'application/json': { schema: narrowed } },
+      content: { 'application/json': { schema: narrowed }, ...pageContent(route) },
     };
   }
   return out;
@@ -139,7 +143,7 @@ function successResponses(route: Route): Json {
     out[status] = {
       description: Number(status) === 201 ? 'created (P7)' : 'success',
       headers: { ...commonHeaders(isSigned(schema)), ...replay },
-      content: jsonContent(schema),
+      content: { ...jsonContent(schema), ...pageContent(route) },
     };
   }
   return out;
@@ -238,7 +242,7 @@ export function openApiDocument(routes: readonly Route[], settings: OpenApiSetti
       description:
         `Operation routes are served under ${API_PREFIXES.join(' and ')} alike (P6); ` +
         'the paths here name the first. Unknown members of objects are allowed (SPEC ' +
-        'principle 6).',
+        'principle 6). Public GET operations also answer HEAD and a CORS preflight (P20).',
     },
     servers: [{ url: settings.baseUrl }],
     security: [SIGNED_CALL],

@@ -32,6 +32,8 @@ export interface RouteSpec<H> {
    * those from its auth, body, path parameters and idempotency).
    */
   errors?: readonly ErrorCode[];
+  /** Answers a page (text/html) to a browser that prefers one, at any status (P20). */
+  pages?: boolean;
   handler: H;
 }
 

@@ -106,6 +106,7 @@ export function fixedRoutes(
         200: Type.Union([RequestObject, CheckoutObject, InstructionObject, ReceiptObject]),
       },
       errors: LINK_GONE,
+      pages: true,
       operation: 'links.get',
       method: 'GET',
       path: '/path/:reference',
