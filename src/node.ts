@@ -8,6 +8,7 @@ import { idempotencyRows, replayRows } from './log/rows.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
+import { openApiDocument, openApiRoute } from './http/openapi.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { instructionRoutes } from './http/routes/instructions.js';
 import { paymentRoutes } from './http/routes/payments.js';
@@ -231,6 +232,7 @@ async function startListeners(
   const documents = {
     keys: keysDocument(config.member, services.store.signingKeys()),
     configuration: '',
+    openapi: '',
   };
   const routes = allRoutes(services, access.network, documents);
   const server = new HttpServer({
@@ -252,6 +254,10 @@ async function startListeners(
   // Rebuilt when the signing key rotates: it names the webhook public key (P11).
   const configure = () => configurationDocument(services, routes, externalUrl);
   documents.configuration = configure();
+  documents.openapi = openApiDocument(routes, {
+    baseUrl: services.config.baseUrl,
+    limits: config.limits,
+  });
   return { server, external, port, documents, configure };
 }
 
@@ -427,13 +433,14 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
 function allRoutes(
   services: Services,
   network: Network,
-  documents: { keys: string; configuration: string },
+  documents: { keys: string; configuration: string; openapi: string },
 ): RouteSpec<Handler>[] {
   return [
     ...fixedRoutes(services, {
       keys: () => documents.keys,
       configuration: () => documents.configuration,
     }),
+    openApiRoute(() => documents.openapi),
     ...receiptRoutes(services),
     ...directoryRoutes(services),
     ...paymentRoutes(services),

@@ -11,12 +11,39 @@ import { validBody } from '../http/services.js';
 import { candidatesFor, type Connector } from './connectors.js';
 import { EXTERNAL_KEY_TYPES, parseExternalKey } from './keys.js';
 
-const validateDiscovery = validator(
-  Type.Object({
-    key_type: Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))),
-    key: Type.String({ minLength: 1, maxLength: 320 }),
-  }),
-);
+const Discovery = Type.Object({
+  key_type: Type.Union(EXTERNAL_KEY_TYPES.map((t) => Type.Literal(t))),
+  key: Type.String({ minLength: 1, maxLength: 320 }),
+});
+const validateDiscovery = validator(Discovery);
+
+const Operations = Type.Array(Type.String());
+const DiscoveryAnswer = Type.Object({
+  kind: Type.Literal('external.discovery'),
+  key_type: Type.String(),
+  candidates: Type.Array(
+    Type.Object({
+      registry: Type.String(),
+      rail: Type.String(),
+      zone: Type.String(),
+      operations: Operations,
+      granted: Type.Boolean(),
+    }),
+  ),
+});
+const RegistryList = Type.Object({
+  registries: Type.Array(
+    Type.Object({
+      registry: Type.String(),
+      name: Type.Union([Type.String(), Type.Null()]),
+      rail: Type.String(),
+      zone: Type.String(),
+      operations: Operations,
+      key_types: Type.Array(Type.String()),
+      status: Type.String(),
+    }),
+  ),
+});
 
 export function externalRoutes(
   connectors: readonly Connector[],
@@ -39,6 +66,9 @@ export function externalRoutes(
       method: 'POST',
       path: '/discovery',
       auth: 'member',
+      body: Discovery,
+      responses: { 200: DiscoveryAnswer },
+      errors: ['external.key.invalid'],
       handler: (context) => {
         const body = validBody(context, validateDiscovery);
         if (!body.ok) return failure(body.refusal);
@@ -68,6 +98,7 @@ export function externalRoutes(
       method: 'GET',
       path: '/registries',
       auth: 'public',
+      responses: { 200: RegistryList },
       handler: () => ({ status: 200, body: registries, signed: false }),
     },
   ];

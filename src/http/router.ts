@@ -2,6 +2,10 @@
 // routes are mounted under both API prefixes (P6); the fixed routes sit at the root.
 // Parameters are named per route, not per position: `/checkout/sessions/:id` and
 // `/checkout/sessions/:reference/attempt` share a position but not a name (SPEC I).
+// Each route also says what it takes and answers, as schemas: the body schema is the one that
+// validates requests, and the OpenAPI document (P19, openapi.ts) is built from the same table.
+import type { TSchema } from '@sinclair/typebox';
+import type { ErrorCode } from '../protocol/errors.js';
 
 export type Auth = 'public' | 'member' | 'local' | 'optional';
 
@@ -15,6 +19,21 @@ export interface RouteSpec<H> {
   auth: Auth;
   /** Takes `Path-Idempotency-Key` (P7): every creating call, and consumes. */
   idempotent?: boolean;
+  /** The request body's schema, the one that validates it; absent: the call takes no body. */
+  body?: TSchema;
+  /** An empty body reads as `{}` (the body's members are all optional). */
+  bodyOptional?: boolean;
+  /** Query parameters the route reads, each with its schema. */
+  query?: Record<string, { schema: TSchema; required?: boolean; description: string }>;
+  /** The JSON answers of success, by status (P7: 201 creates, 200 otherwise). */
+  responses: Record<number, TSchema>;
+  /**
+   * The refusals of this route beyond those any route of its kind can answer (openapi.ts adds
+   * those from its auth, body, path parameters and idempotency).
+   */
+  errors?: readonly ErrorCode[];
+  /** Answers a page (text/html) to a browser that prefers one, at any status (P20). */
+  pages?: boolean;
   handler: H;
 }
 

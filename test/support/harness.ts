@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
+import { checkConformance } from './conformance.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -141,6 +142,8 @@ export class Client {
     const text = await res.text();
     let json: unknown;
     try { json = JSON.parse(text); } catch { json = undefined; }
+    // P19: every answer a test reads must be one the node's OpenAPI document describes.
+    await checkConformance(this.baseUrl, { method, target, status: res.status, contentType: res.headers.get('content-type'), text, headers: res.headers, requestBody: body.toString('utf8') });
     return { status: res.status, headers: res.headers, text, json };
   }
 

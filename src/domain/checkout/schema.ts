@@ -1,6 +1,7 @@
 // Wire schemas and commands of SPEC I (checkout sessions).
 import { Type } from '@sinclair/typebox';
-import { HttpUrl as Url, Reference, Rfc3339, validator } from '../../protocol/schemas.js';
+import { Member, Nullable, OneOf } from '../../protocol/responses.js';
+import { HttpUrl as Url, Reference, Rfc3339 } from '../../protocol/schemas.js';
 
 export const CreateSession = Type.Object({
   request_reference: Reference('req', 'a request reference'),
@@ -9,8 +10,6 @@ export const CreateSession = Type.Object({
   webhook_url: Type.Optional(Url),
   expires_at: Type.Optional(Rfc3339),
 });
-
-export const validateCreateSession = validator(CreateSession);
 
 /** The checkout aggregate's commands and their inputs. */
 export const checkoutCommands = {
@@ -36,3 +35,57 @@ export const checkoutCommands = {
   /** Time passes: expiry. */
   tick: Type.Null(),
 };
+
+const SessionId = Reference('cs', 'a checkout session id');
+const SessionReference = Reference('chk', 'a checkout reference');
+const SessionStatus = OneOf(['open', 'completed', 'expired', 'revoked'] as const);
+
+/** What opening a session answers: both handles and the payer's link (P4). */
+export const SessionOpened = Type.Object({
+  id: SessionId,
+  reference: SessionReference,
+  url: Type.String(),
+  status: Type.Literal('open'),
+  request_reference: Reference('req', 'a request reference'),
+  success_url: Type.String(),
+  cancel_url: Type.String(),
+  expires_at: Rfc3339,
+});
+
+/** The merchant's view of its session. */
+export const SessionView = Type.Object({
+  id: SessionId,
+  reference: SessionReference,
+  status: SessionStatus,
+  request_reference: Reference('req', 'a request reference'),
+  success_url: Type.String(),
+  cancel_url: Type.String(),
+  payer_member: Nullable(Member),
+  attempts: Type.Integer({ minimum: 0 }),
+  expires_at: Rfc3339,
+  completed_at: Nullable(Rfc3339),
+});
+
+/** The data of the session events (P11): the merchant's view and when it was revoked. */
+export const SessionEventData = Type.Composite([
+  SessionView,
+  Type.Object({ revoked_at: Nullable(Rfc3339) }),
+]);
+
+export const SessionAttempted = Type.Object({
+  reference: SessionReference,
+  attempts: Type.Integer({ minimum: 1 }),
+});
+
+export const SessionCompleted = Type.Object({
+  reference: SessionReference,
+  status: Type.Literal('completed'),
+  completed_at: Rfc3339,
+  success_url: Type.String(),
+});
+
+export const SessionRevoked = Type.Object({
+  reference: SessionReference,
+  status: Type.Literal('revoked'),
+  revoked_at: Rfc3339,
+});

@@ -1,13 +1,6 @@
 // Wire schemas and commands of SPEC K (connections, mandates, delegations).
 import { Type } from '@sinclair/typebox';
-import {
-  Decimal,
-  MemberName,
-  Reference,
-  Rfc3339,
-  Text,
-  validator,
-} from '../../protocol/schemas.js';
+import { Decimal, MemberName, Reference, Rfc3339, Text } from '../../protocol/schemas.js';
 
 const Currency = Text({ maxLength: 64 });
 const CapabilityName = Type.String({ minLength: 1, maxLength: 64 });
@@ -55,12 +48,6 @@ export const CreateDelegation = Type.Object({
   max_total: Type.Optional(Decimal),
   expires_at: Rfc3339,
 });
-
-export const validateCreateConnection = validator(CreateConnection);
-export const validateConsume = validator(Consume);
-export const validateDelegationConsume = validator(DelegationConsume);
-export const validateRevoke = validator(Revoke);
-export const validateCreateDelegation = validator(CreateDelegation);
 
 /** A fresh reference, made by the route (P9). */
 const WithReference = Type.Object({ reference: Type.String() });

@@ -1,6 +1,6 @@
 // Wire schemas and commands of SPEC G (payment instructions).
 import { Type } from '@sinclair/typebox';
-import { Amount, Capability, PathAddress, Reference, validator } from '../../protocol/schemas.js';
+import { Amount, Capability, PathAddress, Reference, Rfc3339 } from '../../protocol/schemas.js';
 
 export const CreateInstruction = Type.Object({
   request: Type.Optional(Reference('req', 'a request reference')),
@@ -8,8 +8,6 @@ export const CreateInstruction = Type.Object({
   via: Capability,
   amount: Type.Optional(Amount),
 });
-
-export const validateCreateInstruction = validator(CreateInstruction);
 
 /** The instruction aggregate's commands and their inputs. */
 export const instructionCommands = {
@@ -22,3 +20,10 @@ export const instructionCommands = {
   /** Time passes: expiry. */
   tick: Type.Null(),
 };
+
+/** What revoking answers; a second revoke answers without the time. */
+export const InstructionRevoked = Type.Object({
+  reference: Reference('ins', 'an instruction reference'),
+  status: Type.Literal('revoked'),
+  revoked_at: Type.Optional(Rfc3339),
+});

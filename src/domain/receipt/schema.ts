@@ -8,7 +8,6 @@ import {
   RailReference,
   Reference,
   Text,
-  validator,
 } from '../../protocol/schemas.js';
 
 export const REASON_CODES = [
@@ -63,10 +62,6 @@ export const VerifyReceipt = Type.Object({
   issuer_public_key: Type.String({ maxLength: 128 }),
 });
 
-export const validateIssue = validator(IssueReceipt);
-export const validateTransition = validator(TransitionReceipt);
-export const validateVerify = validator(VerifyReceipt);
-
 /** The receipt aggregate's commands and their inputs. */
 export const receiptCommands = {
   /** Issue a receipt under a fresh reference (made by the route). */
@@ -74,3 +69,9 @@ export const receiptCommands = {
   /** Move it (its issuer only). */
   transition: TransitionReceipt,
 };
+
+/** What checking an envelope answers (SPEC J): valid, or why not. */
+export const VerifyAnswer = Type.Object({
+  valid: Type.Boolean(),
+  reason: Type.Optional(Type.String()),
+});

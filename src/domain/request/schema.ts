@@ -1,6 +1,7 @@
 // Wire schemas and commands of SPEC H (payment requests).
 import { Type } from '@sinclair/typebox';
-import { Amount, Capability, Reference, Rfc3339, Text, validator } from '../../protocol/schemas.js';
+import { Nullable, OneOf } from '../../protocol/responses.js';
+import { Amount, Capability, Reference, Rfc3339, Text } from '../../protocol/schemas.js';
 
 export const CreateRequest = Type.Object({
   amount: Type.Optional(Amount),
@@ -9,8 +10,6 @@ export const CreateRequest = Type.Object({
   order_reference: Type.Optional(Text({ maxLength: 256 })),
   expires_at: Type.Optional(Rfc3339),
 });
-
-export const validateCreateRequest = validator(CreateRequest);
 
 /** The request aggregate's commands and their inputs. */
 export const requestCommands = {
@@ -29,3 +28,19 @@ export const requestCommands = {
   /** Time passes: expiry. */
   tick: Type.Null(),
 };
+
+const RequestReference = Reference('req', 'a request reference');
+
+/** What creating a request answers: the payer's link (P4) is given here only. */
+export const RequestCreated = Type.Object({
+  reference: RequestReference,
+  url: Type.String(),
+  status: Type.Literal('created'),
+  expires_at: Nullable(Rfc3339),
+});
+
+/** What marking paid or revoking answers. */
+export const RequestMoved = Type.Object({
+  reference: RequestReference,
+  status: OneOf(['paid', 'revoked'] as const),
+});

@@ -4,14 +4,7 @@
 // and seals the clear values of the wire before it builds one.
 import { Type, type Static } from '@sinclair/typebox';
 import { IDENTIFIER_TYPES } from '../../protocol/identifiers.js';
-import {
-  Capability,
-  PathAddress,
-  Reference,
-  Rfc3339,
-  Text,
-  validator,
-} from '../../protocol/schemas.js';
+import { Capability, PathAddress, Reference, Rfc3339, Text } from '../../protocol/schemas.js';
 
 const literals = <T extends string>(values: readonly T[]) =>
   Type.Union(values.map((v) => Type.Literal(v)));
@@ -148,16 +141,6 @@ export const PayeeCheck = Type.Object({
   ),
   nonce: Type.String({ minLength: 1, maxLength: 128 }),
 });
-
-export const validateCreateSubject = validator(CreateSubject);
-export const validateCreateIdentifier = validator(CreateIdentifier);
-export const validatePayeeRecord = validator(PayeeRecord);
-export const validateCreateAttestation = validator(CreateAttestation);
-export const validateCreateBinding = validator(CreateBinding);
-export const validateCreateAddress = validator(CreateAddress);
-export const validateStandingIntent = validator(StandingIntent);
-export const validateCreateTarget = validator(CreateTarget);
-export const validatePayeeCheck = validator(PayeeCheck);
 
 /** A fresh address as the front end makes it: id, opaque form, the hash of that (P8, P9). */
 const NewAddress = { id: AddressId, address: Address, hash: Hash };

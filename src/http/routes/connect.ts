@@ -2,55 +2,60 @@
 // connection's aggregate and is found through the route index. Who may do what, and whether the
 // subject of a new connection exists, is the decider's to say; a usage page is read from the
 // `usage` rows (through their codec) once the aggregate has said the caller is a party.
+import { Type } from '@sinclair/typebox';
+import {
+  ConnectionCreated,
+  ConnectionObject,
+  Consumed,
+  DelegationConsumed,
+  DelegationCreated,
+  DelegationObject,
+  Revoked,
+  UsagePage,
+} from '../../domain/connection/answers.js';
 import { connectionDecider } from '../../domain/connection/connection.js';
 import type { InputOf } from '../../domain/decider.js';
 import {
   connectionCommands,
-  validateConsume,
-  validateCreateConnection,
-  validateCreateDelegation,
-  validateDelegationConsume,
-  validateRevoke,
+  Consume,
+  CreateConnection,
+  CreateDelegation,
+  DelegationConsume,
+  Revoke,
 } from '../../domain/connection/schema.js';
 import { usageRows } from '../../log/rows.js';
-import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
+import { invalid, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
-import type { Validator } from '../../protocol/schemas.js';
 import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, queryParams, submit, validBody, type Services } from '../services.js';
+import { notFound, ownerOf, queryParams, submit, type Services } from '../services.js';
 import { commandRoute, ownReference } from './table.js';
 
 const decider = connectionDecider;
 
-/**
- * A body parsed once the key is found, so an unknown reference answers 404 before a bad body
- * answers 400; `optional`: an empty body reads as `{}`.
- */
-function bodyOf<T>(validate: Validator<T>, options: { optional?: boolean } = {}) {
-  return (context: RequestContext): T | Refusal => {
-    if (options.optional === true && context.body.length === 0) return {} as T;
-    const parsed = validBody(context, validate);
-    return parsed.ok ? parsed.value : parsed.refusal;
-  };
-}
-
-const revokeBody = bodyOf(validateRevoke, { optional: true });
-
 /** The delegation named by the path, as its commands take it. */
 const delegation = (context: RequestContext) => ({ delegation: context.params.reference! });
 
-/** A parsed body joined with what the path adds; a refusal of the body as it is. */
-function withBody<T, U>(
-  body: (context: RequestContext) => T | Refusal,
-  add: (context: RequestContext) => U,
-) {
-  return (context: RequestContext): (T & U) | Refusal => {
-    const parsed = body(context);
-    return isRefusal(parsed) ? parsed : { ...parsed, ...add(context) };
-  };
-}
+/** A revocation's body is optional: an empty one reads as `{}`. */
+const revokeBody = { body: Revoke, bodyOptional: true, responses: { 200: Revoked } };
+
+/** Refusals of a consume (P7): out of scope, over a ceiling, or no longer active. */
+const CONSUME_ERRORS: readonly ErrorCode[] = [
+  'path.auth.forbidden',
+  'path.connect.delegation_out_of_scope',
+  'path.connect.delegation_limit_reached',
+  'path.connect.revoked',
+  'path.connect.expired',
+];
+
+/** Refusals of a new delegation: beyond its parent's scope, or a parent no longer active. */
+const CREATE_DELEGATION_ERRORS: readonly ErrorCode[] = [
+  'path.auth.forbidden',
+  'path.connect.delegation_out_of_scope',
+  'path.connect.revoked',
+  'path.connect.expired',
+];
 
 const member = { decider, auth: 'member' as const };
 const connections = '/connect/connections';
@@ -71,7 +76,9 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       path: connections,
       idempotent: true,
       command: 'create',
-      body: validateCreateConnection,
+      body: CreateConnection,
+      responses: { 201: ConnectionCreated },
+      errors: ['path.core.not_found', 'path.auth.forbidden'],
       key: () => newReference('con'),
       input: (_context, body, reference) => ({ ...body, reference }),
     }),
@@ -81,6 +88,8 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'GET',
       path: `${connections}/:reference`,
       command: 'read',
+      responses: { 200: ConnectionObject },
+      errors: ['path.auth.forbidden'],
       input: () => ({}),
     }),
     commandRoute(services, {
@@ -90,7 +99,10 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       path: `${connections}/:reference/consume`,
       idempotent: true,
       command: 'consume',
-      input: bodyOf(validateConsume),
+      body: Consume,
+      responses: { 200: Consumed },
+      errors: CONSUME_ERRORS,
+      input: (_context, body) => body,
     }),
     commandRoute(services, {
       ...onConnection,
@@ -98,7 +110,9 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: `${connections}/:reference/revoke`,
       command: 'revoke',
-      input: revokeBody,
+      ...revokeBody,
+      errors: ['path.auth.forbidden'],
+      input: (_context, body) => body,
     }),
     usageRoute(services, {
       ...onConnection,
@@ -114,7 +128,10 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       path: `${connections}/:reference/delegations`,
       idempotent: true,
       command: 'create-delegation',
-      input: withBody(bodyOf(validateCreateDelegation), () => ({ reference: newReference('dlg') })),
+      body: CreateDelegation,
+      responses: { 201: DelegationCreated },
+      errors: CREATE_DELEGATION_ERRORS,
+      input: (_context, body) => ({ ...body, reference: newReference('dlg') }),
     }),
   ];
 }
@@ -134,6 +151,8 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'GET',
       path: `${delegations}/:reference`,
       command: 'read-delegation',
+      responses: { 200: DelegationObject },
+      errors: ['path.auth.forbidden'],
       input: delegation,
     }),
     commandRoute(services, {
@@ -143,7 +162,10 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
       path: `${delegations}/:reference/consume`,
       idempotent: true,
       command: 'consume-delegation',
-      input: withBody(bodyOf(validateDelegationConsume), delegation),
+      body: DelegationConsume,
+      responses: { 200: DelegationConsumed },
+      errors: CONSUME_ERRORS,
+      input: (context, body) => ({ ...body, ...delegation(context) }),
     }),
     commandRoute(services, {
       ...onDelegation,
@@ -151,7 +173,9 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: `${delegations}/:reference/revoke`,
       command: 'revoke-delegation',
-      input: withBody(revokeBody, delegation),
+      ...revokeBody,
+      errors: ['path.auth.forbidden'],
+      input: (context, body) => ({ ...body, ...delegation(context) }),
     }),
     usageRoute(services, {
       ...onDelegation,
@@ -193,7 +217,22 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
     const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
     return json(200, { reference, count: rows.length, total, usage });
   };
-  return { operation: route.operation, method: 'GET', path: route.path, auth: 'member', handler };
+  const { operation, path } = route;
+  const pageMax = services.config.limits.usage_page_max;
+  const limit = {
+    schema: Type.Integer({ minimum: 1, maximum: pageMax }),
+    description: `rows at most on the page (default ${services.config.limits.usage_page_default})`,
+  };
+  return {
+    operation,
+    method: 'GET',
+    path,
+    auth: 'member',
+    query: { limit },
+    responses: { 200: UsagePage },
+    errors: ['path.auth.forbidden'],
+    handler,
+  };
 }
 
 /** The `limit` query parameter: a whole number of rows up to the page limit (P12). */

@@ -4,17 +4,19 @@
 // route index for an address, attestation or binding id) and builds one subject command. Clear
 // identifiers are normalised and hashed here and go no further; names and account references
 // are sealed here. Every rule (who may, defaults, states) is the subject decider's.
+import type { TSchema } from '@sinclair/typebox';
+import * as answers from '../../domain/subject/answers.js';
 import type { SubjectCommands } from '../../domain/subject/decision.js';
 import { commitmentViewKey, resolverViewKey } from '../../domain/subject/resolver.js';
 import {
-  validateCreateAddress,
-  validateCreateAttestation,
-  validateCreateBinding,
-  validateCreateIdentifier,
-  validateCreateSubject,
-  validateCreateTarget,
-  validatePayeeRecord,
-  validateStandingIntent,
+  CreateAddress,
+  CreateAttestation,
+  CreateBinding,
+  CreateIdentifier,
+  CreateSubject,
+  CreateTarget,
+  PayeeRecord,
+  StandingIntent,
 } from '../../domain/subject/schema.js';
 import {
   SUBJECT_ACCESS,
@@ -34,19 +36,13 @@ import {
   type ReferencePrefix,
 } from '../../protocol/ids.js';
 import { invalid, type Refusal } from '../../protocol/errors.js';
-import type { Validator } from '../../protocol/schemas.js';
+import { CommitmentObject, ResolverAnswer } from '../../protocol/responses.js';
+import { Reference } from '../../protocol/schemas.js';
 import { seal } from '../../protocol/sealing.js';
 import { failure } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import {
-  notFound,
-  ownerOf,
-  queryParams,
-  validBody,
-  viewReply,
-  type Services,
-} from '../services.js';
+import { notFound, ownerOf, queryParams, viewReply, type Services } from '../services.js';
 import { commandRoute, sendCommand, type CommandRoute } from './table.js';
 
 type Entry<K extends SubjectCommandName, B> = Omit<
@@ -70,14 +66,6 @@ function subjectRoute<K extends SubjectCommandName, B = Record<string, never>>(
     decider: subjectDecider,
     auth: authOf(entry.command),
   });
-}
-
-/** The body, read once the key is found: an unknown object answers 404 whatever the body says. */
-function afterKey<B, I>(validate: Validator<B>, build: (body: B, context: RequestContext) => I) {
-  return (context: RequestContext): I | Refusal => {
-    const body = validBody(context, validate);
-    return body.ok ? build(body.value, context) : body.refusal;
-  };
 }
 
 /** How the routes find the subject, and make the values a command carries (P8, P9). */
@@ -114,8 +102,18 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
     ...bindingRoutes(services, use),
     ...addressRoutes(services, use),
     ...targetRoutes(services, use),
-    resolverRead(services, 'commitments.get', '/commitments/:key', commitmentViewKey),
-    resolverRead(services, 'resolver.get', '/resolver/:key', resolverViewKey),
+    resolverRead(services, {
+      operation: 'commitments.get',
+      path: '/commitments/:key',
+      viewKey: commitmentViewKey,
+      object: CommitmentObject,
+    }),
+    resolverRead(services, {
+      operation: 'resolver.get',
+      path: '/resolver/:key',
+      viewKey: resolverViewKey,
+      object: ResolverAnswer,
+    }),
   ];
 }
 
@@ -129,7 +127,8 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'create',
       what,
-      body: validateCreateSubject,
+      body: CreateSubject,
+      responses: { 201: answers.SubjectCreated },
       key: () => newReference('sub'),
       input: (_context, body, id) => ({
         id,
@@ -144,7 +143,9 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'add-identifier',
       what,
-      body: validateCreateIdentifier,
+      body: CreateIdentifier,
+      responses: { 201: answers.IdentifierCreated },
+      errors: ['path.core.not_found', 'path.auth.forbidden'],
       keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { identifier_type, verification_method, discoverability } = body;
@@ -161,6 +162,7 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/subjects/:id/withdraw',
       command: 'withdraw',
       what,
+      responses: { 200: answers.SubjectWithdrawn },
       key: use.subjectInPath,
       input: () => ({}),
     }),
@@ -170,7 +172,8 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/subjects/:id/payee-record',
       command: 'set-payee-record',
       what,
-      body: validatePayeeRecord,
+      body: PayeeRecord,
+      responses: { 200: answers.PayeeRecordSet },
       key: use.subjectInPath,
       input: (_context, body) => ({
         name_sealed: use.seal(body.registered_name),
@@ -193,7 +196,9 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
       idempotent: true,
       command: 'add-attestation',
       what: 'subject',
-      body: validateCreateAttestation,
+      body: CreateAttestation,
+      responses: { 201: answers.AttestationCreated },
+      errors: ['path.core.not_found'],
       keyOf: (_context, body) => body.subject_id,
       input: (_context, { claim, value, expires_at }) => ({
         reference: newReference('att'),
@@ -208,6 +213,8 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
       path: '/attestations/:reference',
       command: 'read-attestation',
       what: 'attestation',
+      responses: { 200: answers.AttestationObject },
+      errors: ['path.id.attestation_revoked', 'path.id.attestation_expired'],
       key: attestation,
       input: pathReference,
     }),
@@ -217,6 +224,7 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
       path: '/attestations/:reference/revoke',
       command: 'revoke-attestation',
       what: 'attestation',
+      responses: { 200: answers.RecordRevoked },
       key: attestation,
       input: pathReference,
     }),
@@ -226,6 +234,7 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
       path: '/subjects/:id/attestations',
       command: 'list-attestations',
       what: 'subject',
+      responses: { 200: answers.AttestationList },
       key: use.subjectInPath,
       input: () => ({}),
     }),
@@ -242,7 +251,9 @@ function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'add-binding',
       what: 'subject',
-      body: validateCreateBinding,
+      body: CreateBinding,
+      responses: { 201: answers.BindingCreated },
+      errors: ['path.core.not_found'],
       keyOf: (_context, body) => body.subject_id,
       input: (_context, body) => {
         const { binding_type, target_kind, proof_method, expires_at } = body;
@@ -259,6 +270,8 @@ function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/ownership-bindings/:reference',
       command: 'read-binding',
       what: 'ownership binding',
+      responses: { 200: answers.BindingObject },
+      errors: ['path.id.attestation_revoked', 'path.id.attestation_expired'],
       key: binding,
       input: pathReference,
     }),
@@ -285,7 +298,9 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'create-address',
       what: 'subject',
-      body: validateCreateAddress,
+      body: CreateAddress,
+      responses: { 201: answers.AddressCreated },
+      errors: ['path.core.not_found'],
       keyOf: (_context, body) => body.subject_id,
       input: (_context, { profile, discoverability, is_primary }) => ({
         ...use.freshAddress(),
@@ -294,20 +309,7 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
         is_primary,
       }),
     }),
-    {
-      operation: 'addresses.list',
-      method: 'GET',
-      path: '/addresses',
-      auth: authOf('list-addresses'),
-      handler: (context) => {
-        const subjectId = queryParams(context).get('subject_id');
-        if (subjectId === null) {
-          return failure(invalid('subject_id', 'query parameter subject_id is required'));
-        }
-        if (!isReferenceShaped(subjectId, 'sub')) return notFound('subject');
-        return sendCommand(services, context, subjectDecider, subjectId, 'list-addresses', {});
-      },
-    },
+    addressList(services),
     subjectRoute(services, {
       operation: 'addresses.rotate',
       method: 'POST',
@@ -315,6 +317,8 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'rotate-address',
       what: 'address',
+      responses: { 201: answers.AddressRotated },
+      errors: ['path.address.revoked'],
       key: address,
       input: (context) => ({ ...addressId(context), replacement: use.freshAddress() }),
     }),
@@ -324,6 +328,7 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/addresses/:id/revoke',
       command: 'revoke-address',
       what: 'address',
+      responses: { 200: answers.AddressRevoked },
       key: address,
       input: addressId,
     }),
@@ -333,15 +338,45 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/addresses/:id/standing-intent',
       command: 'set-intent',
       what: 'address',
+      body: StandingIntent,
+      responses: { 200: answers.IntentSet },
+      errors: ['path.address.revoked'],
       key: address,
-      input: afterKey(validateStandingIntent, ({ accepts, policy, limits }, context) => ({
+      input: (context, { accepts, policy, limits }) => ({
         ...addressId(context),
         accepts,
         policy,
         limits,
-      })),
+      }),
     }),
   ];
+}
+
+/** The subject's live addresses; the subject is named in the query (SPEC C). */
+function addressList(services: Services): RouteSpec<Handler> {
+  return {
+    operation: 'addresses.list',
+    method: 'GET',
+    path: '/addresses',
+    auth: authOf('list-addresses'),
+    query: {
+      subject_id: {
+        schema: Reference('sub', 'a subject id'),
+        required: true,
+        description: 'the subject whose addresses are listed',
+      },
+    },
+    responses: { 200: answers.AddressList },
+    errors: ['path.core.not_found'],
+    handler: (context) => {
+      const subjectId = queryParams(context).get('subject_id');
+      if (subjectId === null) {
+        return failure(invalid('subject_id', 'query parameter subject_id is required'));
+      }
+      if (!isReferenceShaped(subjectId, 'sub')) return notFound('subject');
+      return sendCommand(services, context, subjectDecider, subjectId, 'list-addresses', {});
+    },
+  };
 }
 
 function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
@@ -354,8 +389,11 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       idempotent: true,
       command: 'add-target',
       what: 'address',
+      body: CreateTarget,
+      responses: { 201: answers.TargetEntry },
+      errors: ['path.address.revoked'],
       key: address,
-      input: afterKey(validateCreateTarget, (body, context) => {
+      input: (context, body) => {
         const { rail, asset_type, asset_code, account_kind, is_default } = body;
         const { beneficiary_format, beneficiary } = body;
         return {
@@ -372,7 +410,7 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
             account_ref_sealed: use.seal(body.account_ref),
           },
         };
-      }),
+      },
     }),
     subjectRoute(services, {
       operation: 'targets.list',
@@ -380,6 +418,8 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/addresses/:id/targets',
       command: 'list-targets',
       what: 'address',
+      responses: { 200: answers.TargetList },
+      errors: ['path.address.revoked'],
       key: address,
       input: (context) => ({ address_id: context.params.id! }),
     }),
@@ -389,6 +429,8 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       path: '/addresses/:id/targets/:target_id/revoke',
       command: 'revoke-target',
       what: 'address',
+      responses: { 200: answers.TargetRevoked },
+      errors: ['path.address.revoked'],
       key: address,
       input: (context) => ({
         address_id: context.params.id!,
@@ -401,15 +443,21 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
 /** A public read of an address's answer; `:key` is `path:<opaque>`, or percent-encoded. */
 function resolverRead(
   services: Services,
-  operation: string,
-  path: string,
-  viewKey: (address: string) => string,
+  route: {
+    operation: string;
+    path: string;
+    viewKey: (address: string) => string;
+    object: TSchema;
+  },
 ): RouteSpec<Handler> {
+  const { operation, path, viewKey } = route;
   return {
     operation,
     method: 'GET',
     path,
     auth: 'public',
+    responses: { 200: route.object },
+    errors: ['path.address.revoked'],
     handler: (context) => {
       let address: string;
       try {

@@ -1,12 +1,24 @@
 // The three fixed routes at the root (P4): keys, discovery, and the signed object behind a link.
 import { API_PREFIXES, SERVED_API_VERSIONS } from '../../config.js';
+import { Type } from '@sinclair/typebox';
 import { isReferenceShaped } from '../../protocol/ids.js';
+import {
+  CheckoutObject,
+  ConfigurationDocument,
+  InstructionObject,
+  KeysDocument,
+  ReceiptObject,
+  RequestObject,
+} from '../../protocol/responses.js';
 import { GRAMMAR, PROTOCOL_VERSION } from '../../protocol/signing.js';
 import { linkAnswer } from '../../pages/link.js';
 import type { StoredSigningKey } from '../../store.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import { notFound, viewReply, type Services } from '../services.js';
+
+/** Where the OpenAPI document is served, under each API prefix (P19). */
+export const OPENAPI_PATH = '/openapi.json';
 
 /** Profiles this node declares; reserved ones (gateway, reconciliation) never appear. */
 export const DECLARED_PROFILES = ['receipts'] as const;
@@ -47,6 +59,7 @@ export function configurationDocument(
     grammar: GRAMMAR,
     api_versions: [...SERVED_API_VERSIONS],
     keys_url: `${baseUrl}/.well-known/path-keys`,
+    openapi_url: `${baseUrl}${API_PREFIXES[0]}${OPENAPI_PATH}`,
     endpoints,
     profiles: [...DECLARED_PROFILES],
     lookup_journal_retention_days: services.config.limits.lookup_journal_retention_days,
@@ -65,6 +78,15 @@ export function webhookPublicKey(publicKeyHex: string): string {
   return `whpk_${Buffer.from(publicKeyHex, 'hex').toString('base64')}`;
 }
 
+/** What a link answers once its object is gone (410): the request's and instruction's codes. */
+const LINK_GONE = [
+  'path.request.expired',
+  'path.request.revoked',
+  'path.instruction.used',
+  'path.instruction.expired',
+  'path.instruction.revoked',
+] as const;
+
 /** The fixed routes; the documents are rebuilt by the node when keys or routes change. */
 export function fixedRoutes(
   services: Services,
@@ -77,6 +99,7 @@ export function fixedRoutes(
       path: '/.well-known/path-keys',
       root: true,
       auth: 'public',
+      responses: { 200: KeysDocument },
       handler: () => ({ status: 200, body: documents.keys(), signed: false }),
     },
     {
@@ -85,9 +108,15 @@ export function fixedRoutes(
       path: '/.well-known/path-configuration',
       root: true,
       auth: 'public',
+      responses: { 200: ConfigurationDocument },
       handler: () => ({ status: 200, body: documents.configuration(), signed: false }),
     },
     {
+      responses: {
+        200: Type.Union([RequestObject, CheckoutObject, InstructionObject, ReceiptObject]),
+      },
+      errors: LINK_GONE,
+      pages: true,
       operation: 'links.get',
       method: 'GET',
       path: '/path/:reference',

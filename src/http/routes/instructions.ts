@@ -1,7 +1,8 @@
 // Routes of SPEC G: payment instructions.
 import { instructionDecider } from '../../domain/instruction/instruction.js';
-import { validateCreateInstruction } from '../../domain/instruction/schema.js';
+import { CreateInstruction, InstructionRevoked } from '../../domain/instruction/schema.js';
 import { newReference } from '../../protocol/ids.js';
+import { InstructionObject } from '../../protocol/responses.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import type { Services } from '../services.js';
@@ -19,7 +20,17 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
       decider: instructionDecider,
       command: 'issue',
       what,
-      body: validateCreateInstruction,
+      body: CreateInstruction,
+      responses: { 201: InstructionObject },
+      errors: [
+        'path.core.not_found',
+        'path.auth.forbidden',
+        'path.request.expired',
+        'path.request.revoked',
+        'path.request.not_open',
+        'path.address.revoked',
+        'path.address.capability_not_accepted',
+      ],
       key: () => newReference('ins'),
       input: (_context, body, reference) => ({ ...body, reference }),
     }),
@@ -28,6 +39,8 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
       path: '/instructions/:reference',
       decider: instructionDecider,
       what,
+      object: InstructionObject,
+      gone: ['path.instruction.used', 'path.instruction.expired', 'path.instruction.revoked'],
     }),
     commandRoute(services, {
       operation: 'instructions.revoke',
@@ -37,6 +50,13 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
       decider: instructionDecider,
       command: 'revoke',
       what,
+      responses: { 200: InstructionRevoked },
+      errors: [
+        'path.auth.forbidden',
+        'path.instruction.used',
+        'path.instruction.expired',
+        'path.instruction.revoked',
+      ],
       key: ownReference(instructionDecider),
       input: () => ({}),
     }),

@@ -10,9 +10,11 @@ import { budgetKey } from '../../domain/budget/budget.js';
 import { nameIdentity } from '../../domain/payee/names.js';
 import type { Input } from '../../domain/subject/decision.js';
 import { addressInfoKey, type AddressInfo } from '../../domain/subject/resolver.js';
-import { validatePayeeCheck, type PayeeCheck } from '../../domain/subject/schema.js';
+import { PayeeCheckAnswer } from '../../domain/subject/answers.js';
+import { PayeeCheck } from '../../domain/subject/schema.js';
 import { subjectDecider } from '../../domain/subject/subject.js';
 import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
+import { validator } from '../../protocol/schemas.js';
 import { seal } from '../../protocol/sealing.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
@@ -22,6 +24,8 @@ import { sendCommand } from './table.js';
 
 type Check = Input<'payee-check'>;
 
+const validatePayeeCheck = validator(PayeeCheck);
+
 export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     {
@@ -29,6 +33,14 @@ export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: '/payee-check',
       auth: 'optional',
+      body: PayeeCheck,
+      responses: { 200: PayeeCheckAnswer },
+      errors: [
+        'path.core.not_found',
+        'path.auth.context_refused',
+        'path.address.revoked',
+        'path.finder.budget_exhausted',
+      ],
       handler: (context) => payeeCheck(services, context),
     },
   ];

@@ -3,10 +3,19 @@
 // open or revoke, the request must be open, a session's default expiry, the webhook policy) is
 // decided by the aggregate, with the facts it reads itself.
 import { checkoutDecider } from '../../domain/checkout/checkout.js';
-import { validateCreateSession } from '../../domain/checkout/schema.js';
+import {
+  CreateSession,
+  SessionAttempted,
+  SessionCompleted,
+  SessionOpened,
+  SessionRevoked,
+  SessionView,
+} from '../../domain/checkout/schema.js';
 import { requestDecider } from '../../domain/request/request.js';
-import { validateCreateRequest } from '../../domain/request/schema.js';
+import { CreateRequest, RequestCreated, RequestMoved } from '../../domain/request/schema.js';
+import type { ErrorCode } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
+import { RequestObject } from '../../protocol/responses.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import { ownerOf, type Services } from '../services.js';
@@ -19,6 +28,13 @@ export function paymentRoutes(services: Services): RouteSpec<Handler>[] {
 /** The payer's link to a signed object (P4), from the configured base URL. */
 const linkOf = (services: Services, reference: string) =>
   `${services.config.baseUrl}/path/${reference}`;
+
+/** A request no longer open (P7: 410 where SPEC has a code, else 409). */
+const REQUEST_CLOSED = [
+  'path.request.expired',
+  'path.request.revoked',
+  'path.request.not_open',
+] as const satisfies readonly ErrorCode[];
 
 function requestRoutes(services: Services): RouteSpec<Handler>[] {
   const what = 'request';
@@ -35,7 +51,13 @@ function requestRoutes(services: Services): RouteSpec<Handler>[] {
       decider,
       command: 'create',
       what,
-      body: validateCreateRequest,
+      body: CreateRequest,
+      responses: { 201: RequestCreated },
+      errors: [
+        'path.core.not_found',
+        'path.address.revoked',
+        'path.address.capability_not_accepted',
+      ],
       key: () => newReference('req'),
       input: (_context, body, reference) => ({
         ...body,
@@ -43,7 +65,14 @@ function requestRoutes(services: Services): RouteSpec<Handler>[] {
         url: linkOf(services, reference),
       }),
     }),
-    publicRead(services, { operation: 'requests.get', path: `${path}/:reference`, decider, what }),
+    publicRead(services, {
+      operation: 'requests.get',
+      path: `${path}/:reference`,
+      decider,
+      what,
+      object: RequestObject,
+      gone: ['path.request.expired', 'path.request.revoked'],
+    }),
     commandRoute(services, {
       operation: 'requests.paid',
       method: 'POST',
@@ -52,6 +81,8 @@ function requestRoutes(services: Services): RouteSpec<Handler>[] {
       decider,
       command: 'paid',
       what,
+      responses: { 200: RequestMoved },
+      errors: REQUEST_CLOSED,
       key,
       input: () => ({}),
     }),
@@ -63,6 +94,8 @@ function requestRoutes(services: Services): RouteSpec<Handler>[] {
       decider,
       command: 'revoke',
       what,
+      responses: { 200: RequestMoved },
+      errors: ['path.auth.forbidden', ...REQUEST_CLOSED],
       key,
       input: () => ({}),
     }),
@@ -84,7 +117,9 @@ function checkoutRoutes(services: Services): RouteSpec<Handler>[] {
       decider,
       command: 'open',
       what,
-      body: validateCreateSession,
+      body: CreateSession,
+      responses: { 201: SessionOpened },
+      errors: ['path.core.not_found', 'path.auth.forbidden', ...REQUEST_CLOSED],
       key: () => newReference('chk'),
       input: (_context, body, reference) => ({
         ...body,
@@ -102,6 +137,7 @@ function checkoutRoutes(services: Services): RouteSpec<Handler>[] {
       decider,
       command: 'read',
       what,
+      responses: { 200: SessionView },
       input: () => ({}),
       key: (context) => {
         const id = context.params.id ?? '';
@@ -109,7 +145,13 @@ function checkoutRoutes(services: Services): RouteSpec<Handler>[] {
       },
     }),
     // The payer-facing calls take the reference (chk_), never the id (SPEC I).
-    ...(['attempt', 'complete', 'revoke'] as const).map((command) =>
+    ...(
+      [
+        ['attempt', SessionAttempted],
+        ['complete', SessionCompleted],
+        ['revoke', SessionRevoked],
+      ] as const
+    ).map(([command, answer]) =>
       commandRoute(services, {
         operation: `checkout.${command}`,
         method: 'POST',
@@ -118,6 +160,8 @@ function checkoutRoutes(services: Services): RouteSpec<Handler>[] {
         decider,
         command,
         what,
+        responses: { 200: answer },
+        errors: ['path.checkout.session_not_open', 'path.auth.forbidden'],
         key,
         input: () => ({}),
       }),

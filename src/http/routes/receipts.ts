@@ -4,14 +4,23 @@ import {
   receiptDecider,
   transitionsViewKey,
 } from '../../domain/receipt/receipt.js';
-import { validateIssue, validateTransition, validateVerify } from '../../domain/receipt/schema.js';
+import {
+  IssueReceipt,
+  TransitionReceipt,
+  VerifyAnswer,
+  VerifyReceipt,
+} from '../../domain/receipt/schema.js';
 import { newReference, isReferenceShaped } from '../../protocol/ids.js';
+import { ReceiptObject, ReceiptTransitions } from '../../protocol/responses.js';
+import { validator } from '../../protocol/schemas.js';
 import { verifyObject } from '../../protocol/signing.js';
 import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import { notFound, validBody, viewReply, type Services } from '../services.js';
 import { commandRoute, ownReference } from './table.js';
+
+const validateVerify = validator(VerifyReceipt);
 
 export function receiptRoutes(services: Services): RouteSpec<Handler>[] {
   return [...memberRoutes(services), ...publicRoutes(services)];
@@ -29,7 +38,8 @@ function memberRoutes(services: Services): RouteSpec<Handler>[] {
       decider: receiptDecider,
       command: 'issue',
       what: 'receipt',
-      body: validateIssue,
+      body: IssueReceipt,
+      responses: { 201: ReceiptObject },
       key: () => newReference('rcp'),
       input: (_context, body, reference) => ({ ...body, reference }),
     }),
@@ -42,7 +52,10 @@ function memberRoutes(services: Services): RouteSpec<Handler>[] {
       decider: receiptDecider,
       command: 'transition',
       what: 'receipt',
-      body: validateTransition,
+      body: TransitionReceipt,
+      // 201: a move appends a step; 200: re-stating the status held answers the current envelope.
+      responses: { 201: ReceiptObject, 200: ReceiptObject },
+      errors: ['path.auth.forbidden', 'path.settlement.transition_invalid'],
       key: ownReference(receiptDecider),
       input: (_context, body) => body,
     }),
@@ -59,6 +72,7 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'GET',
       path: '/receipts/:reference',
       auth: 'public',
+      responses: { 200: ReceiptObject },
       handler: (context) => read(context.params.reference!, context.params.reference!),
     },
     {
@@ -66,6 +80,7 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'GET',
       path: '/receipts/:reference/transitions',
       auth: 'public',
+      responses: { 200: ReceiptTransitions },
       handler: (context) => {
         const reference = context.params.reference!;
         const listed = isReferenceShaped(reference, 'rcp')
@@ -88,6 +103,8 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: '/receipts/verify',
       auth: 'public',
+      body: VerifyReceipt,
+      responses: { 200: VerifyAnswer },
       handler: (context) => {
         const input = validBody(context, validateVerify);
         if (!input.ok) return failure(input.refusal);

@@ -17,6 +17,7 @@ import {
   type KeyHash,
   type KeyItem,
 } from '../../protocol/identifiers.js';
+import { BatchAnswer, HolderConfirmation, SonarAnswer } from '../../domain/sonar/answers.js';
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { Sha256Hex, validator } from '../../protocol/schemas.js';
@@ -35,11 +36,11 @@ const Item = Type.Object({
   identifier_hash: Type.Optional(Sha256Hex),
   nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
+const Batch = Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) });
+const Confirm = Type.Object({ sonar_answer: Type.Object({}) });
 const validateLookup = validator(Item);
-const validateBatch = validator(
-  Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) }),
-);
-const validateConfirm = validator(Type.Object({ sonar_answer: Type.Object({}) }));
+const validateBatch = validator(Batch);
+const validateConfirm = validator(Confirm);
 
 export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   const { limits } = services.config;
@@ -51,6 +52,9 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: '/sonar/lookup',
       auth: 'member',
+      body: Item,
+      responses: { 200: SonarAnswer },
+      errors: ['path.finder.budget_exhausted'],
       handler: lookupHandler(services, directory, charge),
     },
     {
@@ -58,6 +62,9 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: '/sonar/lookup/batch',
       auth: 'member',
+      body: Batch,
+      responses: { 200: BatchAnswer },
+      errors: ['path.finder.budget_exhausted'],
       handler: batchHandler(services, directory, limits, charge),
     },
     {
@@ -65,6 +72,9 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
       method: 'POST',
       path: '/sonar/confirm',
       auth: 'public',
+      body: Confirm,
+      responses: { 200: HolderConfirmation },
+      errors: ['path.sonar.confirmation_refused'],
       handler: (context) => {
         const body = validBody(context, validateConfirm);
         if (!body.ok) return failure(body.refusal);

@@ -3,10 +3,13 @@
 // aggregate's key, build the typed input (hashing and sealing clear values, making ids). No
 // business rule lives here: the decider decides, the runtime answers. The compiler ties each
 // entry to its command: `input` must return what the decider's schema for `command` describes.
+// The entry's body schema is the one the OpenAPI document shows (P19): the validator is compiled
+// from it here, so the document and the validation cannot drift apart.
+import type { TSchema } from '@sinclair/typebox';
 import type { AnyDecider, CommandSchemas, Decider, InputOf } from '../../domain/decider.js';
-import { isRefusal, refusal, type Refusal } from '../../protocol/errors.js';
+import { isRefusal, refusal, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped } from '../../protocol/ids.js';
-import type { Validator } from '../../protocol/schemas.js';
+import { validator, type Validator } from '../../protocol/schemas.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
@@ -21,7 +24,12 @@ export interface CommandRoute<C extends CommandSchemas, K extends keyof C & stri
   decider: Decider<any, C, any>;
   command: K;
   /** The request body's schema; absent: the call takes no body. */
-  body?: Validator<B>;
+  body?: TSchema & { static: B };
+  /** An empty body reads as `{}` (a body whose members are all optional). */
+  bodyOptional?: boolean;
+  /** The JSON answers of success, by status; the refusals beyond the common ones (router.ts). */
+  responses: Record<number, TSchema>;
+  errors?: readonly ErrorCode[];
   /**
    * The aggregate instance the command goes to: a path parameter, a fresh reference, or a
    * lookup of the route index. Null: no such object (404 naming `what`), answered before the
@@ -43,12 +51,13 @@ export function commandRoute<
   B = Record<string, never>,
 >(services: Services, route: CommandRoute<C, K, B>): RouteSpec<Handler> {
   const notFound = () => failure(refusal('path.core.not_found', `no such ${route.what}`));
+  const validate = route.body === undefined ? null : (validator(route.body) as Validator<B>);
   const handler: Handler = (context) => {
     let key = route.key?.(context) ?? null;
     if (route.key !== undefined && key === null) return notFound();
     let body = {} as B;
-    if (route.body !== undefined) {
-      const parsed = validBody(context, route.body);
+    if (validate !== null && !(route.bodyOptional === true && context.body.length === 0)) {
+      const parsed = validBody(context, validate);
       if (!parsed.ok) return failure(parsed.refusal);
       body = parsed.value;
     }
@@ -64,6 +73,10 @@ export function commandRoute<
     path: route.path,
     auth: route.auth,
     ...(route.idempotent === true ? { idempotent: true } : {}),
+    ...(route.body === undefined ? {} : { body: route.body }),
+    ...(route.bodyOptional === true ? { bodyOptional: true } : {}),
+    responses: route.responses,
+    ...(route.errors === undefined ? {} : { errors: route.errors }),
     handler,
   };
 }
@@ -97,7 +110,15 @@ export function ownReference(decider: AnyDecider, name = 'reference') {
  */
 export function publicRead(
   services: Services,
-  route: { operation: string; path: string; decider: AnyDecider; what: string },
+  route: {
+    operation: string;
+    path: string;
+    decider: AnyDecider;
+    what: string;
+    /** The signed object read, and the codes of its reads once it is gone (410). */
+    object: TSchema;
+    gone: readonly ErrorCode[];
+  },
 ): RouteSpec<Handler> {
   const reference = ownReference(route.decider);
   return {
@@ -105,6 +126,8 @@ export function publicRead(
     method: 'GET',
     path: route.path,
     auth: 'public',
+    responses: { 200: route.object },
+    errors: route.gone,
     handler: (context) => {
       const key = reference(context);
       return (key === null ? null : viewReply(services, key)) ?? notFound(route.what);
