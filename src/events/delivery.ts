@@ -222,9 +222,11 @@ export class WebhookDelivery {
       }
     }
     if (state.every((t) => t.outcome !== null)) {
-      // Kept for the retention, for `path-node events`; the sweep forgets it then.
+      // Kept for the retention from its last outcome, for `path-node events`; the sweep forgets
+      // it then (the same time the sweep checks, or it would keep the event for ever).
       this.undelivered.delete(id);
-      const expires = now + this.options.limits.events_retention_ms;
+      const last = Math.max(...state.map((t) => t.finished_at ?? now));
+      const expires = last + this.options.limits.events_retention_ms;
       await this.write([
         deliveryRows.write(id, state),
         eventExpiryRows.write(eventExpiryRows.key(expires, id), {}),
