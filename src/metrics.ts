@@ -3,14 +3,7 @@
 // outcomes, and member names of the network (operators, never people). No identifier, hash,
 // reference or personal name is ever a label or a value. Gauges read their sources when scraped,
 // so a quiet node does no metrics work between scrapes.
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  Registry,
-  collectDefaultMetrics,
-  type LabelValues,
-} from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Where the gauges read from when Prometheus scrapes; bound once the node's parts exist. */
 export interface MetricSources {
@@ -30,6 +23,8 @@ const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256]; // tidy: format (comma
 export class Metrics {
   readonly registry = new Registry();
   private sources: MetricSources | null = null;
+  private readonly counters = new Map<string, { inc(): void }>();
+  private readonly histograms = new Map<string, { observe(value: number): void }>();
   private readonly requests = new Counter({
     name: 'path_http_requests_total',
     help: 'Answers by operation and HTTP status (503: overloaded or draining; 429: budget).',
@@ -110,9 +105,21 @@ export class Metrics {
   }
 
   answered(operation: string, status: number, seconds: number): void {
-    const labels: LabelValues<'operation' | 'status'> = { operation, status };
-    this.requests.inc(labels);
-    this.latency.observe({ operation }, seconds);
+    // The children per label set are kept: prom-client would otherwise hash the labels on
+    // every request. Both sets are closed (operations of the route table, HTTP statuses).
+    const key = `${operation} ${status}`;
+    let counter = this.counters.get(key);
+    if (counter === undefined) {
+      counter = this.requests.labels(operation, String(status));
+      this.counters.set(key, counter);
+    }
+    counter.inc();
+    let histogram = this.histograms.get(operation);
+    if (histogram === undefined) {
+      histogram = this.latency.labels(operation);
+      this.histograms.set(operation, histogram);
+    }
+    histogram.observe(seconds);
     if (status === 429 && operation.startsWith('sonar.')) this.budgetRefusals.inc();
   }
 

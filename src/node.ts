@@ -23,7 +23,7 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
 import { AdminListener } from './http/admin.js';
-import { createAccessLogger } from './logger.js';
+import { AccessLog } from './http/access-log.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
@@ -368,23 +368,19 @@ async function startWatch(config: Config) {
  * identifier or a signature.
  */
 function answeredTo(config: Config, metrics: Metrics): (answered: Answered) => void {
-  const access = createAccessLogger(config.logLevel);
-  const sample = config.accessLogSample;
+  const access = new AccessLog({ sample: config.accessLogSample });
+  accessLogs.push(access);
   return (a) => {
     metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);
-    if (a.status < 400 && (sample === 0 || (sample < 1 && Math.random() >= sample))) return;
-    access.info(
-      {
-        request_id: a.requestId,
-        method: a.method,
-        operation: a.operation,
-        status: a.status,
-        duration_ms: Math.round(a.seconds * 1e6) / 1e3,
-        member: a.member,
-      },
-      'request',
-    );
+    access.record(a);
   };
+}
+
+const accessLogs: AccessLog[] = [];
+
+/** Writes what the access logs still hold; the command line calls it before the process exits. */
+export function flushAccessLogs(): void {
+  for (const log of accessLogs) log.flushSync();
 }
 
 /**

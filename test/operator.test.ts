@@ -132,7 +132,11 @@ describe('P21 metrics, health and the access log on a working node', () => {
   });
 
   it('the access log: one line per request with id, operation, status, duration and member; never a body, identifier, name or signature', async () => {
-    const lines = node.output().split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+    // The access log is written in chunks, at most a second late.
+    const lines = await waitFor('the access log lines', () => {
+      const all = node.output().split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+      return all.some((l) => l.request_id === failedRequestId) ? all : undefined;
+    });
     const created = lines.find((l) => l.operation === 'requests.create');
     expect(created).toMatchObject({ method: 'POST', status: 201, member: 'local' });
     expect(created.request_id).toMatch(/-/);

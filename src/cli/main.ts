@@ -10,13 +10,13 @@ import {
   loadConfig,
   parseFlags,
 } from '../config.js';
-import { createLogger, flushAccessLogs } from '../logger.js';
+import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
-import { startNode } from '../node.js';
+import { flushAccessLogs, startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 

@@ -221,6 +221,15 @@ export class WebhookDelivery {
         );
       }
     }
+    if (state.length === 0) {
+      // No target at all (no operator endpoint, no session URL): nothing to show or resend.
+      this.undelivered.delete(id);
+      await this.write([
+        { table: 'outbox', key: id, bytes: null },
+        { table: 'deliveries', key: id, bytes: null },
+      ]);
+      return;
+    }
     if (state.every((t) => t.outcome !== null)) {
       // Kept for the retention from its last outcome, for `path-node events`; the sweep forgets
       // it then (the same time the sweep checks, or it would keep the event for ever).
