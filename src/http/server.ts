@@ -573,7 +573,10 @@ export class HttpServer {
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
     this.options.logger.error(
-      { err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId },
+      {
+        err: { message: (error as Error)?.message, name: (error as Error)?.name },
+        request_id: requestId,
+      },
       'handler failed',
     );
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
