@@ -45,7 +45,12 @@ interface Tracked {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function spawnTracked(args: string[], onLine?: (line: string) => void, env?: Record<string, string>): Tracked {
+/**
+ * `onLine` sees each stdout line until it returns true; from then on stdout is drained unread (a
+ * node's access log runs to megabytes a second under load, and reading it here would take CPU
+ * from the node on the same cores). Only the last chunk is kept for a report.
+ */
+function spawnTracked(args: string[], onLine?: (line: string) => boolean | void, env?: Record<string, string>): Tracked {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env === undefined ? process.env : { ...process.env, ...env } });
   children.add(child);
   let tail = '';
@@ -53,13 +58,19 @@ function spawnTracked(args: string[], onLine?: (line: string) => void, env?: Rec
   const keep = (text: string) => {
     tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
   };
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  const reading = (chunk: string) => {
     keep(chunk);
     if (onLine === undefined) return;
     const lines = (partial + chunk).split('\n');
     partial = lines.pop()!;
-    for (const line of lines) onLine(line);
-  });
+    for (const line of lines) {
+      if (onLine(line) !== true) continue;
+      child.stdout!.off('data', reading);
+      child.stdout!.on('data', (rest: string) => { tail = rest.slice(-OUTPUT_TAIL_CHARS); });
+      return;
+    }
+  };
+  child.stdout!.setEncoding('utf8').on('data', reading);
   child.stderr!.setEncoding('utf8').on('data', keep);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => {
@@ -140,7 +151,9 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
   const tracked = spawnTracked(args, (line) => {
     if (!line.includes('"listening"')) return;
     const parsed = JSON.parse(line) as Record<string, unknown>;
-    if (parsed.msg === 'listening' && typeof parsed.port === 'number') announce(parsed);
+    if (parsed.msg !== 'listening' || typeof parsed.port !== 'number') return false;
+    announce(parsed);
+    return true;
   }, env);
   const stop = async () => {
     const stoppingAt = performance.now();
@@ -188,7 +201,8 @@ export interface NodeOptions {
 export function startNodeProcess(options: NodeOptions): Promise<RunningServer> {
   const member = options.member ?? 'local';
   return startServer([...(options.runtimeArgs ?? []), options.cli ?? NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
-    options.timeoutMs, `the node (${member})`, options.env);
+    // The operator's listener by environment, which builds from before it ignore (P21).
+    options.timeoutMs, `the node (${member})`, { PATH_ADMIN_PORT: '0', ...options.env });
 }
 
 /** The bare uWebSockets.js server of bare-server.ts, serving the routes in `routesFile`. */

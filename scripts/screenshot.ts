@@ -35,6 +35,7 @@ function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUrl: str
   const args = [CLI, 'serve', '--data-dir', dataDir, '--member', MEMBER, '--workers', '1'];
   const child = spawn(process.execPath, [...args, '--port', '0', '--external-port', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, PATH_ADMIN_PORT: '0' },
   });
   return new Promise((resolve, reject) => {
     let out = '';

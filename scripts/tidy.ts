@@ -36,7 +36,8 @@ function functionName(node: ts.Node, source: ts.SourceFile): string {
   const named = node as ts.Node & { name?: ts.Node };
   if (named.name !== undefined) return named.name.getText(source);
   const parent = node.parent;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) return parent.name.getText(source);
+  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent))
+    return parent.name.getText(source);
   return '(anonymous)';
 }
 
@@ -50,7 +51,9 @@ function longFunctions(file: string, source: ts.SourceFile): Finding[] {
       const lines = end - start + 1;
       if (lines > FUNCTION_LINES_MAX) {
         found.push({
-          file, line: start + 1, rule: 'function-length',
+          file,
+          line: start + 1,
+          rule: 'function-length',
           message: `${functionName(node, source)} is ${lines} lines (at most ${FUNCTION_LINES_MAX})`,
         });
       }
@@ -72,7 +75,12 @@ function inlineLimits(file: string, source: ts.SourceFile, lines: readonly strin
       if (!LIMIT_NAME.test(name) || init === undefined || !isNumeric(init)) continue;
       const line = source.getLineAndCharacterOfPosition(declaration.getStart(source)).line;
       if (EXEMPT.test(lines[line] ?? '')) continue;
-      found.push({ file, line: line + 1, rule: 'inline-limit', message: `${name} is a limit: give it a home in ${CONFIG_FILE}` });
+      found.push({
+        file,
+        line: line + 1,
+        rule: 'inline-limit',
+        message: `${name} is a limit: give it a home in ${CONFIG_FILE}`,
+      });
     }
   }
   return found;
@@ -94,7 +102,12 @@ export function tidy(root: string): Finding[] {
     const lines = text.split('\n');
     lines.forEach((line, i) => {
       if (line.length > LINE_COLUMNS_MAX) {
-        findings.push({ file, line: i + 1, rule: 'line-width', message: `${line.length} columns (at most ${LINE_COLUMNS_MAX})` });
+        findings.push({
+          file,
+          line: i + 1,
+          rule: 'line-width',
+          message: `${line.length} columns (at most ${LINE_COLUMNS_MAX})`,
+        });
       }
     });
     const source = ts.createSourceFile(path, text, ts.ScriptTarget.ES2022, true);
@@ -116,4 +129,5 @@ function main(): void {
   process.stdout.write('tidy: src/ keeps the checked habits\n');
 }
 
-if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) main();
+if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href)
+  main();

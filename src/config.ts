@@ -32,6 +32,10 @@ export interface Limits {
   webhook_first_retry_ms: number;
   webhook_retry_max_delay_ms: number;
   webhook_in_flight_max: number;
+  /** How long a rotated webhook secret still signs beside the new one (P11). */
+  webhook_secret_overlap_ms: number;
+  /** How long a delivered (or abandoned) event is kept for `path-node events` (P11). */
+  events_retention_ms: number;
   lookup_batch_max: number;
   lookup_confirm_freshness_ms: number;
   lookup_journal_retention_days: number;
@@ -58,6 +62,11 @@ export interface Config {
   member: string;
   baseUrl: string;
   externalPort: number;
+  /** The operator's own listener (P21): metrics, health, readiness; loopback by default. */
+  adminPort: number;
+  adminHost: string;
+  /** The share of successful answers the access log writes (errors are always written). */
+  accessLogSample: number;
   workers: number;
   dev: boolean;
   lookupBudgetBase: number;
@@ -125,6 +134,18 @@ export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
  */
 export const LOOKUP_SPREAD_ITEMS_MIN = 64;
 
+/** `path-node lookup`: batches in flight by default, and how often a plain progress line. */
+export const LOOKUP_FILE_CONCURRENCY_DEFAULT = 2;
+export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
+/** The access log is written in chunks of this size, or at this interval when quieter (P21). */
+export const ACCESS_LOG_BUFFER_BYTES = 8 * 1024;
+export const ACCESS_LOG_FLUSH_MS = 1_000;
+
+/** How long `path-node listen` waits for the handler it forwards a delivery to. */
+export const LISTEN_FORWARD_TIMEOUT_MS = 10_000;
+/** How long `path-node lookup` waits for one batch's answer. */
+export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
+
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.
  * Ten minutes: Chromium caps it at two hours, and the routes change only with a new build.
@@ -157,6 +178,8 @@ export const DEFAULT_LIMITS: Limits = {
   webhook_first_retry_ms: 10_000,
   webhook_retry_max_delay_ms: 6 * 3600_000,
   webhook_in_flight_max: 32,
+  webhook_secret_overlap_ms: 24 * 3600_000,
+  events_retention_ms: 7 * 24 * 3600_000,
   lookup_batch_max: 500,
   lookup_confirm_freshness_ms: 5 * 60_000,
   lookup_journal_retention_days: 90,
@@ -180,7 +203,7 @@ export class ConfigError extends Error {
 type Flags = Record<string, string | true>;
 
 /** Flags that never take a value, so that `--help serve` reads `serve` as a command. */
-const SWITCHES = ['help'] as const;
+const SWITCHES = ['help', 'signed', 'resume', 'undelivered'] as const;
 
 /** Parses `--name value`, `--name=value`, bare `--flag`, and `-h` as `--help`. */
 export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {
@@ -213,6 +236,9 @@ const SERVE_FLAGS = [
   'member',
   'base-url',
   'external-port',
+  'admin-port',
+  'admin-host',
+  'access-log-sample',
   'workers',
   'dev',
   'lookup-budget-base',
@@ -266,6 +292,9 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     member,
     baseUrl,
     externalPort: integer('external-port', 8081, 0, 65535),
+    adminPort: integer('admin-port', 8082, 0, 65535),
+    adminHost: text('admin-host', '127.0.0.1'),
+    accessLogSample: share('access-log-sample', text('access-log-sample', '1')),
     workers: integer('workers', Math.max(1, availableParallelism() - 1), 1, 64),
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
     lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
@@ -281,6 +310,14 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
+}
+
+/** A fraction from 0 to 1 (`--access-log-sample 0.01` writes one success in a hundred). */
+function share(name: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new ConfigError(`--${name} must be a number from 0 to 1`);
+  return n;
 }
 
 /**

@@ -21,7 +21,10 @@ import { startExternal } from './external/listener.js';
 import { Network } from './network/network.js';
 import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
-import { HttpServer, type Handler, type IdempotencyStore } from './http/server.js';
+import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
+import { AdminListener } from './http/admin.js';
+import { AccessLog } from './http/access-log.js';
+import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
@@ -45,11 +48,14 @@ export async function startNode(
   // P16: the directory is this process's before anything in it is opened.
   const lock = lockDataDir(config.dataDir);
   announceDataDir(config, logger);
+  // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
+  const watch = await startWatch(config);
   const env = openEnvironment(config.dataDir);
   const identity = await openIdentity(env, config);
   const log = new LmdbLog(env);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
-  const runtime = await startPool(config, logger, onFatal, { log, identity, signer });
+  const { metrics } = watch;
+  const runtime = await startPool(config, logger, onFatal, { log, identity, signer, metrics });
   const access = await startNetwork(config, logger, {
     log,
     store: identity.store,
@@ -64,22 +70,21 @@ export async function startNode(
     log,
     access,
     localHolder: runtime.localHolder,
+    onAnswered: answeredTo(config, watch.metrics),
   });
-  const followers = startFollowers(config, logger, {
-    log,
-    identity,
-    signer,
-    runtime,
-    access,
-    listeners,
-  });
+  const parts = { log, identity, signer, runtime, access, listeners };
+  const followers = startFollowers(config, logger, parts);
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   runtime.events.start();
+  await runtime.events.takeResends();
+  await runtime.events.sweep();
+  becomeReady(watch, runtime, access);
   logger.info(
     {
       port: listeners.port,
       external_port: listeners.external.port,
+      admin_port: watch.port,
       base_url: services.config.baseUrl,
       member: config.member,
       workers: config.workers,
@@ -96,7 +101,8 @@ export async function startNode(
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
-    stop: () => stopNode(config, logger, { lock, log, runtime, access, listeners, followers }),
+    stop: () =>
+      stopNode(config, logger, { lock, log, runtime, access, listeners, followers, watch }),
   };
 }
 
@@ -106,6 +112,7 @@ interface SignerCell {
 }
 
 type Identity = Awaited<ReturnType<typeof openIdentity>>;
+type Watch = Awaited<ReturnType<typeof startWatch>>;
 type Runtime = Awaited<ReturnType<typeof startPool>>;
 type Access = Awaited<ReturnType<typeof startNetwork>>;
 type Listeners = Awaited<ReturnType<typeof startListeners>>;
@@ -115,13 +122,15 @@ async function startPool(
   config: Config,
   logger: Logger,
   onFatal: (message: string) => void,
-  opened: { log: LmdbLog; identity: Identity; signer: SignerCell },
+  opened: { log: LmdbLog; identity: Identity; signer: SignerCell; metrics: Metrics },
 ) {
-  const { log, identity, signer } = opened;
+  const { log, identity, signer, metrics } = opened;
   const events = new WebhookDelivery({
+    onOutcome: (outcome) => metrics.delivered(outcome),
     log,
     clock: systemClock,
     signer: () => signer.current,
+    secrets: () => identity.webhookSecrets.current,
     operatorUrls: config.webhookUrls,
     dev: config.dev,
     limits: config.limits,
@@ -140,6 +149,7 @@ async function startPool(
     limits: config.limits,
     dev: config.dev,
     onFatal,
+    onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit: (result) => {
       log.refresh();
       if (result.outbox.length > 0) events.notify(result.outbox);
@@ -215,6 +225,7 @@ async function startListeners(
     log: LmdbLog;
     access: Access;
     localHolder: { member: string; endpoint: string };
+    onAnswered: (answered: Answered) => void;
   },
 ) {
   const { services, log, access } = parts;
@@ -231,6 +242,7 @@ async function startListeners(
     limits: config.limits,
     logger,
     now: Date.now,
+    onAnswered: parts.onAnswered,
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
@@ -238,16 +250,15 @@ async function startListeners(
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   parts.localHolder.endpoint = services.config.baseUrl;
-  documents.configuration = configurationDocument(
-    services,
-    routes,
-    `http://${config.host}:${external.port}`,
-  );
+  const externalUrl = `http://${config.host}:${external.port}`;
+  // Rebuilt when the signing key rotates: it names the webhook public key (P11).
+  const configure = () => configurationDocument(services, routes, externalUrl);
+  documents.configuration = configure();
   documents.openapi = openApiDocument(routes, {
     baseUrl: services.config.baseUrl,
     limits: config.limits,
   });
-  return { server, external, port, documents };
+  return { server, external, port, documents, configure };
 }
 
 /**
@@ -275,11 +286,14 @@ function startFollowers(
     listeners.external.reload();
     const keys = store.signingKeys();
     listeners.documents.keys = keysDocument(config.member, keys);
+    identity.webhookSecrets.current = store.webhookSecrets();
+    void runtime.events.takeResends();
     const active = keys.find((k) => k.status === 'active');
     if (active !== undefined && active.kid !== activeKid) {
       activeKid = active.kid;
       signer.current = signingKeyFromSeed(active.seed_hex);
       runtime.pool.setSigningKey(active.seed_hex);
+      listeners.documents.configuration = listeners.configure();
       logger.info({ kid: active.kid }, 'signing key rotated');
     }
   });
@@ -290,6 +304,7 @@ function startFollowers(
   const replaySweep = setInterval(() => {
     access.authenticator.forget(Date.now());
     void forgetReplays(log, Date.now());
+    void runtime.events.sweep();
   }, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep];
 }
@@ -305,9 +320,11 @@ async function stopNode(
     access: Access;
     listeners: Listeners;
     followers: NodeJS.Timeout[];
+    watch: Watch;
   },
 ): Promise<void> {
-  const { lock, log, runtime, access, listeners } = parts;
+  const { lock, log, runtime, access, listeners, watch } = parts;
+  watch.admin.state = 'draining';
   for (const timer of parts.followers) clearInterval(timer);
   await Promise.all([
     listeners.server.close(config.limits.shutdown_drain_ms),
@@ -319,8 +336,51 @@ async function stopNode(
   await access.network.stop();
   await runtime.pool.drain();
   await log.close();
+  watch.admin.close();
   lock.release();
   logger.info('stopped');
+}
+
+/** The gauges read the parts now running, and `/readyz` says ready (P21). */
+function becomeReady(watch: Watch, runtime: Runtime, access: Access): void {
+  watch.metrics.bind({
+    pendingCommands: () => runtime.pool.pendingCount,
+    replayEntries: () => access.authenticator.size(),
+    directoryKeys: () => runtime.directory.index.size,
+    webhookBacklog: () => runtime.events.backlog(),
+    replicationLag: () => access.network.lags(),
+  });
+  watch.admin.state = 'ready';
+}
+
+/** The operator's metrics and their listener (P21), not yet ready. */
+async function startWatch(config: Config) {
+  const metrics = new Metrics();
+  const admin = new AdminListener(metrics);
+  const port = await admin.listen(config.adminHost, config.adminPort);
+  return { metrics, admin, port };
+}
+
+/**
+ * Every answer: counted in the metrics, and written to the access log (P21). Successes are
+ * sampled by `--access-log-sample` for high volume; refusals and errors are always written.
+ * A line names the request, its operation, status, duration and member: never a body, an
+ * identifier or a signature.
+ */
+function answeredTo(config: Config, metrics: Metrics): (answered: Answered) => void {
+  const access = new AccessLog({ sample: config.accessLogSample });
+  accessLogs.push(access);
+  return (a) => {
+    metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);
+    access.record(a);
+  };
+}
+
+const accessLogs: AccessLog[] = [];
+
+/** Writes what the access logs still hold; the command line calls it before the process exits. */
+export function flushAccessLogs(): void {
+  for (const log of accessLogs) log.flushSync();
 }
 
 /**
@@ -356,7 +416,10 @@ async function openIdentity(env: LmdbEnvironment, config: Config) {
   const signingKey = await store.ensureSigningKey(Date.now());
   const pepper = await store.ensurePepper(config.pepper);
   const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
-  return { store, signingKey, pepper, sealingKey };
+  await store.ensureWebhookSecret(Date.now());
+  // The command line may rotate the webhook secret while the node runs (P11).
+  const webhookSecrets = { current: store.webhookSecrets() };
+  return { store, signingKey, pepper, sealingKey, webhookSecrets };
 }
 
 /**

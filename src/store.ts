@@ -46,6 +46,16 @@ export interface StoredSigningKey {
   retired_at: string | null;
 }
 
+/**
+ * A webhook secret (P11): `whsec_` and base64 of 32 random bytes, for the `v1` HMAC signature.
+ * A rotated secret keeps signing beside its successor until `retired_at` plus the overlap.
+ */
+export interface WebhookSecret {
+  secret: string;
+  created_at: string;
+  retired_at: string | null;
+}
+
 export interface Pepper {
   version: string;
   hex: string;
@@ -55,6 +65,8 @@ const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
 const SEALING_KEY = 'sealing_key';
 const PEPPER_BYTES = 32; // tidy: format (P8: a 256-bit pepper)
+const WEBHOOK_SECRETS_KEY = 'webhook_secrets';
+const WEBHOOK_SECRET_BYTES = 32; // tidy: format (P11: 32 random bytes)
 
 /**
  * Refuses a public key that is not 32 bytes of lowercase hex, or that is a small-order or
@@ -248,6 +260,37 @@ export class NodeStore {
     return Buffer.from(hex, 'hex');
   }
 
+  /** Every webhook secret kept, the active one last (P11). */
+  webhookSecrets(): WebhookSecret[] {
+    return (this.meta.get(WEBHOOK_SECRETS_KEY) as WebhookSecret[] | undefined) ?? [];
+  }
+
+  async ensureWebhookSecret(now: number): Promise<WebhookSecret> {
+    return (
+      this.webhookSecrets().find((s) => s.retired_at === null) ?? this.rotateWebhookSecret(now)
+    );
+  }
+
+  /**
+   * A new active webhook secret. The previous one is retired now and still signs for `overlapMs`
+   * (receivers switch over in that time); secrets retired longer ago than that are forgotten.
+   */
+  async rotateWebhookSecret(now: number, overlapMs = 0): Promise<WebhookSecret> {
+    const at = new Date(now).toISOString();
+    const fresh: WebhookSecret = {
+      secret: `whsec_${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`,
+      created_at: at,
+      retired_at: null,
+    };
+    await this.write(() => {
+      const kept = this.webhookSecrets()
+        .map((s) => (s.retired_at === null ? { ...s, retired_at: at } : s))
+        .filter((s) => Date.parse(s.retired_at!) + overlapMs > now);
+      this.meta.put(WEBHOOK_SECRETS_KEY, [...kept, fresh]);
+    });
+    return fresh;
+  }
+
   pepper(): Pepper | undefined {
     return this.meta.get(PEPPER_KEY) as Pepper | undefined;
   }
@@ -262,6 +305,14 @@ export class NodeStore {
     await this.env.root.transaction(() => this.meta.put(PEPPER_KEY, pepper));
     await this.env.root.flushed;
     return pepper;
+  }
+
+  /**
+   * Makes a change to the environment (any table) in one durable transaction that a running node
+   * notices, as it notices credentials and keys: the command line's way to ask it something.
+   */
+  notify(change: () => void): Promise<void> {
+    return this.write(change);
   }
 
   private async write(change: () => void): Promise<void> {

@@ -239,7 +239,7 @@ describe('P15 usage errors', () => {
       cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'],
       // Port 0 for both listeners: ports are exclusive (P16), and other nodes may run beside.
       env: {
-        ...process.env, PATH_DATA_DIR: dir, PATH_PORT: '0', PATH_EXTERNAL_PORT: '0', PATH_HOST: '127.0.0.1',
+        ...process.env, PATH_DATA_DIR: dir, PATH_PORT: '0', PATH_EXTERNAL_PORT: '0', PATH_ADMIN_PORT: '0', PATH_HOST: '127.0.0.1',
         PATH_MEMBER: 'envmember', PATH_WORKERS: '1',
       },
     });

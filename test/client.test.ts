@@ -521,7 +521,7 @@ describe('verifyWebhook (P11)', () => {
   it('v1a: a real delivery from the node verifies with its keys document; an altered body does not', async () => {
     const receipt = await member.call('receipts.create', { body: { issued_by: 'payee', via: EUR, received: AMOUNT, rail_references: [{ type: 'book_entry', value: 'BE-3' }] } });
     const delivery = await waitFor('receipt.issued at the operator endpoint', () => deliveries.find((d) => d.body?.data?.reference === receipt.body.reference));
-    expect(String(delivery.headers['webhook-signature'])).toMatch(/^v1a,/);
+    expect(String(delivery.headers['webhook-signature'])).toMatch(/^v1,\S+ v1a,\S+$/);
     const keys = await anon.keys();
     const event = verifyWebhook(delivery.raw, delivery.headers, { keys });
     expect(event).toMatchObject({ type: 'path.event', event: 'receipt.issued', data: { reference: receipt.body.reference } });
@@ -530,7 +530,9 @@ describe('verifyWebhook (P11)', () => {
     expect(verifyWebhook(delivery.raw, headers, { keys }).id).toBe(event.id);
     const altered = thrown(() => verifyWebhook(delivery.raw.replace('"BE-3"', '"BE-4"'), delivery.headers, { keys }));
     expect([altered.code, altered.detail]).toEqual(['path.client.webhook_invalid', { reason: 'signature_invalid' }]);
-    // With only a secret, a delivery signed with v1a alone has no signature to check.
+    // v1 with the node's own secret verifies the same delivery; another secret does not.
+    const nodeSecret = JSON.parse(runCli(['webhooks', 'secret', '--data-dir', dataDir])).secret as string;
+    expect(verifyWebhook(delivery.raw, delivery.headers, { secret: nodeSecret }).id).toBe(event.id);
     expect(thrown(() => verifyWebhook(delivery.raw, delivery.headers, { secret })).detail).toEqual({ reason: 'signature_invalid' });
     // With keys of another operator, it does not verify either.
     const foreign: KeysDocument = { member: 'x', keys: [{ kid: 'k', alg: 'Ed25519', public_key: vectors.key.public_key_hex, status: 'active' }] };

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Client, createCredential, publishedKey, removeDir, runCli, startNode, tempDir, type Answer, type Credential, type NodeProcess,
 } from './support/harness.js';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { verifiesWith } from './support/verify.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
@@ -499,6 +500,15 @@ describe('issue 8: a network of nodes (alpha, beta, gamma)', () => {
     }, 10_000, 50);
     expect(missing, `still missing at alpha: ${(await missingAt(alphaLocal(), items)).length} of ${burst.length}`).toEqual([]);
     console.log(`alpha caught up with the burst ${Date.now() - t0} ms after restart`);
+    // P21: the operator sees it: alpha's replication lag behind beta is 0 once caught up.
+    const lag = await waitFor(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${nodes.alpha!.adminPort}/metrics`)).text();
+      const family = (parsePrometheusTextFormat(text) as { name: string; metrics: { labels?: Record<string, string>; value?: string }[] }[])
+        .find((f) => f.name === 'path_replication_lag_entries');
+      const value = family?.metrics.find((m) => m.labels?.member === 'beta')?.value;
+      return value === '0' ? Number(value) : undefined;
+    }, 10_000, 100);
+    expect(lag).toBe(0);
   });
 
   it('issue 8, SPEC B withdraw: a withdrawal at beta reaches every follower (alpha and gamma answer found false)', async () => {

@@ -26,7 +26,7 @@ interface Refusal { code: number | null; output: string; elapsedMs: number }
 function serveExpectingExit(args: string[], waitMs = REFUSAL_WAIT_MS): Promise<Refusal> {
   const started = Date.now();
   const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--workers', '1',
-    ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH_ADMIN_PORT: '0' } });
   let output = '';
   child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
   child.stderr.on('data', (d: Buffer) => { output += d.toString(); });

@@ -2,15 +2,14 @@
 // `path.event` objects with Path-Event-Id and the Standard Webhooks headers, the targets of each
 // event (SPEC Events), retries with backoff after receiver failures, and nothing lost across a
 // SIGTERM restart or a kill -9 (events written to the durable outbox with their cause).
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { sleep, waitFor } from './support/wait.js';
-import { readDelivery } from './support/receiver.js';
+import { Receiver, type Delivery } from './support/receiver.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -18,61 +17,6 @@ const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const AMOUNT = { value: '40.00', asset_type: 'fiat', asset_code: 'EUR' };
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const RETRY_ENV = { PATH_LIMIT_WEBHOOK_FIRST_RETRY_MS: '200', PATH_LIMIT_WEBHOOK_RETRY_MAX_DELAY_MS: '1000' };
-
-// ---------------------------------------------------------------------------------------------
-// receivers
-
-interface Delivery { method: string; path: string; headers: IncomingHttpHeaders; raw: string; body: any; status: number; at: number }
-
-/** A webhook receiver on loopback that can go down and come back on the same port. */
-class Receiver {
-  readonly deliveries: Delivery[] = [];
-  /** Status to answer; `nth` counts deliveries of the same webhook-id, this one included. */
-  respond: (d: Delivery, nth: number) => number = () => 200;
-  private server: Server | null = null;
-  port = 0;
-
-  async open(port = 0): Promise<this> {
-    const server = createServer((req, res) => {
-      void readDelivery(req).then(({ raw, body }) => {
-        const d: Delivery = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw, body, status: 0, at: Date.now() };
-        const id = req.headers['webhook-id'];
-        const nth = this.deliveries.filter((x) => x.headers['webhook-id'] === id).length + 1;
-        d.status = this.respond(d, nth);
-        this.deliveries.push(d);
-        res.statusCode = d.status;
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
-    return this;
-  }
-
-  url(path = '/hooks'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  async close(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    if (server === null) return;
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  }
-
-  of(event: string, reference?: string): Delivery[] {
-    return this.deliveries.filter((d) => d.body?.event === event && (reference === undefined || d.body?.data?.reference === reference));
-  }
-
-  acknowledged(event: string, reference?: string): Delivery[] {
-    return this.of(event, reference).filter((d) => d.status >= 200 && d.status < 300);
-  }
-}
 
 /** A free port below the ephemeral range, so no process listening on port 0 can take it while it is closed. */
 async function reservedPort(): Promise<number> {

@@ -34,11 +34,18 @@ export interface PoolOptions {
    * front end refreshes its reads, delivers the outbox events and applies index rows.
    */
   afterCommit: (result: CommandResult) => void;
+  /** Told of each durable commit's duration and size (the operator's metrics, P21). */
+  onCommit?: (commit: { seconds: number; commands: number }) => void;
 }
 
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
+
+  /** Commands and other calls sent to the workers and not yet answered. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
   private nextId = 1;
   /** Round robin for stateless work (any worker will do). */
   private nextStateless = 0;
@@ -179,6 +186,7 @@ export class ShardPool {
             resolve(m.stats);
             break;
           case 'result':
+            if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
             this.settle(m.id)?.resolve(m.result as never);
             break;
           case 'signed':
@@ -195,6 +203,7 @@ export class ShardPool {
             this.options.onFatal(`shard ${index}: ${m.message}`);
             break;
           case 'effects':
+            if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
             this.options.afterCommit(m.result);
             for (const f of m.result.followUps) void this.carryOut(f);
             break;

@@ -295,7 +295,10 @@ export class Shard {
       if (writes.length > 0) await this.options.log.write(writes);
       return results;
     }
+    const appending = performance.now();
     await this.appendInOrder(p, entries, writes);
+    const seconds = (performance.now() - appending) / 1000;
+    results[results.length - 1]!.commit = { seconds, commands: entries.length };
     slot.type = draft.type;
     slot.state = draft.state;
     this.adopted.set(p, entries[entries.length - 1]!.seq);

@@ -54,4 +54,6 @@ export interface CommandResult {
   directory: DirectoryRow[];
   /** Follow-ups this command's commit wrote: the pool carries them out before it answers. */
   followUps: PendingFollowUp[];
+  /** On the last command of a committed batch: how long its durable commit took (P21). */
+  commit?: { seconds: number; commands: number };
 }

@@ -1,9 +1,22 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, and the
-// network's external clients and members; `--help` or `-h` on any of them prints its usage.
-import { ConfigError, PRIVATE_UMASK, loadConfig, parseFlags } from '../config.js';
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, bulk
+// lookups from a file, the webhook secret, and the network's external clients and members;
+// `--help` or `-h` on any of them prints its usage.
+import { resolve } from 'node:path';
+import {
+  ConfigError,
+  DEFAULT_LIMITS,
+  LOOKUP_FILE_CONCURRENCY_DEFAULT,
+  PRIVATE_UMASK,
+  loadConfig,
+  parseFlags,
+} from '../config.js';
 import { createLogger } from '../logger.js';
+import { BackupRefused, backupDataDir } from '../log/backup.js';
+import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
+import { listen } from './listen.js';
+import { LookupUsageError, lookupFile } from './lookup.js';
 import { openEnvironment } from '../log/lmdb-log.js';
-import { startNode } from '../node.js';
+import { flushAccessLogs, startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 
@@ -13,6 +26,7 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
     command: 'serve',
     flags: `[--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
                   [--base-url URL] [--external-port 8081] [--workers N] [--dev]
+                  [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log-sample 1]
                   [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
                   [--connectors-file F] [--log-level info]`,
   },
@@ -20,6 +34,22 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
   { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
   { command: 'keys rotate', flags: '--data-dir D' },
+  { command: 'backup', flags: '--data-dir D --out DIR' },
+  {
+    command: 'lookup',
+    flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
+                  [--concurrency 2] [--signed] [--resume]`,
+  },
+  { command: 'events list', flags: '--data-dir D [--undelivered]' },
+  { command: 'events show', flags: 'EVENT_ID --data-dir D' },
+  { command: 'events resend', flags: 'EVENT_ID --data-dir D' },
+  {
+    command: 'listen',
+    flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
+                  [--forward-to URL]`,
+  },
+  { command: 'webhooks secret', flags: '--data-dir D' },
+  { command: 'webhooks rotate-secret', flags: '--data-dir D' },
   {
     command: 'external-clients add',
     flags: '--data-dir D --client NAME --public-key HEX --registries R1,R2',
@@ -50,12 +80,13 @@ function need(flags: Flags, name: string): string {
   return v;
 }
 
+const dataDirOf = (flags: Flags): string =>
+  typeof flags['data-dir'] === 'string'
+    ? flags['data-dir']
+    : (process.env.PATH_DATA_DIR ?? './data');
+
 async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  const env = openEnvironment(
-    typeof flags['data-dir'] === 'string'
-      ? flags['data-dir']
-      : (process.env.PATH_DATA_DIR ?? './data'),
-  );
+  const env = openEnvironment(dataDirOf(flags));
   try {
     return await action(new NodeStore(env));
   } finally {
@@ -68,6 +99,7 @@ async function serve(flags: Flags): Promise<void> {
   const logger = createLogger(config.logLevel);
   const fatal = (message: string) => {
     logger.fatal({ reason: message }, 'cannot continue safely; exiting');
+    flushAccessLogs();
     process.exit(1);
   };
   const node = await startNode(config, logger, fatal);
@@ -76,7 +108,10 @@ async function serve(flags: Flags): Promise<void> {
     if (stopping) return;
     stopping = true;
     node.stop().then(
-      () => process.exit(0),
+      () => {
+        flushAccessLogs();
+        process.exit(0);
+      },
       (error: unknown) => fatal((error as Error).message),
     );
   };
@@ -102,6 +137,12 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'members' && sub === 'add') return addMember(flags);
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
+  if (command === 'backup') return backup(flags);
+  if (command === 'lookup') return lookup(flags);
+  if (command === 'events') return events(sub, positional[2], flags);
+  if (command === 'listen') return listenCommand(flags);
+  if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
+  if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
   throw new UsageError(`unknown command '${positional.join(' ')}'`);
 }
 
@@ -173,6 +214,97 @@ async function removeMember(flags: Flags): Promise<void> {
 async function rotateKeys(flags: Flags): Promise<void> {
   const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
   return print({ kid: key.kid, public_key: key.public_key });
+}
+
+/** A consistent copy of the data directory, taken while the node runs or not. */
+async function backup(flags: Flags): Promise<void> {
+  const out = need(flags, 'out');
+  const started = new Date().toISOString();
+  try {
+    const { bytes } = await backupDataDir(dataDirOf(flags), out);
+    return print({ out: resolve(out), bytes, started_at: started });
+  } catch (error) {
+    if (error instanceof BackupRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Bulk lookups from a CSV file; the exit code says whether it finished or where it stopped. */
+async function lookup(flags: Flags): Promise<void> {
+  const concurrency = Number(flags.concurrency ?? LOOKUP_FILE_CONCURRENCY_DEFAULT);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new UsageError('--concurrency must be a whole number of at least 1');
+  try {
+    process.exitCode = await lookupFile({
+      baseUrl: need(flags, 'base-url'),
+      keyId: need(flags, 'key-id'),
+      privateKeyFile: need(flags, 'private-key-file'),
+      in: need(flags, 'in'),
+      out: need(flags, 'out'),
+      concurrency,
+      signed: flags.signed === true || flags.signed === 'true',
+      resume: flags.resume === true || flags.resume === 'true',
+    });
+  } catch (error) {
+    if (error instanceof LookupUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** `events list|show|resend`: the operator's view of webhook events (P11). */
+async function events(sub: string | undefined, id: string | undefined, flags: Flags) {
+  const dataDir = dataDirOf(flags);
+  try {
+    if (sub === 'list') {
+      const undelivered = flags.undelivered === true || flags.undelivered === 'true';
+      for (const line of await listEvents(dataDir, { undelivered })) print(line);
+      return;
+    }
+    if ((sub === 'show' || sub === 'resend') && id === undefined)
+      throw new UsageError(`events ${sub} needs the event id`);
+    if (sub === 'show') return print(await showEvent(dataDir, id!));
+    if (sub === 'resend') return print(await resendEvent(dataDir, id!, Date.now()));
+  } catch (error) {
+    if (error instanceof EventsUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  throw new UsageError(`unknown command 'events ${sub ?? ''}'`);
+}
+
+/** A local receiver that verifies and prints each delivery; runs until stopped. */
+async function listenCommand(flags: Flags): Promise<void> {
+  const text = (name: string) => (typeof flags[name] === 'string' ? flags[name] : undefined);
+  const port = Number(need(flags, 'port'));
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError('--port must be an integer from 0 to 65535');
+  if (text('data-dir') === undefined && text('base-url') === undefined)
+    throw new UsageError('listen needs --data-dir or --base-url to verify deliveries');
+  const bound = await listen({
+    port,
+    host: text('host') ?? '127.0.0.1',
+    dataDir: text('data-dir'),
+    baseUrl: text('base-url'),
+    secret: text('secret'),
+    forwardTo: text('forward-to'),
+  });
+  process.stderr.write(
+    `path-node listen: receiving on http://${text('host') ?? '127.0.0.1'}:${bound}\n`,
+  );
+}
+
+/** The secret receivers verify `v1` signatures with (P11); made on first use. */
+async function webhookSecret(flags: Flags): Promise<void> {
+  const secret = await withStore(flags, (store) => store.ensureWebhookSecret(Date.now()));
+  return print({ secret: secret.secret, created_at: secret.created_at });
+}
+
+/** A new secret; the previous one still signs beside it for the overlap (P11). */
+async function rotateWebhookSecret(flags: Flags): Promise<void> {
+  const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
+  const now = Date.now();
+  const secret = await withStore(flags, (store) => store.rotateWebhookSecret(now, overlapMs));
+  const previousUntil = new Date(now + overlapMs).toISOString();
+  return print({ secret: secret.secret, previous_signs_until: previousUntil });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -1,38 +1,37 @@
 // Webhook delivery (P11). Events sit in the durable outbox, written in the same commit as the
 // change that caused them; this deliverer posts each to its targets (the session's webhook_url
 // and the operator's endpoints) as a signed `path.event`, with Path-Event-Id and the Standard
-// Webhooks headers. A 2xx acknowledges; anything else, or no answer within the timeout, is
+// Webhooks headers (`v1` HMAC with each webhook secret still signing, `v1a` Ed25519 with the
+// operator's key). A 2xx acknowledges; anything else, or no answer within the timeout, is
 // retried with exponential backoff and jitter for the retry window (3 days). Delivery state is
-// durable, so a restart resumes where it stopped; an event leaves the outbox only when every
-// target has acknowledged it or its window has passed.
+// durable, so a restart resumes where it stopped. An event is finished when every target has
+// acknowledged it or its window has passed; it is then kept for the events retention (the
+// operator lists, shows and resends it with `path-node events`), and swept after.
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
 import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import type { Log, TableWrite } from '../log/log.js';
-import { frame, unframeRow } from '../log/record.js';
-import { outboxRows } from '../log/rows.js';
+import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
+import type { WebhookSecret } from '../store.js';
 import { resolvedAllowed } from './url-policy.js';
-
-interface TargetState {
-  url: string;
-  attempts: number;
-  next_at: number;
-  outcome: 'delivered' | 'abandoned' | null;
-  last_status: number | null;
-}
 
 export interface DeliveryOptions {
   log: Log;
   clock: Clock;
   signer: () => SigningKey;
+  /** The webhook secrets kept (P11); those still signing at send time each give a `v1`. */
+  secrets: () => readonly WebhookSecret[];
   operatorUrls: readonly string[];
   dev: boolean;
   limits: Limits;
   logger: Logger;
+  /** Told of each attempt's outcome (the operator's metrics, P21). */
+  onOutcome?: (outcome: 'delivered' | 'failed' | 'abandoned') => void;
   /** Sends one delivery; the node uses fetch, tests may observe. */
   post?: (
     url: string,
@@ -50,6 +49,8 @@ export class WebhookDelivery {
   private stopped = false;
   private queued: TableWrite[] = [];
   private queuedWrite: Promise<void> | null = null;
+  /** Events not yet delivered to every target, with their creation time (P21's backlog). */
+  private readonly undelivered = new Map<string, number>();
 
   constructor(private readonly options: DeliveryOptions) {
     this.scheduler = new Scheduler(options.clock, (id) => this.enqueue(id));
@@ -57,13 +58,70 @@ export class WebhookDelivery {
 
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
-    for (const { key } of this.options.log.scan('outbox'))
+    for (const { key, bytes } of this.options.log.scan('outbox')) {
+      if (this.stateOf(key)?.every((t) => t.outcome !== null)) continue;
+      const created = parseTime(outboxRows.read(key, bytes).created_at);
+      this.undelivered.set(key, created ?? this.options.clock.now());
       this.scheduler.schedule(key, this.dueOf(key));
+    }
+  }
+
+  /**
+   * Takes up the resends the command line asked for (`path-node events resend`): each kept event
+   * goes to every target again, with a fresh retry window.
+   */
+  async takeResends(): Promise<string[]> {
+    const now = this.options.clock.now();
+    const writes: TableWrite[] = [];
+    const taken: string[] = [];
+    for (const { key } of this.options.log.scan('resends')) {
+      writes.push({ table: 'resends', key, bytes: null });
+      const bytes = this.options.log.get('outbox', key);
+      if (bytes === undefined || this.running.has(key)) continue;
+      const event = outboxRows.read(key, bytes);
+      const fresh = this.targetsOf(event, now).map((t) => ({ ...t, since: now }));
+      writes.push(deliveryRows.write(key, fresh));
+      this.undelivered.set(key, now);
+      taken.push(key);
+    }
+    if (writes.length > 0) await this.write(writes);
+    for (const id of taken) this.enqueue(id);
+    return taken;
+  }
+
+  /** Forgets finished events past their retention: one range of the expiry index. */
+  async sweep(): Promise<void> {
+    const now = this.options.clock.now();
+    const writes: TableWrite[] = [];
+    for (const { key } of this.options.log.scan('event_expiry', eventExpiryRows.due(now))) {
+      writes.push({ table: 'event_expiry', key, bytes: null });
+      const id = eventExpiryRows.idOf(key);
+      const state = this.stateOf(id);
+      // A resent event finishes again later, with an expiry row of its own.
+      const finished = state?.every((t) => t.outcome !== null) ?? true;
+      const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
+      if (!finished || last + this.options.limits.events_retention_ms > now) continue;
+      writes.push({ table: 'outbox', key: id, bytes: null });
+      writes.push({ table: 'deliveries', key: id, bytes: null });
+    }
+    if (writes.length > 0) await this.write(writes);
+  }
+
+  /** How many events wait for a target, and when the oldest of them was created. */
+  backlog(): { events: number; oldestCreatedAt: number | null } {
+    let oldest: number | null = null;
+    for (const created of this.undelivered.values())
+      if (oldest === null || created < oldest) oldest = created;
+    return { events: this.undelivered.size, oldestCreatedAt: oldest };
   }
 
   /** New events from a command: deliver now. */
   notify(ids: readonly string[]): void {
-    for (const id of ids) this.enqueue(id);
+    const now = this.options.clock.now();
+    for (const id of ids) {
+      if (!this.undelivered.has(id)) this.undelivered.set(id, now);
+      this.enqueue(id);
+    }
   }
 
   async stop(): Promise<void> {
@@ -80,7 +138,19 @@ export class WebhookDelivery {
 
   private stateOf(id: string): TargetState[] | undefined {
     const bytes = this.options.log.get('deliveries', id);
-    return bytes === undefined ? undefined : unframeRow<TargetState[]>('deliveries', id, bytes);
+    return bytes === undefined ? undefined : deliveryRows.read(id, bytes);
+  }
+
+  /** Every target of an event, none tried yet: the object's own and the operator's (P11). */
+  private targetsOf(event: OutboxEvent, now: number): TargetState[] {
+    const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
+    return urls.map((url) => ({
+      url,
+      attempts: 0,
+      next_at: now,
+      outcome: null,
+      last_status: null,
+    }));
   }
 
   private enqueue(id: string): void {
@@ -111,19 +181,13 @@ export class WebhookDelivery {
 
   private async deliver(id: string): Promise<void> {
     const bytes = this.options.log.get('outbox', id);
-    if (bytes === undefined) return;
+    if (bytes === undefined) {
+      this.undelivered.delete(id);
+      return;
+    }
     const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
-    const urls = [...new Set([...(event.targets ?? []), ...this.options.operatorUrls])];
-    const state =
-      this.stateOf(id) ??
-      urls.map((url): TargetState => ({
-        url,
-        attempts: 0,
-        next_at: now,
-        outcome: null,
-        last_status: null,
-      }));
+    const state = this.stateOf(id) ?? this.targetsOf(event, now);
     const due = state.filter((t) => t.outcome === null && t.next_at <= now);
     if (due.length > 0) {
       const body = JSON.stringify(
@@ -146,23 +210,39 @@ export class WebhookDelivery {
     for (const t of state) {
       if (
         t.outcome === null &&
-        t.next_at > createdAt + this.options.limits.webhook_retry_window_ms
+        t.next_at > (t.since ?? createdAt) + this.options.limits.webhook_retry_window_ms
       ) {
         t.outcome = 'abandoned';
+        t.finished_at = now;
+        this.options.onOutcome?.('abandoned');
         this.options.logger.warn(
           { event_id: id, attempts: t.attempts },
           'webhook abandoned after its retry window',
         );
       }
     }
-    if (state.every((t) => t.outcome !== null)) {
+    if (state.length === 0) {
+      // No target at all (no operator endpoint, no session URL): nothing to show or resend.
+      this.undelivered.delete(id);
       await this.write([
         { table: 'outbox', key: id, bytes: null },
         { table: 'deliveries', key: id, bytes: null },
       ]);
       return;
     }
-    await this.write([{ table: 'deliveries', key: id, bytes: frame(state) }]);
+    if (state.every((t) => t.outcome !== null)) {
+      // Kept for the retention from its last outcome, for `path-node events`; the sweep forgets
+      // it then (the same time the sweep checks, or it would keep the event for ever).
+      this.undelivered.delete(id);
+      const last = Math.max(...state.map((t) => t.finished_at ?? now));
+      const expires = last + this.options.limits.events_retention_ms;
+      await this.write([
+        deliveryRows.write(id, state),
+        eventExpiryRows.write(eventExpiryRows.key(expires, id), {}),
+      ]);
+      return;
+    }
+    await this.write([deliveryRows.write(id, state)]);
     this.scheduler.schedule(
       id,
       Math.min(...state.filter((t) => t.outcome === null).map((t) => t.next_at)),
@@ -192,16 +272,12 @@ export class WebhookDelivery {
     try {
       if (await resolvedAllowed(target.url, { dev: this.options.dev })) {
         const timestamp = String(Math.floor(this.options.clock.now() / 1000));
-        const signature = Buffer.from(
-          signBytes(Buffer.from(`${event.id}.${timestamp}.${body}`, 'utf8'), this.options.signer()),
-          'hex',
-        ).toString('base64');
         const headers = {
           'content-type': 'application/json',
           'path-event-id': event.id,
           'webhook-id': event.id,
           'webhook-timestamp': timestamp,
-          'webhook-signature': `v1a,${signature}`,
+          'webhook-signature': this.signatures(`${event.id}.${timestamp}.${body}`),
         };
         status = await (this.options.post ?? post)(
           target.url,
@@ -216,11 +292,32 @@ export class WebhookDelivery {
     target.last_status = status;
     if (status >= 200 && status < 300) {
       target.outcome = 'delivered';
+      target.finished_at = this.options.clock.now();
+      this.options.onOutcome?.('delivered');
       return;
     }
+    this.options.onOutcome?.('failed');
     const { webhook_first_retry_ms: first, webhook_retry_max_delay_ms: max } = this.options.limits;
     const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
     target.next_at = this.options.clock.now() + delay;
+  }
+
+  /**
+   * The `webhook-signature` value: a `v1` per secret still signing, then `v1a`; both sign the
+   * Standard Webhooks content `<id>.<timestamp>.<body>`.
+   */
+  private signatures(content: string): string {
+    const now = this.options.clock.now();
+    const overlap = this.options.limits.webhook_secret_overlap_ms;
+    const v1 = this.options
+      .secrets()
+      .filter((s) => s.retired_at === null || Date.parse(s.retired_at) + overlap > now)
+      .map((s) => {
+        const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
+        return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
+      });
+    const ed = signBytes(Buffer.from(content, 'utf8'), this.options.signer());
+    return [...v1, `v1a,${Buffer.from(ed, 'hex').toString('base64')}`].join(' ');
   }
 }
 

@@ -383,9 +383,9 @@ const WEBHOOK_HEADERS = [
   webhookHeader('webhook-timestamp', 'Unix seconds when this delivery was signed'),
   webhookHeader(
     'webhook-signature',
-    'space-separated signatures over "<id>.<timestamp>.<body>": `v1a,<base64 Ed25519>` by ' +
-      "the node's signing key (P11), and `v1,<base64 HMAC-SHA256>` with the webhook secret " +
-      'where the node has one',
+    'space-separated signatures over "<id>.<timestamp>.<body>": `v1,<base64 HMAC-SHA256>` ' +
+      'with each webhook secret still signing (`path-node webhooks secret`), then ' +
+      "`v1a,<base64 Ed25519>` by the node's signing key (discovery's `webhook_public_key`) (P11)",
   ),
   webhookHeader('Path-Event-Id', 'the event id'),
 ];

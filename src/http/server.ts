@@ -69,6 +69,20 @@ export interface ServerOptions {
    * discovery): the script and style of the pages for people (P20).
    */
   assets?: ReadonlyMap<string, HttpReply>;
+  /** Told of every answer written: the access log and the metrics (P21). */
+  onAnswered?: (answered: Answered) => void;
+}
+
+/** One answered request, as the access log and the metrics see it: no body, no identifier. */
+export interface Answered {
+  requestId: string;
+  method: string;
+  /** The route's operation name, or null when no route took the request. */
+  operation: string | null;
+  status: number;
+  seconds: number;
+  /** The authenticated member, or null for public and refused calls. */
+  member: string | null;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -95,7 +109,7 @@ type ListenCallback = (socket: uws.us_listen_socket | false) => void;
 type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
 
 /** The binding's listen(host, port, options, callback), an overload its typings lack. */
-function listenExclusive(
+export function listenExclusive(
   app: uws.TemplatedApp,
   host: string,
   port: number,
@@ -105,10 +119,6 @@ function listenExclusive(
 }
 
 /**
- * What every answer to one request carries: its id, whether it pinned a version (P10), whether
- * it went to a public path (CORS, P20), and whether it was a HEAD (the head of the answer only).
- */
-/**
  * Routes a browser may call across origins (P20): the public ones, and those a credential is
  * optional on (SPEC Authentication 4: an instruction for a request needs none, so a wallet in a
  * browser can pay; signed calls there are authenticated as anywhere else).
@@ -116,7 +126,22 @@ function listenExclusive(
 const opensToBrowsers = (route: RouteSpec<Handler>): boolean =>
   route.auth === 'public' || route.auth === 'optional';
 
-type Base = { requestId: string; pinned: boolean; cors: boolean; head: boolean };
+/**
+ * What every answer to one request carries: its id, whether it pinned a version (P10), whether
+ * it went to a public path (CORS, P20), whether it was a HEAD (the head of the answer only), and
+ * what the access log and the metrics are told of it (P21).
+ */
+type Base = {
+  requestId: string;
+  pinned: boolean;
+  cors: boolean;
+  head: boolean;
+  method: string;
+  /** performance.now() when the request arrived. */
+  started: number;
+  operation: string | null;
+  member: string | null;
+};
 
 /** Answer headers a wallet in a browser must read (P10, P7); CORS hides the others from it. */
 const EXPOSED_HEADERS = [
@@ -209,7 +234,16 @@ export class HttpServer {
     const query = req.getQuery() ?? '';
     const pinned = req.getHeader('path-version');
     const head = method === 'HEAD';
-    const base: Base = { requestId, pinned: pinned !== '', cors: false, head };
+    const base: Base = {
+      requestId,
+      pinned: pinned !== '',
+      cors: false,
+      head,
+      method,
+      started: performance.now(),
+      operation: null,
+      member: null,
+    };
 
     const framing = framingOf(req);
     if (framing.ambiguous) {
@@ -219,8 +253,14 @@ export class HttpServer {
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
     const asset = this.options.assets?.get(path);
-    if (asset !== undefined && (method === 'GET' || head)) return this.send(res, asset, base);
-    if (method === 'OPTIONS') return this.send(res, this.preflight(path, base), base);
+    if (asset !== undefined && (method === 'GET' || head)) {
+      base.operation = 'assets';
+      return this.send(res, asset, base);
+    }
+    if (method === 'OPTIONS') {
+      base.operation = 'preflight';
+      return this.send(res, this.preflight(path, base), base);
+    }
     // A HEAD is its GET without the body (RFC 9110 9.3.2), served where the GET is public.
     const admission = this.admit(head ? 'GET' : method, path, pinned);
     base.cors =
@@ -229,6 +269,7 @@ export class HttpServer {
         : this.publicMethodsAt(path).length > 0;
     if (admission.kind === 'refused') return this.send(res, admission.reply, base);
     const { route, params } = admission;
+    base.operation = route.operation;
     if (head && !base.cors) return this.send(res, this.notAllowed(path), base);
     const context: RequestContext = {
       method,
@@ -436,6 +477,7 @@ export class HttpServer {
           failure(refusal('path.auth.forbidden', "this route is for the operator's own member")),
         );
       context.caller = { member: verdict.member, local: verdict.local };
+      base.member = verdict.member;
       context.replay = verdict.replay;
     }
     if (context.route.idempotent && signed.idempotencyKey !== undefined) {
@@ -531,7 +573,10 @@ export class HttpServer {
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
     this.options.logger.error(
-      { err: { message: (error as Error)?.message, name: (error as Error)?.name }, requestId },
+      {
+        err: { message: (error as Error)?.message, name: (error as Error)?.name },
+        request_id: requestId,
+      },
       'handler failed',
     );
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
@@ -587,6 +632,14 @@ export class HttpServer {
       // endWithoutBody(length) never finishes the answer here: the length is written by hand.
       if (base.head) res.writeHeader('content-length', String(byteLength(reply.body)));
       res.endWithoutBody();
+    });
+    this.options.onAnswered?.({
+      requestId: base.requestId,
+      method: base.method,
+      operation: base.operation,
+      status: reply.status,
+      seconds: (performance.now() - base.started) / 1000,
+      member: base.member,
     });
   }
 

@@ -54,6 +54,8 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
       cursors: table('cursors'),
       replay: table('replay'),
       followups: table('followups'),
+      event_expiry: table('event_expiry'),
+      resends: table('resends'),
     },
   };
 }

@@ -31,7 +31,9 @@ export type Table =
   | 'replica'
   | 'cursors'
   | 'replay'
-  | 'followups';
+  | 'followups'
+  | 'event_expiry'
+  | 'resends';
 
 export interface ScanRange {
   start?: string;

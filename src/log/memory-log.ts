@@ -27,6 +27,8 @@ export class MemoryLog implements Log {
     cursors: new Map(),
     replay: new Map(),
     followups: new Map(),
+    event_expiry: new Map(),
+    resends: new Map(),
   };
   private pending: Pending[] = [];
 

@@ -114,3 +114,41 @@ export interface StoredFollowUp extends FollowUp {
 }
 
 export const followUpRows = codec<[id: string], StoredFollowUp>('followups', (id) => id);
+
+/** One delivery target of an event, and where its delivery stands (P11). */
+export interface TargetState {
+  url: string;
+  attempts: number;
+  next_at: number;
+  outcome: 'delivered' | 'abandoned' | null;
+  last_status: number | null;
+  /** When the outcome was reached (ms); absent on rows written before events were kept. */
+  finished_at?: number;
+  /** Where its retry window starts when not at the event's creation: a resend (ms). */
+  since?: number;
+}
+
+export const deliveryRows = codec<[id: string], TargetState[]>('deliveries', (id) => id);
+
+const EXPIRY_DIGITS = 15;
+
+/**
+ * Finished events are kept for the retention, so an operator can list and resend them; keyed by
+ * the time they may be forgotten, so the sweep deletes whole ranges.
+ */
+export const eventExpiryRows = {
+  ...codec<[at: number, id: string], Record<string, never>>(
+    'event_expiry',
+    (at, id) => `${String(at).padStart(EXPIRY_DIGITS, '0')}:${id}`,
+  ),
+  /** Every row whose time is at or before `now`. */
+  due(now: number) {
+    return { end: `${String(now).padStart(EXPIRY_DIGITS, '0')}:~` };
+  },
+  idOf(key: string): string {
+    return key.slice(EXPIRY_DIGITS + 1);
+  },
+};
+
+/** Resends asked for with the command line, taken up by the running node. */
+export const resendRows = codec<[id: string], { at: number }>('resends', (id) => id);

@@ -32,6 +32,8 @@ export const FEED_OPERATION = 'directory.feed';
 
 export class Follower {
   private cursor = 0;
+  /** Entries of the member's feed past this node's cursor, as its last page said (P21). */
+  lag = 0;
   private stopped = false;
   private feedUrl: string | null = null;
   private baseUrl: string | null = null;
@@ -147,6 +149,7 @@ export class Follower {
     for (const e of page.entries)
       index.set(e.identifier_hash, e.identifier_type, holder, e.visibility ?? 'none');
     this.cursor = page.next;
+    this.lag = Math.max(0, page.last - page.next);
   }
 
   /** The member's feed URL from its discovery document (paths are each operator's own). */

@@ -72,6 +72,11 @@ export class Network {
     await this.feed.flush();
   }
 
+  /** Each followed member's replication lag in feed entries (P21). */
+  lags(): Map<string, number> {
+    return new Map([...this.followers].map(([member, f]) => [member, f.lag]));
+  }
+
   private syncFollowers(): number {
     let rows = 0;
     const listed = new Set(this.registry.list().map((m) => m.member));

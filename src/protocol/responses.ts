@@ -238,4 +238,6 @@ export const ConfigurationDocument = Type.Object({
   lookup_journal_retention_days: Type.Number(),
   external_url: Nullable(Type.String()),
   pepper_version: Type.String(),
+  /** The `v1a` webhook key in the Standard Webhooks form (P11). */
+  webhook_public_key: Nullable(Type.String({ pattern: '^whpk_[A-Za-z0-9+/]{43}=$' })),
 });

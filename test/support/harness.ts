@@ -43,6 +43,8 @@ export interface NodeProcess {
   port: number;
   /** The external discovery listener's port (SPEC L). */
   externalPort: number;
+  /** The operator's own listener (P21): metrics, health, readiness. */
+  adminPort: number;
   baseUrl: string;
   dataDir: string;
   process: ChildProcess;
@@ -56,7 +58,8 @@ export interface NodeProcess {
 export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
   const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--external-port', '0', '--host', '127.0.0.1',
     '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+  // The operator's listener on a free port too (P21): ports are exclusive (P16).
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH_ADMIN_PORT: '0', ...options.env } });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
@@ -71,9 +74,11 @@ export async function startNode(options: { dataDir: string; member?: string; wor
     child.on('exit', () => { clearTimeout(timer); reject(new Error(`node exited before listening:\n${out}`)); });
   });
   const externalPort = Number(/"external_port":(\d+)/.exec(out)?.[1]);
+  const adminPort = Number(/"admin_port":(\d+)/.exec(out)?.[1]);
   return {
     port,
     externalPort,
+    adminPort,
     baseUrl: `http://127.0.0.1:${port}`,
     dataDir: options.dataDir,
     process: child,

@@ -65,7 +65,17 @@ export function configurationDocument(
     lookup_journal_retention_days: services.config.limits.lookup_journal_retention_days,
     external_url: externalUrl,
     pepper_version: services.pepperVersion,
+    webhook_public_key:
+      services.signer === undefined ? null : webhookPublicKey(services.signer().publicKeyHex),
   });
+}
+
+/**
+ * The key that signs `v1a` webhook signatures, in the Standard Webhooks form (P11): `whpk_` and
+ * base64 of the raw 32-byte Ed25519 public key.
+ */
+export function webhookPublicKey(publicKeyHex: string): string {
+  return `whpk_${Buffer.from(publicKeyHex, 'hex').toString('base64')}`;
 }
 
 /** What a link answers once its object is gone (410): the request's and instruction's codes. */

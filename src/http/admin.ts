@@ -1,0 +1,72 @@
+// The operator's own listener (P21): `/metrics` in the Prometheus text format, `/healthz` (the
+// process is alive and its event loop turns) and `/readyz` (recovered, listening and not
+// draining; 503 otherwise, so a load balancer or systemd sends nothing to a node that cannot
+// answer). It opens before recovery, so a long start shows as not ready rather than as down, and
+// binds to loopback unless the operator says otherwise. Nothing here is on the public port.
+import uws from 'uWebSockets.js';
+import type { Metrics } from '../metrics.js';
+import { statusLine } from './reply.js';
+import { listenExclusive } from './server.js';
+
+export type Readiness = 'starting' | 'ready' | 'draining';
+
+export class AdminListener {
+  private readonly app = uws.App();
+  private socket: uws.us_listen_socket | null = null;
+  state: Readiness = 'starting';
+
+  constructor(private readonly metrics: Metrics) {
+    this.app.get('/healthz', (res) => answer(res, 200, { status: 'alive' }));
+    this.app.get('/readyz', (res) =>
+      answer(res, this.state === 'ready' ? 200 : 503, { status: this.state }),
+    );
+    this.app.get('/metrics', (res) => this.scrape(res));
+    this.app.any('/*', (res) =>
+      answer(res, 404, {
+        error: { code: 'path.core.not_found', message: 'no such route on the admin listener' },
+      }),
+    );
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      listenExclusive(this.app, host, port, (socket) => {
+        if (!socket)
+          return reject(new Error(`cannot listen on ${host}:${port} (admin): port in use`));
+        this.socket = socket;
+        resolve(uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  close(): void {
+    if (this.socket !== null) uws.us_listen_socket_close(this.socket);
+    this.socket = null;
+  }
+
+  private scrape(res: uws.HttpResponse): void {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.metrics.registry.metrics().then(
+      (text) => {
+        if (aborted) return;
+        res.cork(() => {
+          res.writeStatus('200 OK');
+          res.writeHeader('content-type', this.metrics.registry.contentType);
+          res.end(text);
+        });
+      },
+      () => {
+        if (!aborted) res.cork(() => answer(res, 500, { status: 'metrics unavailable' }));
+      },
+    );
+  }
+}
+
+function answer(res: uws.HttpResponse, status: number, body: unknown): void {
+  res.writeStatus(statusLine(status));
+  res.writeHeader('content-type', 'application/json');
+  res.end(JSON.stringify(body));
+}
