@@ -2,8 +2,6 @@
 // profile's vectors, an independent Standard Webhooks implementation and a real node: discovery,
 // keys, signed calls (P5) for a member flow, error envelopes, tampering in transit, resolution
 // with the commitment check (SPEC E, P3), key rotation (P1) and webhooks (P11).
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +20,7 @@ import { digestOf as nodeDigestOf } from '../src/protocol/digest.js';
 import { verifyBytes as nodeVerifyBytes, verifyObject as nodeVerifyObject } from '../src/protocol/signing.js';
 import * as ed from '@noble/ed25519';
 import { createCredential, removeDir, runCli, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
-import { readDelivery } from './support/receiver.js';
+import { Receiver } from './support/receiver.js';
 import { signatureHeaders, signingString } from '../src/client/http.js';
 import { waitFor } from './support/wait.js';
 
@@ -239,8 +237,8 @@ let local: Credential;
 let beta: Credential;
 let member: PathClient;
 let anon: PathClient;
-let server: Server;
-const deliveries: { headers: IncomingHttpHeaders; raw: string; body: any }[] = [];
+const receiver = new Receiver();
+const deliveries = receiver.deliveries;
 interface Payee { subjectId: string; addressId: string; address: string }
 let payee: Payee;
 
@@ -258,15 +256,8 @@ async function newRequest(client: PathClient = member): Promise<string> {
 }
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    void readDelivery(req).then(({ raw, body }) => {
-      deliveries.push({ headers: req.headers, raw, body });
-      res.statusCode = 200;
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const hooks = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops`;
+  await receiver.open();
+  const hooks = `http://127.0.0.1:${receiver.port}/ops`;
   dataDir = tempDir('path-client');
   local = createCredential(dataDir, 'local', { local: true });
   beta = createCredential(dataDir, 'beta', { local: false });
@@ -278,8 +269,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await node?.stop();
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await receiver.close();
   if (dataDir) removeDir(dataDir);
 });
 

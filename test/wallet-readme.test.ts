@@ -4,15 +4,13 @@
 // (`baseUrl`, `reference`, `receiptReference`, `rawBody`, `headers`) come from a real node and
 // a real webhook delivery.
 import { execFileSync } from 'node:child_process';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PathClient, digestOf } from 'path-node/client';
 import { createCredential, removeDir, startNode, tempDir, type NodeProcess } from './support/harness.js';
-import { readDelivery } from './support/receiver.js';
+import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/wait.js';
 
 const ROOT = resolve(__dirname, '..');
@@ -59,31 +57,23 @@ function moduleOf(blocks: string[]): string {
 
 let node: NodeProcess;
 let dataDir: string;
-let server: Server;
+const receiver = new Receiver();
 let credential: { keyId: string; privateKeyHex: string };
-const deliveries: { headers: IncomingHttpHeaders; raw: string; body: any }[] = [];
+const deliveries = receiver.deliveries;
 const scratch = join(ROOT, '.vitest-tmp', `wallet-readme-${process.pid}`);
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    void readDelivery(req).then(({ raw, body }) => {
-      deliveries.push({ headers: req.headers, raw, body });
-      res.statusCode = 200;
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  await receiver.open();
   dataDir = tempDir('path-wallet-readme');
   const own = createCredential(dataDir, 'local', { local: true });
-  node = await startNode({ dataDir, args: ['--dev', '--webhook-urls', `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops`] });
+  node = await startNode({ dataDir, args: ['--dev', '--webhook-urls', `http://127.0.0.1:${receiver.port}/ops`] });
   credential = { keyId: own.keyId, privateKeyHex: own.seedHex };
   mkdirSync(scratch, { recursive: true });
 });
 
 afterAll(async () => {
   await node?.stop();
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await receiver.close();
   if (dataDir) removeDir(dataDir);
   rmSync(scratch, { recursive: true, force: true });
 });
