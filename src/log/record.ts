@@ -8,8 +8,9 @@ import { Packr, addExtension } from 'msgpackr';
 const PERSISTENT_MAP_EXTENSION = 0x50; // tidy: format (a msgpack extension type number)
 
 /**
- * The growing children of an aggregate are persistent ordered maps (src/domain/children.ts);
- * framed, such a map is its plain entries in order.
+ * The growing children of an aggregate are persistent ordered maps (src/domain/children.ts).
+ * Framed, such a map is its plain entries in order (what its toJSON gives as well); read back, it
+ * is a map again, so a recovered aggregate does not convert its children on every read.
  */
 addExtension({
   Class: OrderedMap,
