@@ -4,6 +4,7 @@
 import { availableParallelism, cpus } from 'node:os';
 import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js';
 import { runConsume } from './consume.js';
+import { runGrowth } from './growth.js';
 import { runHttpGet } from './http-get.js';
 import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
@@ -27,6 +28,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   requests: runRequests,
   lookup: runLookup,
   consume: runConsume,
+  growth: runGrowth,
   replication: runReplication,
   versus: runVersus,
 };

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
+import { OrderedMap } from 'immutable';
 import { ChecksumError, frame, unframe } from './record.js';
 
 interface Manifest {
@@ -62,5 +63,15 @@ describe('package.json engines (issue 11 item 14)', () => {
     expect(unframe(bytes)).toEqual({ hello: 'world' });
     bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
     expect(() => unframe(bytes)).toThrow(ChecksumError);
+  });
+});
+
+describe('persistent maps in frames (issue 15)', () => {
+  it('an ordered map frames as its entries and reads back as an ordered map, in order', () => {
+    const map = OrderedMap({ b: { n: 1 }, a: { n: 2 }, c: { n: 3 } });
+    const read = unframe<{ children: OrderedMap<string, { n: number }> }>(frame({ children: map }));
+    expect(OrderedMap.isOrderedMap(read.children)).toBe(true);
+    expect([...read.children.keys()]).toEqual(['b', 'a', 'c']);
+    expect(read.children.get('a')).toEqual({ n: 2 });
   });
 });

@@ -1,7 +1,23 @@
 // Record framing for the log and for snapshots: a CRC-32 of the payload, then the payload
 // (msgpack). Every record is checked before it is appended and again when it is read back (P14).
 import { crc32 } from 'node:zlib';
-import { Packr } from 'msgpackr';
+import { OrderedMap } from 'immutable';
+import { Packr, addExtension } from 'msgpackr';
+
+/** The msgpack extension type of a persistent map (application types are 0 to 127). */
+const PERSISTENT_MAP_EXTENSION = 0x50; // tidy: format (a msgpack extension type number)
+
+/**
+ * The growing children of an aggregate are persistent ordered maps (src/domain/children.ts).
+ * Framed, such a map is its plain entries in order (what its toJSON gives as well); read back, it
+ * is a map again, so a recovered aggregate does not convert its children on every read.
+ */
+addExtension({
+  Class: OrderedMap,
+  type: PERSISTENT_MAP_EXTENSION,
+  write: (map: OrderedMap<string, unknown>) => map.toObject(),
+  read: (entries: Record<string, unknown>) => OrderedMap(entries),
+});
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)

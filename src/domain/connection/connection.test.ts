@@ -427,7 +427,7 @@ describe('delegation: cut by the grantor', () => {
           delegation: { reference: DLG, max_total: '20' },
         }),
       );
-    const d = stateOf([...created(), ...decision.events]).delegations[DLG]!;
+    const d = stateOf([...created(), ...decision.events]).delegations.get(DLG)!;
     expect(decision.answer).toEqual({
       value: {
         reference: DLG,
@@ -452,7 +452,7 @@ describe('delegation: cut by the grantor', () => {
   });
 
   it('max_total defaults to the bound amount (one use)', () => {
-    expect(stateOf(withDelegation()).delegations[DLG]!.max_total).toBe('5');
+    expect(stateOf(withDelegation()).delegations.get(DLG)!.max_total).toBe('5');
   });
 
   it('only the local member cuts one, said before whether the connection exists', () => {
@@ -616,7 +616,7 @@ describe('delegation: the state table (active -> revoked by any of its parties)'
       });
       const after = stateOf([...withDelegation(), ...decision.events]);
       expect(after.revoked_at).toBeNull();
-      expect(after.delegations[DLG]).toMatchObject({ revoked_at: NOW, revoked_by: by });
+      expect(after.delegations.get(DLG)).toMatchObject({ revoked_at: NOW, revoked_by: by });
     }
   });
 

@@ -22,7 +22,12 @@ import { consume } from './consume.js';
 import { create, createDelegation, subjectViewKey } from './grant.js';
 import { connectionObject, delegationObject, revokedView, signedRead } from './objects.js';
 import { connectionCommands } from './schema.js';
-import { evolveConnection, type ConnectionEvent, type ConnectionState } from './state.js';
+import {
+  delegationsOf,
+  evolveConnection,
+  type ConnectionEvent,
+  type ConnectionState,
+} from './state.js';
 
 export type { ConnectionEvent, ConnectionState, DelegationState } from './state.js';
 export { routeViewKey, subjectViewKey } from './grant.js';
@@ -103,7 +108,7 @@ function onDelegation(
   party: Party,
   context: DecideContext,
 ): Result {
-  const d = state.delegations[command.input.delegation];
+  const d = delegationsOf(state).get(command.input.delegation);
   if (d === undefined) return notFound('delegation');
   const isParty = party !== null || caller.member === d.delegate;
   switch (command.name) {

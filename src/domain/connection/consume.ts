@@ -20,6 +20,7 @@ import {
   type ConnectionState,
   type Counters,
   type DelegationState,
+  delegationsOf,
 } from './state.js';
 
 type Commands = typeof connectionCommands;
@@ -75,7 +76,7 @@ export function consume(
     const usage: UsageEntry[] = [{ owner: state.reference, index: next.usage_count, row }];
     return { events: [event], answer: { value: { ok: true, ...countersView(next) } }, usage };
   }
-  const d = next.delegations[delegation.reference]!;
+  const d = delegationsOf(next).get(delegation.reference)!;
   const destination = { destination_commitment: input.destination_commitment! };
   const parentRow: UsageRow = { ...row, ...destination, delegation: d.reference };
   const usage: UsageEntry[] = [

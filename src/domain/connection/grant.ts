@@ -1,6 +1,7 @@
 // Granting (SPEC K): the local member creates a connection for one of its subjects, signing the
 // subject's consent as it collected it; the grantor cuts a delegation from a connection, signing
 // what it binds. Both answer 201 (P7).
+import { noChildren } from '../children.js';
 import type { Caller, DecideContext, Decision, InputOf, ReadView } from '../decider.js';
 import { compareDecimal, isZeroDecimal } from '../../protocol/amounts.js';
 import { digestOf } from '../../protocol/digest.js';
@@ -76,7 +77,7 @@ export function create(
     consumed_total: '0',
     consumed_operations: 0,
     usage_count: 0,
-    delegations: {},
+    delegations: noChildren(),
   };
   const value = {
     reference: state.reference,

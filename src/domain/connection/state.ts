@@ -1,5 +1,6 @@
 // What a connection aggregate keeps (SPEC K): the connection's terms and counters, and the
 // delegations cut from it with theirs, and how each event moves them (also used for replay).
+import { childrenOf, type Children } from '../children.js';
 import { addDecimal } from '../../protocol/amounts.js';
 import { refusal, type Refusal } from '../../protocol/errors.js';
 import { parseTime } from '../../protocol/time.js';
@@ -51,8 +52,13 @@ export interface ConnectionState extends Counters {
   created_at: string;
   revoked_at: string | null;
   revoked_by: string | null;
-  delegations: Record<string, DelegationState>;
+  /** A persistent map (src/domain/children.ts): read through `delegationsOf`. */
+  delegations: Children<DelegationState>;
 }
+
+/** A connection's delegations (stored before they were a persistent map: taken over). */
+export const delegationsOf = (state: ConnectionState): Children<DelegationState> =>
+  childrenOf(state.delegations);
 
 export type ConnectionEvent =
   | { type: 'created'; state: ConnectionState }
@@ -75,13 +81,13 @@ export function evolveConnection(
     case 'revoked':
       return { ...state, revoked_at: event.at, revoked_by: event.by };
     case 'delegation_created': {
-      const delegations = { ...state.delegations, [event.delegation.reference]: event.delegation };
+      const delegations = delegationsOf(state).set(event.delegation.reference, event.delegation);
       return { ...state, delegations };
     }
     case 'delegation_revoked': {
-      const d = state.delegations[event.reference]!;
+      const d = delegationsOf(state).get(event.reference)!;
       const revoked = { ...d, revoked_at: event.at, revoked_by: event.by };
-      return { ...state, delegations: { ...state.delegations, [d.reference]: revoked } };
+      return { ...state, delegations: delegationsOf(state).set(d.reference, revoked) };
     }
   }
 }
@@ -93,8 +99,8 @@ function consumed(state: ConnectionState, event: Consumed): ConnectionState {
     next.period = { index: event.period_index, consumed: addDecimal(spent, event.amount) };
   }
   if (event.delegation !== null) {
-    const d = state.delegations[event.delegation]!;
-    next.delegations = { ...state.delegations, [d.reference]: { ...d, ...moved(d, event.amount) } };
+    const d = delegationsOf(state).get(event.delegation)!;
+    next.delegations = delegationsOf(state).set(d.reference, { ...d, ...moved(d, event.amount) });
   }
   return next;
 }

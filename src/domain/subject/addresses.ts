@@ -9,6 +9,7 @@ import { isoTime } from '../../protocol/time.js';
 import { addressPublications, commitmentOf } from './resolver.js';
 import { LIVE_RAILS, type Discoverability } from './schema.js';
 import {
+  addressesOf,
   evolveSubject,
   liveTargets,
   type AddressEntry,
@@ -35,7 +36,7 @@ export function withLiveAddress(
   live: (a: AddressEntry) => Result,
   revoked?: (a: AddressEntry) => Result,
 ): Result {
-  const a = Object.hasOwn(s.addresses, addressId) ? s.addresses[addressId]! : undefined;
+  const a = addressesOf(s).get(addressId);
   if (a === undefined) return notFound('address');
   if (a.revoked_at !== null) return revoked === undefined ? revokedAddress() : revoked(a);
   return live(a);
@@ -89,7 +90,7 @@ export const createAddress: Handler<'create-address'> = (s, input, context) => {
   const address = newAddress(s, input, context, null);
   const events: SubjectEvent[] = [];
   if (address.is_primary) {
-    for (const a of Object.values(s.addresses)) {
+    for (const a of addressesOf(s).values()) {
       if (a.is_primary) events.push({ type: 'primary_cleared', address_id: a.id });
     }
   }
@@ -105,7 +106,7 @@ export const createAddress: Handler<'create-address'> = (s, input, context) => {
 };
 
 export function listAddresses(s: SubjectState): Result {
-  const live = Object.values(s.addresses).filter((a) => a.revoked_at === null);
+  const live = [...addressesOf(s).values()].filter((a) => a.revoked_at === null);
   return unchanged({
     addresses: live.map((a) => ({
       id: a.id,
@@ -122,7 +123,7 @@ export const rotateAddress: Handler<'rotate-address'> = (s, input, context) => {
   return withLiveAddress(s, input.address_id, (old) => {
     const at = isoTime(context.now);
     const revoke: SubjectEvent = { type: 'address_revoked', address_id: old.id, at };
-    const revoked = evolveSubject(s, revoke).addresses[old.id]!;
+    const revoked = addressesOf(evolveSubject(s, revoke)).get(old.id)!;
     const fresh = newAddress(s, input.replacement, context, old);
     const { id, address, profile, discoverability } = fresh;
     return {
@@ -150,7 +151,7 @@ export const revokeAddress: Handler<'revoke-address'> = (s, input, context) => {
     (a) => {
       const at = isoTime(context.now);
       const event: SubjectEvent = { type: 'address_revoked', address_id: a.id, at };
-      const revoked = evolveSubject(s, event).addresses[a.id]!;
+      const revoked = addressesOf(evolveSubject(s, event)).get(a.id)!;
       return {
         events: [event],
         answer: { value: { id: a.id, revoked: true } },
@@ -186,7 +187,7 @@ export const setIntent: Handler<'set-intent'> = (s, input, context) => {
     return {
       events: [event],
       answer: { value: { version, active: true } },
-      publications: addressPublications(evolveSubject(s, event).addresses[a.id]!, context),
+      publications: addressPublications(addressesOf(evolveSubject(s, event)).get(a.id)!, context),
     };
   });
 };
@@ -230,7 +231,7 @@ export const addTarget: Handler<'add-target'> = (s, input, context) => {
     return {
       events: [event],
       answer: { value: publicTarget(target), created: true },
-      publications: addressPublications(evolveSubject(s, event).addresses[a.id]!, context),
+      publications: addressPublications(addressesOf(evolveSubject(s, event)).get(a.id)!, context),
     };
   });
 };
@@ -263,7 +264,7 @@ export const revokeTarget: Handler<'revoke-target'> = (s, input, context) => {
     return {
       events: [event],
       answer: { value: { id: target.id, revoked: true, revoked_at: at } },
-      publications: addressPublications(evolveSubject(s, event).addresses[a.id]!, context),
+      publications: addressPublications(addressesOf(evolveSubject(s, event)).get(a.id)!, context),
     };
   });
 };

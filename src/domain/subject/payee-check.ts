@@ -13,7 +13,7 @@ import { openRequestOf } from '../request/request.js';
 import { withLiveAddress } from './addresses.js';
 import type { Input, Result } from './decision.js';
 import type { PaymentContextInput } from './schema.js';
-import type { AddressEntry, SubjectState } from './state.js';
+import { addressesOf, type AddressEntry, type SubjectState } from './state.js';
 
 type Check = Input<'payee-check'>;
 
@@ -60,9 +60,7 @@ function requesterOf(
     }
     return caller.member;
   }
-  const address = Object.hasOwn(s.addresses, input.address_id)
-    ? s.addresses[input.address_id]!.address
-    : null;
+  const address = addressesOf(s).get(input.address_id)?.address ?? null;
   if (!contextOpen(c, views.get(contextReference(c)), address)) {
     const message = 'the context is not an open payment context for this key';
     return refusal('path.auth.context_refused', message);

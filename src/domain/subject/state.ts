@@ -2,6 +2,7 @@
 // hashes, payee record sealed, addresses with their targets and standing-intent history,
 // attestations, ownership bindings). One aggregate, so withdrawal and rotation change all of it
 // in one atomic step under a single writer.
+import { childrenOf, noChildren, type Children as ChildMap } from '../children.js';
 import type { CapabilityT } from '../../protocol/schemas.js';
 import type { Discoverability } from './schema.js';
 
@@ -93,9 +94,10 @@ export interface SubjectState {
   external_ref_sealed: string | null;
   created_at: string;
   withdrawn_at: string | null;
-  identifiers: Record<string, IdentifierEntry>;
+  /** Persistent maps (src/domain/children.ts): read through `identifiersOf`, `addressesOf`. */
+  identifiers: ChildMap<IdentifierEntry>;
   payee_record: PayeeRecordEntry | null;
-  addresses: Record<string, AddressEntry>;
+  addresses: ChildMap<AddressEntry>;
   attestations: Record<string, AttestationEntry>;
   bindings: Record<string, BindingEntry>;
   /**
@@ -134,26 +136,28 @@ export type SubjectEvent =
 type AddressChange = (a: AddressEntry) => AddressEntry;
 const withAddress = (s: SubjectState, id: string, change: AddressChange): SubjectState => ({
   ...s,
-  addresses: { ...s.addresses, [id]: change(s.addresses[id]!) },
+  addresses: addressesOf(s).set(id, change(addressesOf(s).get(id)!)),
 });
 
 /** Withdrawal: every entry private (SPEC B), kept. */
-const privately = <T extends { discoverability: Discoverability }>(entries: Record<string, T>) =>
-  Object.fromEntries(
-    Object.entries(entries).map(([key, entry]) => {
-      const hidden: T = { ...entry, discoverability: 'private' };
-      return [key, hidden];
-    }),
-  );
+const privately = <T extends { discoverability: Discoverability }>(entries: ChildMap<T>) =>
+  entries.map((entry): T => ({ ...entry, discoverability: 'private' }));
+
+/** A subject's identifiers (stored before they were a persistent map: taken over). */
+export const identifiersOf = (s: SubjectState): ChildMap<IdentifierEntry> =>
+  childrenOf(s.identifiers);
+
+/** A subject's addresses (stored before they were a persistent map: taken over). */
+export const addressesOf = (s: SubjectState): ChildMap<AddressEntry> => childrenOf(s.addresses);
 
 export function evolveSubject(state: SubjectState | null, event: SubjectEvent): SubjectState {
   if (event.type === 'created') {
     return {
       ...event.subject,
       withdrawn_at: null,
-      identifiers: {},
+      identifiers: noChildren(),
       payee_record: null,
-      addresses: {},
+      addresses: noChildren(),
       attestations: {},
       bindings: {},
     };
@@ -162,20 +166,20 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
   const s = state;
   switch (event.type) {
     case 'identifier_added':
-      return { ...s, identifiers: { ...s.identifiers, [event.identifier.id]: event.identifier } };
+      return { ...s, identifiers: identifiersOf(s).set(event.identifier.id, event.identifier) };
     case 'withdrawn':
       return {
         ...s,
         withdrawn_at: event.at,
-        identifiers: privately(s.identifiers),
-        addresses: privately(s.addresses),
+        identifiers: privately(identifiersOf(s)),
+        addresses: privately(addressesOf(s)),
       };
     case 'payee_record_set': {
       const { name_sealed, payee_check, at } = event;
       return { ...s, payee_record: { name_sealed, payee_check, updated_at: at } };
     }
     case 'address_created':
-      return { ...s, addresses: { ...s.addresses, [event.address.id]: event.address } };
+      return { ...s, addresses: addressesOf(s).set(event.address.id, event.address) };
     case 'address_revoked':
       return withAddress(s, event.address_id, (a) => ({
         ...a,

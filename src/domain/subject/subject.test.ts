@@ -17,7 +17,8 @@ import {
 } from '../spec.js';
 import type { Input, SubjectCommandName } from './decision.js';
 import { addressInfoKey, commitmentViewKey, resolverViewKey } from './resolver.js';
-import type { SubjectEvent, SubjectState } from './state.js';
+import { identifiersOf, type SubjectEvent, type SubjectState } from './state.js';
+import { frame, unframe } from '../../log/record.js';
 import { SUBJECT_ACCESS, subjectDecider } from './subject.js';
 
 const spec = deciderSpec(subjectDecider);
@@ -263,8 +264,8 @@ describe('subject: withdrawal (state table: all private, out of the index; subje
     expect(decision.directory!.map((row) => row.visibility)).toEqual([null, null, null]);
     const withdrawn = [...given, ...decision.events];
     const state = stateOf(withdrawn);
-    expect(Object.values(state.identifiers).map((i) => i.discoverability)).toEqual(['private']);
-    expect(Object.values(state.addresses).map((a) => a.discoverability)).toEqual([
+    expect([...state.identifiers.values()].map((i) => i.discoverability)).toEqual(['private']);
+    expect([...state.addresses.values()].map((a) => a.discoverability)).toEqual([
       'private',
       'private',
     ]);
@@ -487,7 +488,7 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     expect(viewText(decision, addressInfoKey(ADR))).toMatchObject({ id: ADR, revoked: true });
     expect(decision.directory![0]!.visibility).toBeNull();
     const revoked = [...withTerms(), ...decision.events];
-    expect(stateOf(revoked).addresses[ADR]!.revoked_at).toBe(AT);
+    expect(stateOf(revoked).addresses.get(ADR)!.revoked_at).toBe(AT);
     const list = spec.given(revoked).when('list-addresses', {}, BETA).thenNothing();
     expect(valueOf(list)).toEqual({ addresses: [] });
     const again = spec
@@ -518,12 +519,12 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     });
     const rotated = [...given, ...decision.events];
     const state = stateOf(rotated);
-    expect(state.addresses[ADR]!.revoked_at).toBe(AT);
-    const { rotated_from, targets, intents } = state.addresses[ADR2]!;
+    expect(state.addresses.get(ADR)!.revoked_at).toBe(AT);
+    const { rotated_from, targets, intents } = state.addresses.get(ADR2)!;
     expect(rotated_from).toBe(ADR);
     expect(Object.keys(targets)).toEqual([TGT]);
     expect(intents).toMatchObject([{ version: 1, accepts: [EUR], active: true }]);
-    expect(intents[0]!.commitment).not.toBe(state.addresses[ADR]!.intents[0]!.commitment);
+    expect(intents[0]!.commitment).not.toBe(state.addresses.get(ADR)!.intents[0]!.commitment);
     expect(viewAt(decision, resolverViewKey(ADDRESS))).toHaveProperty('gone');
     expect(viewAt(decision, `route/${ADR2}`)).toEqual({ text: SUB, signed: false });
     // A revoked address goes nowhere.
@@ -545,7 +546,7 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
       ),
     );
     expect(valueOf(decision)).toEqual({ version: 2, active: true });
-    const intents = stateOf([...v1, ...decision.events]).addresses[ADR]!.intents;
+    const intents = stateOf([...v1, ...decision.events]).addresses.get(ADR)!.intents;
     expect(intents.map((i) => [i.version, i.active])).toEqual([
       [1, false],
       [2, true],
@@ -807,5 +808,44 @@ describe('subject: the payee check (SPEC F)', () => {
     expect(match).toMatchObject({ result: 'match', subject_type: 'legal_entity' });
     const close = textOf(checked(entity, verify('Blue Ocean Shiping'), GAMMA));
     expect(close).toMatchObject({ result: 'close_match', display_name: 'Blue Ocean Shipping Ltd' });
+  });
+});
+
+describe('subject: children as persistent maps (issue 15: no copy of the others)', () => {
+  const phone = (n: number) => ({
+    id: `idn_${String(n).padStart(32, '0')}`,
+    identifier_type: 'phone' as const,
+    hash: hash(String(n)),
+  });
+
+  it('a state framed and read back (a snapshot) keeps them, and goes on evolving', () => {
+    let events: Events = subject();
+    for (let n = 1; n <= 3; n++) events = after(events, 'add-identifier', phone(n), BETA);
+    const restored = unframe<SubjectState>(frame(stateOf(events)));
+    expect(identifiersOf(restored).size).toBe(3);
+    const next = subjectDecider.evolve(restored, {
+      type: 'identifier_added',
+      identifier: { ...stateOf(events).identifiers.get(phone(1).id)!, id: phone(4).id },
+    });
+    expect(identifiersOf(next).size).toBe(4);
+    // The state it came from is untouched: evolve stays pure.
+    expect(identifiersOf(restored).size).toBe(3);
+  });
+
+  it('a snapshot with a plain-object map (written before) is taken over', () => {
+    const current = stateOf(after(subject(), 'add-identifier', phone(1), BETA));
+    const entry = current.identifiers.get(phone(1).id)!;
+    const old = { ...current, identifiers: { [entry.id]: entry } } as unknown as SubjectState;
+    const added = subjectDecider.evolve(old, {
+      type: 'identifier_added',
+      identifier: { ...entry, id: phone(2).id },
+    });
+    expect([...identifiersOf(added).keys()].sort()).toEqual([phone(1).id, phone(2).id].sort());
+    const decision = subjectDecider.decide(
+      { name: 'withdraw', input: {}, caller: BETA } as never,
+      old,
+      { now: Date.parse(AT) } as never,
+    );
+    expect((decision as { answer: { value: { entries: number } } }).answer.value.entries).toBe(1);
   });
 });

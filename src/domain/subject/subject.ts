@@ -39,7 +39,9 @@ import {
 } from './records.js';
 import { DEFAULT_DISCOVERABILITY, VERIFICATION_METHODS, subjectCommands } from './schema.js';
 import {
+  addressesOf,
   evolveSubject,
+  identifiersOf,
   type IdentifierEntry,
   type SubjectEvent,
   type SubjectState,
@@ -249,17 +251,15 @@ const addIdentifier: Handler<'add-identifier'> = (_s, input, context) => {
 
 /** Every identifier and address private and out of the index; the subject and its history stay. */
 const withdraw: Handler<'withdraw'> = (s, _input, context) => {
-  const entries =
-    Object.keys(s.identifiers).length +
-    Object.values(s.addresses).filter((a) => a.revoked_at === null).length;
+  const entries = identifiersOf(s).size + addressesOf(s).filter((a) => a.revoked_at === null).size;
   const event: SubjectEvent = { type: 'withdrawn', at: isoTime(context.now) };
   const next = evolveSubject(s, event);
   return {
     events: [event],
     answer: { value: { subject_id: s.id, withdrawn: true, entries } },
     directory: [
-      ...Object.values(next.identifiers).map(directoryRowOfIdentifier),
-      ...Object.values(next.addresses).map(directoryRowOfAddress),
+      ...[...identifiersOf(next).values()].map(directoryRowOfIdentifier),
+      ...[...addressesOf(next).values()].map(directoryRowOfAddress),
     ],
   };
 };
