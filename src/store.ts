@@ -56,6 +56,18 @@ export interface WebhookSecret {
   retired_at: string | null;
 }
 
+/**
+ * The webhook secrets that still sign at `now` (P11): the active one, and those retired less
+ * than `overlapMs` ago.
+ */
+export function signingSecrets(
+  secrets: readonly WebhookSecret[],
+  now: number,
+  overlapMs: number,
+): WebhookSecret[] {
+  return secrets.filter((s) => s.retired_at === null || Date.parse(s.retired_at) + overlapMs > now);
+}
+
 export interface Pepper {
   version: string;
   hex: string;
@@ -283,9 +295,10 @@ export class NodeStore {
       retired_at: null,
     };
     await this.write(() => {
-      const kept = this.webhookSecrets()
-        .map((s) => (s.retired_at === null ? { ...s, retired_at: at } : s))
-        .filter((s) => Date.parse(s.retired_at!) + overlapMs > now);
+      const retired = this.webhookSecrets().map((s) =>
+        s.retired_at === null ? { ...s, retired_at: at } : s,
+      );
+      const kept = signingSecrets(retired, now, overlapMs);
       this.meta.put(WEBHOOK_SECRETS_KEY, [...kept, fresh]);
     });
     return fresh;

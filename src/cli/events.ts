@@ -3,7 +3,7 @@
 // for the events retention once finished); `resend` asks the node to deliver an event to every
 // target again, which a running node takes up within its poll interval, and a stopped one at
 // its next start. A target URL is shown without credentials or query, which may hold secrets.
-import { openEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
+import { withEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { deliveryRows, outboxRows, resendRows, type TargetState } from '../log/rows.js';
 import { NodeStore } from '../store.js';
 
@@ -44,13 +44,6 @@ function summary(env: LmdbEnvironment, id: string, bytes: Uint8Array) {
       })),
     },
   };
-}
-
-function withEnvironment<T>(dataDir: string, action: (env: LmdbEnvironment) => T): Promise<T> {
-  const env = openEnvironment(dataDir);
-  return Promise.resolve()
-    .then(() => action(env))
-    .finally(() => env.root.close());
 }
 
 /** Every kept event, oldest first; with `undelivered`, those some target has not acknowledged. */

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhook, PathError, type KeysDocument } from '../client/index.js';
 import { DEFAULT_LIMITS, LISTEN_FORWARD_TIMEOUT_MS } from '../config.js';
 import { keysDocument } from '../http/routes/fixed.js';
-import { openEnvironment } from '../log/lmdb-log.js';
-import { NodeStore } from '../store.js';
+import { withEnvironment } from '../log/lmdb-log.js';
+import { NodeStore, signingSecrets } from '../store.js';
 
 export interface ListenOptions {
   port: number;
@@ -24,17 +24,16 @@ export interface ListenOptions {
 
 type Verdict = { valid: true } | { valid: false; reason: string } | null;
 
-/** The secrets and keys a delivery is checked with, read afresh for each (they rotate). */
-interface Verifiers {
-  secrets(): Promise<string[]>;
-  keys(): Promise<KeysDocument | null>;
+/** What a delivery is checked with: the secrets still signing and the keys document. */
+interface Material {
+  secrets: string[];
+  keys: KeysDocument | null;
 }
 
 const FORWARDED = ['content-type', 'path-event-id', 'webhook-id', 'webhook-timestamp'];
 
 export function listen(options: ListenOptions): Promise<number> {
-  const verifiers = verifiersOf(options);
-  const server = createServer((req, res) => void receive(req, res, options, verifiers));
+  const server = createServer((req, res) => void receive(req, res, options));
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () =>
@@ -43,55 +42,41 @@ export function listen(options: ListenOptions): Promise<number> {
   });
 }
 
-function verifiersOf(options: ListenOptions): Verifiers {
+/**
+ * Read afresh for each delivery, since secrets and keys rotate: from the data directory in one
+ * opening of it, or from a node's keys document and the secret given.
+ */
+async function materialOf(options: ListenOptions): Promise<Material> {
   const { dataDir, baseUrl, secret } = options;
-  return {
-    async secrets() {
-      if (secret !== undefined) return [secret];
-      if (dataDir === undefined) return [];
-      return fromStore(dataDir, (store) => {
-        const now = Date.now();
-        const overlap = DEFAULT_LIMITS.webhook_secret_overlap_ms;
-        return store
-          .webhookSecrets()
-          .filter((s) => s.retired_at === null || Date.parse(s.retired_at) + overlap > now)
-          .map((s) => s.secret);
-      });
-    },
-    async keys() {
-      if (baseUrl !== undefined) {
-        const res = await fetch(`${baseUrl.replace(/\/+$/, '')}/.well-known/path-keys`);
-        return (await res.json()) as KeysDocument;
-      }
-      if (dataDir === undefined) return null;
+  const given = secret === undefined ? [] : [secret];
+  if (baseUrl !== undefined) {
+    const res = await fetch(`${baseUrl.replace(/\/+$/, '')}/.well-known/path-keys`);
+    return { secrets: given, keys: (await res.json()) as KeysDocument };
+  }
+  if (dataDir === undefined) return { secrets: given, keys: null };
+  return withEnvironment(dataDir, (env) => {
+    const store = new NodeStore(env);
+    const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
+    const kept = signingSecrets(store.webhookSecrets(), Date.now(), overlapMs);
+    return {
+      secrets: secret === undefined ? kept.map((s) => s.secret) : given,
       // The keys document the node publishes, from its own records (the member name is no part
       // of a webhook's check).
-      return fromStore(dataDir, (store) => JSON.parse(keysDocument('', store.signingKeys())));
-    },
-  };
-}
-
-async function fromStore<T>(dataDir: string, read: (store: NodeStore) => T): Promise<T> {
-  const env = openEnvironment(dataDir);
-  try {
-    return read(new NodeStore(env));
-  } finally {
-    await env.root.close();
-  }
+      keys: JSON.parse(keysDocument('', store.signingKeys())) as KeysDocument,
+    };
+  });
 }
 
 async function receive(
   req: IncomingMessage,
   res: ServerResponse,
   options: ListenOptions,
-  verifiers: Verifiers,
 ): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const raw = Buffer.concat(chunks).toString('utf8');
   const headers = req.headers as Record<string, string>;
-  const secrets = await verifiers.secrets();
-  const keys = await verifiers.keys();
+  const { secrets, keys } = await materialOf(options);
   const v1 =
     secrets.length === 0 ? null : check(() => verifyWebhook(raw, headers, { secret: secrets }));
   const v1a = keys === null ? null : check(() => verifyWebhook(raw, headers, { keys }));

@@ -6,14 +6,13 @@
 //
 // The output holds hashes, never the clear identifiers of the input. Exit codes: 0 done, 2 usage,
 // 3 stopped by the lookup budget (resumable), 1 any other stop (resumable the same way).
-import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
 import { parse } from 'csv-parse';
 import { parse as parseAll } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { DEFAULT_LIMITS, LOOKUP_FILE_TIMEOUT_MS } from '../config.js';
-import { signingString } from '../http/auth.js';
-import { signBytes, signingKeyFromSeed, type SigningKey } from '../protocol/signing.js';
+import { signedHeaders } from '../http/auth.js';
+import { signingKeyFromSeed, type SigningKey } from '../protocol/signing.js';
 import { Progress } from './progress.js';
 
 export interface LookupFileOptions {
@@ -63,12 +62,12 @@ export async function lookupFile(options: LookupFileOptions): Promise<number> {
   return stop.code;
 }
 
-function readKey(file: string): { key: SigningKey } {
+function readKey(file: string): SigningKey {
   if (!existsSync(file)) throw new LookupUsageError(`no such private key file: ${file}`);
   const hex = readFileSync(file, 'utf8').trim().toLowerCase();
   if (!/^[0-9a-f]{64}$/.test(hex))
     throw new LookupUsageError('--private-key-file must hold the 32-byte private key as hex');
-  return { key: signingKeyFromSeed(hex) };
+  return signingKeyFromSeed(hex);
 }
 
 /** The batch operation's URL from the node's discovery document: never an assumed prefix. */
@@ -194,14 +193,14 @@ async function runBatches(
 
 async function sendBatch(
   url: string,
-  signer: { key: SigningKey },
+  key: SigningKey,
   options: LookupFileOptions,
   batch: Batch,
 ): Promise<Row[] | Stop> {
   const items = batch.items.filter(isItem);
   let answer: { status: number; json: any; headers: Headers };
   try {
-    answer = items.length === 0 ? emptyAnswer() : await post(url, signer.key, options, items);
+    answer = items.length === 0 ? emptyAnswer() : await post(url, key, options, items);
   } catch (error) {
     return { code: 1, message: `the node did not answer (${String(error)})` };
   }
@@ -223,23 +222,17 @@ function emptyAnswer() {
 
 async function post(url: string, key: SigningKey, options: LookupFileOptions, items: Item[]) {
   const body = JSON.stringify({ items, signed: options.signed });
-  const target = new URL(url);
-  const timestamp = new Date().toISOString();
-  const text = signingString({
+  const { pathname, search } = new URL(url);
+  const signed = signedHeaders({
+    keyId: options.keyId,
+    key,
     method: 'POST',
-    target: target.pathname + target.search,
-    timestamp,
-    idempotencyKey: undefined,
-    bodySha256Hex: createHash('sha256').update(body).digest('hex'),
+    target: pathname + search,
+    body,
   });
   const res = await fetch(url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'path-key-id': options.keyId,
-      'path-timestamp': timestamp,
-      'path-signature': signBytes(Buffer.from(text, 'utf8'), key),
-    },
+    headers: { 'content-type': 'application/json', ...signed },
     body,
     signal: AbortSignal.timeout(LOOKUP_FILE_TIMEOUT_MS),
   });

@@ -15,7 +15,7 @@ import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
-import { openEnvironment } from '../log/lmdb-log.js';
+import { withEnvironment } from '../log/lmdb-log.js';
 import { flushAccessLogs, startNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
@@ -86,12 +86,7 @@ const dataDirOf = (flags: Flags): string =>
     : (process.env.PATH_DATA_DIR ?? './data');
 
 async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  const env = openEnvironment(dataDirOf(flags));
-  try {
-    return await action(new NodeStore(env));
-  } finally {
-    await env.root.close();
-  }
+  return withEnvironment(dataDirOf(flags), (env) => action(new NodeStore(env)));
 }
 
 async function serve(flags: Flags): Promise<void> {

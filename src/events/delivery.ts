@@ -17,7 +17,7 @@ import type { Log, TableWrite } from '../log/log.js';
 import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
-import type { WebhookSecret } from '../store.js';
+import { signingSecrets, type WebhookSecret } from '../store.js';
 import { resolvedAllowed } from './url-policy.js';
 
 export interface DeliveryOptions {
@@ -101,8 +101,7 @@ export class WebhookDelivery {
       const finished = state?.every((t) => t.outcome !== null) ?? true;
       const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
       if (!finished || last + this.options.limits.events_retention_ms > now) continue;
-      writes.push({ table: 'outbox', key: id, bytes: null });
-      writes.push({ table: 'deliveries', key: id, bytes: null });
+      writes.push(...forgotten(id));
     }
     if (writes.length > 0) await this.write(writes);
   }
@@ -224,10 +223,7 @@ export class WebhookDelivery {
     if (state.length === 0) {
       // No target at all (no operator endpoint, no session URL): nothing to show or resend.
       this.undelivered.delete(id);
-      await this.write([
-        { table: 'outbox', key: id, bytes: null },
-        { table: 'deliveries', key: id, bytes: null },
-      ]);
+      await this.write(forgotten(id));
       return;
     }
     if (state.every((t) => t.outcome !== null)) {
@@ -307,19 +303,22 @@ export class WebhookDelivery {
    * Standard Webhooks content `<id>.<timestamp>.<body>`.
    */
   private signatures(content: string): string {
-    const now = this.options.clock.now();
-    const overlap = this.options.limits.webhook_secret_overlap_ms;
-    const v1 = this.options
-      .secrets()
-      .filter((s) => s.retired_at === null || Date.parse(s.retired_at) + overlap > now)
-      .map((s) => {
-        const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
-        return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
-      });
+    const overlapMs = this.options.limits.webhook_secret_overlap_ms;
+    const signing = signingSecrets(this.options.secrets(), this.options.clock.now(), overlapMs);
+    const v1 = signing.map((s) => {
+      const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
+      return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
+    });
     const ed = signBytes(Buffer.from(content, 'utf8'), this.options.signer());
     return [...v1, `v1a,${Buffer.from(ed, 'hex').toString('base64')}`].join(' ');
   }
 }
+
+/** The writes that forget an event: its outbox row and its delivery state. */
+const forgotten = (id: string): TableWrite[] => [
+  { table: 'outbox', key: id, bytes: null },
+  { table: 'deliveries', key: id, bytes: null },
+];
 
 async function post(
   url: string,

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Caller, ReplayMark } from '../actors/types.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
-import { verifyBytes } from '../protocol/signing.js';
+import { signBytes, verifyBytes, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import type { Credential } from '../store.js';
 
@@ -41,6 +41,33 @@ export function signingString(r: {
     r.idempotencyKey ?? '',
     r.bodySha256Hex,
   ].join('\n');
+}
+
+/**
+ * The P5 headers of a request this node's code sends with a key of its own: to another member
+ * node (its signing key is that member's credential) or, from the command line, as a member.
+ */
+export function signedHeaders(r: {
+  keyId: string;
+  key: SigningKey;
+  method: string;
+  target: string;
+  body: string;
+  timestamp?: string;
+}): Record<string, string> {
+  const timestamp = r.timestamp ?? new Date().toISOString();
+  const text = signingString({
+    method: r.method,
+    target: r.target,
+    timestamp,
+    idempotencyKey: undefined,
+    bodySha256Hex: createHash('sha256').update(r.body).digest('hex'),
+  });
+  return {
+    'path-key-id': r.keyId,
+    'path-timestamp': timestamp,
+    'path-signature': signBytes(Buffer.from(text, 'utf8'), r.key),
+  };
 }
 
 export function unauthenticated(

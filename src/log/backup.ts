@@ -11,7 +11,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../config.js';
-import { ENV_FILE, openEnvironment } from './lmdb-log.js';
+import { ENV_FILE, withEnvironment } from './lmdb-log.js';
 
 export class BackupRefused extends Error {
   override name = 'BackupRefused';
@@ -26,13 +26,8 @@ export async function backupDataDir(dataDir: string, outDir: string): Promise<{ 
   if (existsSync(outDir) && readdirSync(outDir).length > 0)
     throw new BackupRefused(`${resolve(outDir)} is not empty; a backup goes to a new directory`);
   mkdirSync(outDir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  const env = openEnvironment(dataDir);
   const target = join(outDir, ENV_FILE);
-  try {
-    await env.root.backup(target, false);
-  } finally {
-    await env.root.close();
-  }
+  await withEnvironment(dataDir, (env) => env.root.backup(target, false));
   chmodSync(target, PRIVATE_FILE_MODE);
   return { bytes: statSync(target).size };
 }

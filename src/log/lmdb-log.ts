@@ -60,6 +60,22 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
   };
 }
 
+/**
+ * Opens the environment for one action and closes it after, whatever the action's outcome: how
+ * the command line reads and changes a data directory, whether a node runs on it or not.
+ */
+export async function withEnvironment<T>(
+  dataDir: string,
+  action: (env: LmdbEnvironment) => T | Promise<T>,
+): Promise<T> {
+  const env = openEnvironment(dataDir);
+  try {
+    return await action(env);
+  } finally {
+    await env.root.close();
+  }
+}
+
 // LMDB's file header: two meta pages, at page 0 and page 1. Offsets within a meta page of
 // the 64-bit layout lmdb-js writes: magic, the page size (kept in the free-page database's pad),
 // the last page in use and the transaction id (the newer meta page is the current one).

@@ -1,8 +1,7 @@
 // Calls from this node to another member node: requests signed with this node's own signing key
 // (P5: a member node's signing key is that member's credential), with a timeout.
-import { createHash } from 'node:crypto';
-import { signBytes, type SigningKey } from '../protocol/signing.js';
-import { signingString } from '../http/auth.js';
+import type { SigningKey } from '../protocol/signing.js';
+import { signedHeaders } from '../http/auth.js';
 
 export async function peerRequest(
   url: string,
@@ -12,17 +11,16 @@ export async function peerRequest(
   const body = options.body ?? '';
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.signer !== undefined) {
-    const timestamp = new Date().toISOString();
-    const text = signingString({
-      method: options.method,
-      target: target.pathname + target.search,
-      timestamp,
-      idempotencyKey: undefined,
-      bodySha256Hex: createHash('sha256').update(body).digest('hex'),
-    });
-    headers['path-key-id'] = options.signer.kid;
-    headers['path-timestamp'] = timestamp;
-    headers['path-signature'] = signBytes(Buffer.from(text, 'utf8'), options.signer);
+    Object.assign(
+      headers,
+      signedHeaders({
+        keyId: options.signer.kid,
+        key: options.signer,
+        method: options.method,
+        target: target.pathname + target.search,
+        body,
+      }),
+    );
   }
   const res = await fetch(url, {
     method: options.method,

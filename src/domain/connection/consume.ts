@@ -21,6 +21,8 @@ import {
   type Counters,
   type DelegationState,
   delegationsOf,
+  outOfScope,
+  scopeRefusal,
 } from './state.js';
 
 type Commands = typeof connectionCommands;
@@ -40,7 +42,6 @@ export type UsageRow = {
   delegation?: string;
 };
 
-const outOfScope = (message: string) => refusal('path.connect.delegation_out_of_scope', message);
 const limitReached = (message: string, detail: Record<string, unknown>) =>
   refusal('path.connect.delegation_limit_reached', message, detail);
 
@@ -118,12 +119,9 @@ function connectionRefusal(
   input: ConsumeInput,
   now: number,
 ): Refusal | null {
-  const gone = closed(state, now, 'connection');
-  if (gone !== null) return gone;
-  if (state.capabilities[input.capability] !== true) {
-    return outOfScope('the capability is not granted by this connection');
-  }
-  if (input.currency !== state.currency) return outOfScope("the currency is not the connection's");
+  const named = { by: 'this connection', of: "the connection's" };
+  const scope = scopeRefusal(state, input, now, named);
+  if (scope !== null) return scope;
   if (compareDecimal(input.amount, state.max_single) > 0) {
     return limitReached('the amount is above max_single', { max_single: state.max_single });
   }

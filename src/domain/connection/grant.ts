@@ -11,7 +11,7 @@ import { isoTime, parseTime } from '../../protocol/time.js';
 import { parseSchedule } from './schedule.js';
 import type { connectionCommands } from './schema.js';
 import {
-  closed,
+  scopeRefusal,
   type BindsTo,
   type ConnectionEvent,
   type ConnectionState,
@@ -21,8 +21,6 @@ import {
 type Commands = typeof connectionCommands;
 type Result = Decision<ConnectionEvent> | Refusal;
 
-const outOfScope = (message: string) => refusal('path.connect.delegation_out_of_scope', message);
-
 export { subjectViewKey } from '../subject/resolver.js';
 /** The route index entry that finds a delegation's parent connection (services.ownerOf). */
 export const routeViewKey = (id: string) => `route/${id}`;
@@ -31,6 +29,15 @@ export const routeViewKey = (id: string) => `route/${id}`;
  * A connection, created by the local member (the grantor) for a subject that exists: `subject`
  * is the committed view the subject aggregate publishes for it (`subjectViewKey`), if any.
  */
+/** What a new connection or delegation starts with: nothing consumed, nobody revoked it. */
+const UNUSED = {
+  revoked_at: null,
+  revoked_by: null,
+  consumed_total: '0',
+  consumed_operations: 0,
+  usage_count: 0,
+} as const;
+
 export function create(
   input: InputOf<Commands, 'create'>,
   caller: Caller | null,
@@ -72,11 +79,7 @@ export function create(
     consent,
     consent_digest: digestOf(consent),
     created_at: at,
-    revoked_at: null,
-    revoked_by: null,
-    consumed_total: '0',
-    consumed_operations: 0,
-    usage_count: 0,
+    ...UNUSED,
     delegations: noChildren(),
   };
   const value = {
@@ -159,11 +162,7 @@ export function createDelegation(
     max_total: maxTotal,
     expires_at: input.expires_at,
     created_at: at,
-    revoked_at: null,
-    revoked_by: null,
-    consumed_total: '0',
-    consumed_operations: 0,
-    usage_count: 0,
+    ...UNUSED,
   };
   const value = {
     reference: delegation.reference,
@@ -194,14 +193,9 @@ function delegationRefusal(
   input: InputOf<Commands, 'create-delegation'>,
   now: number,
 ): Refusal | null {
-  const gone = closed(state, now, 'connection');
-  if (gone !== null) return gone;
-  if (state.capabilities[input.capability] !== true) {
-    return outOfScope('the capability is not granted by the parent connection');
-  }
-  if (input.currency !== state.currency) {
-    return outOfScope("the currency is not the parent connection's");
-  }
+  const named = { by: 'the parent connection', of: "the parent connection's" };
+  const scope = scopeRefusal(state, input, now, named);
+  if (scope !== null) return scope;
   if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
   const expires = parseTime(input.expires_at)!;
   if (expires <= now) return invalid('expires_at', 'expires_at must be in the future');

@@ -133,3 +133,25 @@ export function closed(
   if (status === 'expired') return refusal('path.connect.expired', `this ${what} has expired`);
   return null;
 }
+
+export const outOfScope = (message: string): Refusal =>
+  refusal('path.connect.delegation_out_of_scope', message);
+
+/**
+ * A connection no longer active, or a capability or currency it does not grant, or null: the
+ * first checks of a consume and of cutting a delegation, whose messages name the connection as
+ * their caller sees it.
+ */
+export function scopeRefusal(
+  state: ConnectionState,
+  asked: { capability: string; currency: string },
+  now: number,
+  named: { by: string; of: string },
+): Refusal | null {
+  const gone = closed(state, now, 'connection');
+  if (gone !== null) return gone;
+  if (state.capabilities[asked.capability] !== true)
+    return outOfScope(`the capability is not granted by ${named.by}`);
+  if (asked.currency !== state.currency) return outOfScope(`the currency is not ${named.of}`);
+  return null;
+}
