@@ -9,6 +9,8 @@ import { isoTime } from '../../protocol/time.js';
 import { addressPublications, commitmentOf } from './resolver.js';
 import { LIVE_RAILS, type Discoverability } from './schema.js';
 import {
+  intentsOf,
+  targetsOf,
   addressesOf,
   evolveSubject,
   liveTargets,
@@ -75,7 +77,7 @@ function newAddress(
     intents:
       from === null
         ? []
-        : from.intents
+        : [...intentsOf(from).values()]
             .filter((i) => i.active)
             .map((i) => ({
               ...i,
@@ -168,7 +170,7 @@ export const setIntent: Handler<'set-intent'> = (s, input, context) => {
   return withLiveAddress(s, input.address_id, (a) => {
     const { accepts } = input;
     const limits: Record<string, unknown> = input.limits ?? {};
-    const version = a.intents.length + 1;
+    const version = intentsOf(a).size + 1;
     const commitment = commitmentOf(a.address, accepts, limits);
     const created_at = isoTime(context.now);
     const event: SubjectEvent = {
@@ -249,7 +251,7 @@ export function listTargets(s: SubjectState, input: Input<'list-targets'>): Resu
 export const revokeTarget: Handler<'revoke-target'> = (s, input, context) => {
   return withLiveAddress(s, input.address_id, (a) => {
     const id = input.target_id;
-    const target = Object.hasOwn(a.targets, id) ? a.targets[id]! : undefined;
+    const target = targetsOf(a).get(id);
     if (target === undefined) return notFound('target');
     if (target.revoked_at !== null) {
       return unchanged({ id: target.id, revoked: true, revoked_at: target.revoked_at });

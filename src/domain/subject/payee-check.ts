@@ -13,7 +13,13 @@ import { openRequestOf } from '../request/request.js';
 import { withLiveAddress } from './addresses.js';
 import type { Input, Result } from './decision.js';
 import type { PaymentContextInput } from './schema.js';
-import { addressesOf, type AddressEntry, type SubjectState } from './state.js';
+import {
+  addressesOf,
+  contextChecksOf,
+  namesCheckedOf,
+  type AddressEntry,
+  type SubjectState,
+} from './state.js';
 
 type Check = Input<'payee-check'>;
 
@@ -100,9 +106,10 @@ function allowanceSpent(
   asked: Asked,
   context: DecideContext,
 ): Refusal | null {
-  const checks = s.payee_checks ?? { contexts: {}, names: {} };
   const contextMax = context.limits.payee_check_context_max;
-  if (asked.contextRef !== null && (checks.contexts[asked.contextRef] ?? 0) >= contextMax) {
+  const checked =
+    asked.contextRef === null ? 0 : contextChecksOf(s.payee_checks).get(asked.contextRef);
+  if ((checked ?? 0) >= contextMax) {
     const message = 'the payee checks of this payment context are spent';
     const detail = { allowance: contextMax, window: 'context' };
     return refusal('path.finder.budget_exhausted', message, detail);
@@ -110,7 +117,7 @@ function allowanceSpent(
   // Only a name that is compared counts: with nothing to compare against, nothing is learnt.
   if (!checkable(s) || input.mode !== 'verify') return null;
   const namesMax = context.limits.payee_check_names_per_day_max;
-  const seen = checks.names[asked.namesKey] ?? [];
+  const seen = namesCheckedOf(s.payee_checks).get(asked.namesKey) ?? [];
   if (seen.includes(input.name_key) || seen.length < namesMax) return null;
   const message = 'too many different names checked for this address today';
   const detail = { allowance: namesMax, window: 'calendar_day' };

@@ -7,7 +7,7 @@ import type { DecideContext } from '../decider.js';
 import { invalid, refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
-import type { AttestationEntry, BindingEntry } from './state.js';
+import { attestationsOf, bindingsOf, type AttestationEntry, type BindingEntry } from './state.js';
 import { notFound, routePublication, unchanged, type Handler, type Result } from './decision.js';
 
 type RecordStatus = 'active' | 'revoked' | 'expired';
@@ -22,9 +22,6 @@ function recordStatus(r: Lifetime, now: number): RecordStatus {
   if (r.expires_at !== null && parseTime(r.expires_at)! <= now) return 'expired';
   return 'active';
 }
-
-const owned = <T>(records: Record<string, T>, reference: string): T | undefined =>
-  Object.hasOwn(records, reference) ? records[reference] : undefined;
 
 export const addAttestation: Handler<'add-attestation'> = (s, input, context) => {
   const expires = parseTime(input.expires_at);
@@ -57,7 +54,7 @@ export const addAttestation: Handler<'add-attestation'> = (s, input, context) =>
 };
 
 export const readAttestation: Handler<'read-attestation'> = (s, input, context) =>
-  readRecord(owned(s.attestations, input.reference), context, 'attestation', (a) => ({
+  readRecord(attestationsOf(s).get(input.reference), context, 'attestation', (a) => ({
     type: 'path.attestation',
     reference: a.reference,
     issuer: context.member,
@@ -70,7 +67,7 @@ export const readAttestation: Handler<'read-attestation'> = (s, input, context) 
 
 /** Revoking twice changes nothing and answers with the first revocation's time. */
 export const revokeAttestation: Handler<'revoke-attestation'> = (s, input, context) => {
-  const a = owned(s.attestations, input.reference);
+  const a = attestationsOf(s).get(input.reference);
   if (a === undefined) return notFound('attestation');
   if (a.revoked_at !== null) {
     return unchanged({ reference: a.reference, revoked: true, revoked_at: a.revoked_at });
@@ -85,7 +82,7 @@ export const revokeAttestation: Handler<'revoke-attestation'> = (s, input, conte
 export const listAttestations: Handler<'list-attestations'> = (s, _input, context) =>
   unchanged({
     subject_id: s.id,
-    attestations: Object.values(s.attestations).map((a) => ({
+    attestations: [...attestationsOf(s).values()].map((a) => ({
       reference: a.reference,
       claim: a.claim,
       value: a.value,
@@ -134,7 +131,7 @@ export const addBinding: Handler<'add-binding'> = (s, input, context) => {
 };
 
 export const readBinding: Handler<'read-binding'> = (s, input, context) =>
-  readRecord(owned(s.bindings, input.reference), context, 'ownership binding', (b) => ({
+  readRecord(bindingsOf(s).get(input.reference), context, 'ownership binding', (b) => ({
     type: 'path.ownership_binding',
     reference: b.reference,
     issuer: context.member,

@@ -54,9 +54,14 @@ export interface AddressEntry {
   created_at: string;
   revoked_at: string | null;
   rotated_from: string | null;
-  targets: Record<string, TargetEntry>;
-  intents: IntentVersion[];
+  /** Held as persistent maps once evolved; events and older states hold the plain forms. */
+  targets: Held<TargetEntry>;
+  /** By version, in order. */
+  intents: ChildMap<IntentVersion> | IntentVersion[];
 }
+
+/** Children as a persistent map, or as the plain object an event or an older state holds. */
+type Held<T> = ChildMap<T> | Record<string, T>;
 
 /** Attestations and bindings: active -> revoked; expiry is checked at read. */
 export interface AttestationEntry {
@@ -98,13 +103,14 @@ export interface SubjectState {
   identifiers: ChildMap<IdentifierEntry>;
   payee_record: PayeeRecordEntry | null;
   addresses: ChildMap<AddressEntry>;
-  attestations: Record<string, AttestationEntry>;
-  bindings: Record<string, BindingEntry>;
+  /** Persistent maps: read through `attestationsOf`, `bindingsOf`. */
+  attestations: Held<AttestationEntry>;
+  bindings: Held<BindingEntry>;
   /**
    * Payee-check allowances (P12): checks per payment context, and distinct names (by key) per
    * `<address id>|<requester>|<day>`, today's only.
    */
-  payee_checks?: { contexts: Record<string, number>; names: Record<string, string[]> };
+  payee_checks?: { contexts: Held<number>; names: Held<string[]>; day?: string };
 }
 
 type Children =
@@ -150,6 +156,21 @@ export const identifiersOf = (s: SubjectState): ChildMap<IdentifierEntry> =>
 /** A subject's addresses (stored before they were a persistent map: taken over). */
 export const addressesOf = (s: SubjectState): ChildMap<AddressEntry> => childrenOf(s.addresses);
 
+export const attestationsOf = (s: SubjectState): ChildMap<AttestationEntry> =>
+  childrenOf(s.attestations);
+
+export const bindingsOf = (s: SubjectState): ChildMap<BindingEntry> => childrenOf(s.bindings);
+
+export const targetsOf = (a: AddressEntry): ChildMap<TargetEntry> => childrenOf(a.targets);
+
+/** An address's standing-intent versions by version number, in order. */
+export const intentsOf = (a: AddressEntry): ChildMap<IntentVersion> =>
+  Array.isArray(a.intents)
+    ? noChildren<IntentVersion>().withMutations((m) => {
+        for (const i of a.intents as IntentVersion[]) m.set(String(i.version), i);
+      })
+    : a.intents;
+
 export function evolveSubject(state: SubjectState | null, event: SubjectEvent): SubjectState {
   if (event.type === 'created') {
     return {
@@ -158,8 +179,8 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       identifiers: noChildren(),
       payee_record: null,
       addresses: noChildren(),
-      attestations: {},
-      bindings: {},
+      attestations: noChildren(),
+      bindings: noChildren(),
     };
   }
   if (state === null) throw new Error(`subject event ${event.type} before creation`);
@@ -178,8 +199,11 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
       const { name_sealed, payee_check, at } = event;
       return { ...s, payee_record: { name_sealed, payee_check, updated_at: at } };
     }
-    case 'address_created':
-      return { ...s, addresses: addressesOf(s).set(event.address.id, event.address) };
+    case 'address_created': {
+      const a = event.address;
+      const held = { ...a, targets: targetsOf(a), intents: intentsOf(a) };
+      return { ...s, addresses: addressesOf(s).set(a.id, held) };
+    }
     case 'address_revoked':
       return withAddress(s, event.address_id, (a) => ({
         ...a,
@@ -189,61 +213,83 @@ export function evolveSubject(state: SubjectState | null, event: SubjectEvent): 
     case 'primary_cleared':
       return withAddress(s, event.address_id, (a) => ({ ...a, is_primary: false }));
     case 'intent_set':
-      return withAddress(s, event.address_id, (a) => ({
-        ...a,
-        intents: [...a.intents.map((i) => ({ ...i, active: false })), event.intent],
-      }));
+      return withAddress(s, event.address_id, (a) => ({ ...a, intents: nextIntents(a, event) }));
     case 'target_added':
       return withAddress(s, event.address_id, (a) => ({
         ...a,
-        targets: { ...a.targets, [event.target.id]: event.target },
+        targets: targetsOf(a).set(event.target.id, event.target),
       }));
     case 'target_revoked':
       return withAddress(s, event.address_id, (a) => {
-        const revoked = { ...a.targets[event.target_id]!, revoked_at: event.at };
-        return { ...a, targets: { ...a.targets, [event.target_id]: revoked } };
+        const revoked = { ...targetsOf(a).get(event.target_id)!, revoked_at: event.at };
+        return { ...a, targets: targetsOf(a).set(event.target_id, revoked) };
       });
     case 'attestation_recorded':
       return {
         ...s,
-        attestations: { ...s.attestations, [event.attestation.reference]: event.attestation },
+        attestations: attestationsOf(s).set(event.attestation.reference, event.attestation),
       };
     case 'attestation_revoked': {
-      const revoked = { ...s.attestations[event.reference]!, revoked_at: event.at };
-      return { ...s, attestations: { ...s.attestations, [event.reference]: revoked } };
+      const revoked = { ...attestationsOf(s).get(event.reference)!, revoked_at: event.at };
+      return { ...s, attestations: attestationsOf(s).set(event.reference, revoked) };
     }
     case 'binding_recorded':
-      return { ...s, bindings: { ...s.bindings, [event.binding.reference]: event.binding } };
+      return { ...s, bindings: bindingsOf(s).set(event.binding.reference, event.binding) };
     case 'payee_checked':
       return { ...s, payee_checks: payeeChecked(s.payee_checks, event) };
   }
 }
 
+/** Version n+1 in force, n kept: only the version in force changes, the others are inactive. */
+function nextIntents(
+  a: AddressEntry,
+  event: Extract<SubjectEvent, { type: 'intent_set' }>,
+): ChildMap<IntentVersion> {
+  const before = activeIntent(a);
+  const kept = intentsOf(a);
+  const retired =
+    before === null ? kept : kept.set(String(before.version), { ...before, active: false });
+  return retired.set(String(event.intent.version), event.intent);
+}
+
 type PayeeChecks = NonNullable<SubjectState['payee_checks']>;
+
+/** Checks per payment context (persistent; a plain object in older states). */
+export const contextChecksOf = (checks: PayeeChecks | undefined): ChildMap<number> =>
+  checks === undefined ? noChildren() : childrenOf(checks.contexts);
+
+/** Distinct names checked today per `<address id>|<requester>|<day>`. */
+export const namesCheckedOf = (checks: PayeeChecks | undefined): ChildMap<string[]> =>
+  checks === undefined ? noChildren() : childrenOf(checks.names);
 
 function payeeChecked(
   before: PayeeChecks | undefined,
   event: Extract<SubjectEvent, { type: 'payee_checked' }>,
 ): PayeeChecks {
-  const checks = before ?? { contexts: {}, names: {} };
+  const counted = contextChecksOf(before);
   const contexts =
     event.context === null
-      ? checks.contexts
-      : { ...checks.contexts, [event.context]: (checks.contexts[event.context] ?? 0) + 1 };
-  // Name lists of earlier days are no longer needed: keep today's only.
-  const today = Object.entries(checks.names).filter(([k]) => k.endsWith(`|${event.day}`));
-  const names = Object.fromEntries(today);
+      ? counted
+      : counted.set(event.context, (counted.get(event.context) ?? 0) + 1);
+  // Name lists of earlier days are no longer needed: dropped at the day's first check, so the
+  // other checks of the day copy nothing.
+  const held = namesCheckedOf(before);
+  let names =
+    before?.day === event.day ? held : held.filter((_, key) => key.endsWith(`|${event.day}`));
   if (event.names_key !== null && event.name_key !== null) {
-    const list = names[event.names_key] ?? [];
-    if (!list.includes(event.name_key)) names[event.names_key] = [...list, event.name_key];
+    const list = names.get(event.names_key) ?? [];
+    if (!list.includes(event.name_key))
+      names = names.set(event.names_key, [...list, event.name_key]);
   }
-  return { contexts, names };
+  return { contexts, names, day: event.day };
 }
 
 export function activeIntent(address: AddressEntry): IntentVersion | null {
-  return address.intents.find((i) => i.active) ?? null;
+  const latest = intentsOf(address).last();
+  // Only the latest version can be in force; an address may hold none in force (SPEC C).
+  return latest !== undefined && latest.active ? latest : null;
 }
 
 export function liveTargets(address: AddressEntry): TargetEntry[] {
-  return Object.values(address.targets).filter((t) => t.revoked_at === null);
+  return [...targetsOf(address).values()].filter((t) => t.revoked_at === null);
 }

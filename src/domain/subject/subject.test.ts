@@ -17,7 +17,19 @@ import {
 } from '../spec.js';
 import type { Input, SubjectCommandName } from './decision.js';
 import { addressInfoKey, commitmentViewKey, resolverViewKey } from './resolver.js';
-import { identifiersOf, type SubjectEvent, type SubjectState } from './state.js';
+import { isOrderedMap } from 'immutable';
+import {
+  activeIntent,
+  attestationsOf,
+  contextChecksOf,
+  namesCheckedOf,
+  identifiersOf,
+  liveTargets,
+  intentsOf,
+  targetsOf,
+  type SubjectEvent,
+  type SubjectState,
+} from './state.js';
 import { frame, unframe } from '../../log/record.js';
 import { SUBJECT_ACCESS, subjectDecider } from './subject.js';
 
@@ -520,11 +532,13 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
     const rotated = [...given, ...decision.events];
     const state = stateOf(rotated);
     expect(state.addresses.get(ADR)!.revoked_at).toBe(AT);
-    const { rotated_from, targets, intents } = state.addresses.get(ADR2)!;
-    expect(rotated_from).toBe(ADR);
-    expect(Object.keys(targets)).toEqual([TGT]);
+    const replacement2 = state.addresses.get(ADR2)!;
+    const intents = [...intentsOf(replacement2).values()];
+    expect(replacement2.rotated_from).toBe(ADR);
+    expect([...targetsOf(replacement2).keys()]).toEqual([TGT]);
     expect(intents).toMatchObject([{ version: 1, accepts: [EUR], active: true }]);
-    expect(intents[0]!.commitment).not.toBe(state.addresses.get(ADR)!.intents[0]!.commitment);
+    const old = intentsOf(state.addresses.get(ADR)!).first()!;
+    expect(intents[0]!.commitment).not.toBe(old.commitment);
     expect(viewAt(decision, resolverViewKey(ADDRESS))).toHaveProperty('gone');
     expect(viewAt(decision, `route/${ADR2}`)).toEqual({ text: SUB, signed: false });
     // A revoked address goes nowhere.
@@ -546,7 +560,9 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
       ),
     );
     expect(valueOf(decision)).toEqual({ version: 2, active: true });
-    const intents = stateOf([...v1, ...decision.events]).addresses.get(ADR)!.intents;
+    const intents = [
+      ...intentsOf(stateOf([...v1, ...decision.events]).addresses.get(ADR)!).values(),
+    ];
     expect(intents.map((i) => [i.version, i.active])).toEqual([
       [1, false],
       [2, true],
@@ -847,5 +863,81 @@ describe('subject: children as persistent maps (issue 15: no copy of the others)
       { now: Date.parse(AT) } as never,
     );
     expect((decision as { answer: { value: { entries: number } } }).answer.value.entries).toBe(1);
+  });
+
+  it('attestations, bindings, targets and intent versions are persistent maps too', () => {
+    const att = (n: number) => ({
+      reference: ref('att', n.toString(16)),
+      claim: 'kyc_level' as const,
+      value: '2',
+      expires_at: new Date(Date.parse(AT) + 3600_000).toISOString(),
+    });
+    let events = withTerms();
+    events = after(events, 'add-target', { address_id: ADR, target: target() });
+    events = after(events, 'add-attestation', att(1));
+    const before = stateOf(events);
+    const next = stateOf(after(events, 'add-attestation', att(2)));
+    expect(isOrderedMap(next.attestations)).toBe(true);
+    expect([...attestationsOf(next).keys()]).toEqual([att(1).reference, att(2).reference]);
+    // The state it came from keeps its one attestation: nothing was copied into it.
+    expect(attestationsOf(before).size).toBe(1);
+    expect(isOrderedMap(before.bindings)).toBe(true);
+    const address = before.addresses.get(ADR)!;
+    expect(isOrderedMap(address.targets)).toBe(true);
+    expect(isOrderedMap(address.intents)).toBe(true);
+    // Framed and read back (a snapshot), they stay maps, in order.
+    const restored = unframe<SubjectState>(frame(before));
+    expect([...targetsOf(restored.addresses.get(ADR)!).keys()]).toEqual([TGT]);
+    expect(intentsOf(restored.addresses.get(ADR)!).last()!.active).toBe(true);
+  });
+
+  it('payee-check counts are persistent maps; names of an earlier day go at the next day', () => {
+    const checked = (day: string, context: string | null, name: string) => ({
+      type: 'payee_checked' as const,
+      day,
+      context,
+      names_key: `${ADR}|beta|${day}`,
+      name_key: name,
+    });
+    const base = stateOf(withAddress());
+    const first = [checked('2026-11-20', 'ctx1', 'n1'), checked('2026-11-20', 'ctx1', 'n2')];
+    const day1 = first.reduce(subjectDecider.evolve, base);
+    expect(isOrderedMap(day1.payee_checks!.contexts)).toBe(true);
+    expect(contextChecksOf(day1.payee_checks).get('ctx1')).toBe(2);
+    expect(namesCheckedOf(day1.payee_checks).get(`${ADR}|beta|2026-11-20`)).toEqual(['n1', 'n2']);
+    const day2 = subjectDecider.evolve(day1, checked('2026-11-21', 'ctx2', 'n1'));
+    expect([...namesCheckedOf(day2.payee_checks).keys()]).toEqual([`${ADR}|beta|2026-11-21`]);
+    expect(contextChecksOf(day2.payee_checks).toObject()).toEqual({ ctx1: 2, ctx2: 1 });
+    // An older state's plain objects are taken over.
+    const plain = { contexts: { ctx1: 3 }, names: { [`${ADR}|beta|2026-11-21`]: ['n9'] } };
+    const old = { ...day1, payee_checks: plain };
+    const next = subjectDecider.evolve(old, checked('2026-11-21', 'ctx1', 'n8'));
+    expect(contextChecksOf(next.payee_checks).get('ctx1')).toBe(4);
+    expect(namesCheckedOf(next.payee_checks).get(`${ADR}|beta|2026-11-21`)).toEqual(['n9', 'n8']);
+  });
+
+  it('an address held in plain form (written before) is read and evolved the same', () => {
+    const events = after(withTerms(), 'add-target', { address_id: ADR, target: target() });
+    const current = stateOf(events);
+    const a = current.addresses.get(ADR)!;
+    const plain = {
+      ...a,
+      targets: Object.fromEntries(targetsOf(a)),
+      intents: [...intentsOf(a).values()],
+    };
+    const old = { ...current, addresses: current.addresses.set(ADR, plain) };
+    expect(activeIntent(plain)).toEqual(activeIntent(a));
+    expect(liveTargets(plain)).toEqual(liveTargets(a));
+    const decision = made(
+      spec.given(events).when('set-intent', { address_id: ADR, accepts: [EUR] }, BETA),
+    );
+    expect(valueOf(decision)).toEqual({ version: 2, active: true });
+    const evolved = decision.events.reduce(subjectDecider.evolve, old);
+    const versions = [...intentsOf(evolved.addresses.get(ADR)!).values()];
+    expect(versions.map((i) => [i.version, i.active])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
+    expect([...targetsOf(evolved.addresses.get(ADR)!).keys()]).toEqual([TGT]);
   });
 });
