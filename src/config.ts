@@ -128,6 +128,9 @@ export const DECISION_READ_ROUNDS_MAX = 4;
  */
 export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
 
+/** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
+export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
+
 /**
  * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and
  * the front end); smaller ones on one thread alone.
