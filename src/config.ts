@@ -128,6 +128,13 @@ export const DECISION_READ_ROUNDS_MAX = 4;
  */
 export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
 
+/**
+ * A snapshot is encoded this many values at a time (aggregates, or children of a large one),
+ * the worker's event loop free between pieces: a partition holding an aggregate of 100,000
+ * children goes on taking commands while its snapshot is written.
+ */
+export const SNAPSHOT_SLICE_VALUES = 2_000;
+
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
 

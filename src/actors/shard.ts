@@ -12,6 +12,7 @@ import { ChecksumError, DamagedRowError, frame, unframe } from '../log/record.js
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
+import { frameInSlices, type SnapshotBody } from './snapshot.js';
 import {
   isRefusal,
   type AnyDecider,
@@ -63,11 +64,6 @@ interface LogRecord {
   t: number;
 }
 
-interface SnapshotBody {
-  seq: number;
-  aggregates: [key: string, type: string, state: unknown][];
-}
-
 interface Job {
   routed: RoutedCommand;
   resolve: (result: CommandResult) => void;
@@ -104,6 +100,8 @@ export class Shard {
   private readonly seq = new Map<number, number>();
   private readonly sinceSnapshot = new Map<number, number>();
   private readonly applied = new Map<number, Promise<void>>();
+  /** The snapshot being encoded and written, per partition (one at a time). */
+  private readonly snapshotting = new Map<number, Promise<void>>();
   /** Seq of the last record whose state was adopted, per partition. */
   private readonly adopted = new Map<number, number>();
   private readonly deciders = new Map<string, AnyDecider>();
@@ -202,8 +200,11 @@ export class Shard {
 
   /** Writes a snapshot of every owned partition (on shutdown, so that the next start is quick). */
   async snapshotAll(): Promise<void> {
-    for (const p of this.options.partitions)
+    for (const p of this.options.partitions) {
+      // One already under way was reported (onFatal) if it failed; the last one is written here.
+      await this.snapshotting.get(p)?.catch(() => undefined);
       if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    }
   }
 
   stop(): void {
@@ -446,17 +447,26 @@ export class Shard {
   private countForSnapshot(p: number): void {
     const count = this.sinceSnapshot.get(p)! + 1;
     this.sinceSnapshot.set(p, count);
-    if (count >= this.options.snapshotEveryRecords) this.snapshot(p).catch(this.options.onFatal);
+    // While one is under way the count goes on, and the next record after it starts another.
+    if (count >= this.options.snapshotEveryRecords && !this.snapshotting.has(p))
+      this.snapshot(p).catch(this.options.onFatal);
   }
 
-  private async snapshot(p: number): Promise<void> {
+  /**
+   * The states are taken synchronously after the last adoption, so they are the fold up to
+   * `seq`; being immutable values, they stay so while they are encoded a slice at a time.
+   */
+  private snapshot(p: number): Promise<void> {
     const aggregates: SnapshotBody['aggregates'] = [];
     for (const [key, slot] of this.slots.get(p)!)
       if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
-    // Taken synchronously after the last adoption: the states are the fold up to `seq`.
     const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
     this.sinceSnapshot.set(p, 0);
-    await this.options.log.writeSnapshot(p, frame(body));
+    const written = frameInSlices(body)
+      .then((bytes) => this.options.log.writeSnapshot(p, bytes))
+      .finally(() => this.snapshotting.delete(p));
+    this.snapshotting.set(p, written);
+    return written;
   }
 
   private unframeOrFail<T>(bytes: Buffer, what: string): T {

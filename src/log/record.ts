@@ -48,6 +48,23 @@ export function frame(value: unknown): Buffer {
   return out;
 }
 
+/** The msgpack encoding of one value, in a buffer of its own (a piece of framePieces). */
+export function packValue(value: unknown): Buffer {
+  return Buffer.from(packr.pack(value));
+}
+
+/**
+ * The frame of a payload given in pieces: the same bytes as `frame` of the value whose msgpack
+ * encoding is their concatenation (a large value can so be encoded a piece at a time).
+ */
+export function framePieces(pieces: readonly Uint8Array[]): Buffer {
+  let crc = 0;
+  for (const piece of pieces) crc = crc32(piece, crc);
+  const head = Buffer.allocUnsafe(CHECKSUM_BYTES);
+  head.writeUInt32BE(crc, 0);
+  return Buffer.concat([head, ...pieces]);
+}
+
 export function unframe<T>(bytes: Uint8Array): T {
   const buffer = Buffer.isBuffer(bytes)
     ? bytes
