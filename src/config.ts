@@ -135,6 +135,9 @@ export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
  */
 export const SNAPSHOT_SLICE_VALUES = 2_000;
 
+/** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
+export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
+
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
 

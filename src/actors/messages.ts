@@ -15,6 +15,8 @@ export interface WorkerData {
   pepperHex: string;
   limits: Limits;
   dev: boolean;
+  /** Threads that fold some of this worker's partitions at start (recovery.ts). */
+  recoveryHelpers: number;
 }
 
 export type ToWorker =

@@ -102,7 +102,7 @@ describe('snapshots in slices', () => {
     expect((await before.recover()).records).toBe(Math.ceil(events.length / EVENTS_PER_RECORD));
     await before.snapshotAll();
     const after = shardOver();
-    expect(await after.recover()).toEqual({ snapshots: 1, records: 0, aggregates: 1 });
+    expect(await after.recover()).toEqual({ snapshots: 1, records: 0, aggregates: 1, helped: 0 });
     const was = before.stateOf(key) as SubjectState;
     const now = after.stateOf(key) as SubjectState;
     expect(now.identifiers.size).toBe(CHILDREN);

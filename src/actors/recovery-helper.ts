@@ -1,0 +1,28 @@
+// Thread entry of a recovery helper: folds the partitions it is given (their snapshots and the
+// records after them, every checksum checked) on a core the shards leave idle at start, and
+// hands each partition's states to its shard, framed, then exits.
+import { parentPort, workerData } from 'node:worker_threads';
+import { DECIDERS } from '../domain/index.js';
+import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
+import { foldPartition, frameFolded } from './fold.js';
+import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
+
+const data = workerData as RecoveryHelperData;
+const port = parentPort!;
+const log = new LmdbLog(openEnvironment(data.dataDir));
+const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
+
+try {
+  const folded: [number, Buffer][] = data.partitions.map((p) => [
+    p,
+    frameFolded(foldPartition(log, deciders, p)),
+  ]);
+  const message: FromRecoveryHelper = { t: 'folded', folded };
+  // Copied, not transferred: a small frame may share its memory with other buffers.
+  port.postMessage(message);
+} catch (error) {
+  const message: FromRecoveryHelper = { t: 'failed', message: (error as Error).message };
+  port.postMessage(message);
+} finally {
+  await log.close();
+}
