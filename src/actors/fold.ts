@@ -47,15 +47,9 @@ export function foldPartition(
   // rest, not a torn write: dropping it would keep the rest of its commit (views, usage rows,
   // idempotent answers) and serve state that no record explains (P14).
   let records = 0;
-  for (const { seq, bytes } of log.read(p, last)) {
-    let record: LogRecord;
-    try {
-      record = unframe<LogRecord>(bytes);
-    } catch (error) {
-      if (!(error instanceof ChecksumError)) throw error;
-      throw new RecoveryError(damagedRecordMessage(p, seq));
-    }
-    replay(deciders, states, record);
+  for (const { seq, value } of log.replay(p, last, recordOrDamaged)) {
+    if (value === DAMAGED) throw new RecoveryError(damagedRecordMessage(p, seq));
+    replay(deciders, states, value);
     last = seq;
     records++;
   }
@@ -71,6 +65,17 @@ export function frameFolded(folded: FoldedPartition): Buffer {
 
 export function unframeFolded(bytes: Uint8Array, p: number): FoldedPartition {
   return unframeOrFail<FoldedPartition>(bytes, `partition ${p} as a recovery helper folded it`);
+}
+
+const DAMAGED = Symbol('damaged');
+
+function recordOrDamaged(bytes: Buffer): LogRecord | typeof DAMAGED {
+  try {
+    return unframe<LogRecord>(bytes);
+  } catch (error) {
+    if (error instanceof ChecksumError) return DAMAGED;
+    throw error;
+  }
 }
 
 function replay(

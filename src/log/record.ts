@@ -19,7 +19,9 @@ addExtension({
   read: (entries: Record<string, unknown>) => OrderedMap(entries),
 });
 
-const packr = new Packr({ useRecords: false, moreTypes: false });
+// copyBuffers: a record may be unframed straight from LMDB's shared read buffer (Log.replay), so
+// no decoded value may keep a view of the bytes it came from.
+const packr = new Packr({ useRecords: false, moreTypes: false, copyBuffers: true });
 const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)
 
 export class ChecksumError extends Error {
