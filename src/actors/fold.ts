@@ -4,8 +4,8 @@
 // snapshot body is.
 import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
-import { ChecksumError, frame, unframe } from '../log/record.js';
-import type { SnapshotBody } from './snapshot.js';
+import { ChecksumError, unframe } from '../log/record.js';
+import { frameInSlices, type SnapshotBody } from './snapshot.js';
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -58,13 +58,30 @@ export function foldPartition(
   return { body: { seq: last, aggregates }, snapshot: snapshot !== undefined, records };
 }
 
-/** A folded partition as bytes, to hand it to another thread (framed: checked on arrival). */
-export function frameFolded(folded: FoldedPartition): Buffer {
-  return frame(folded);
+/**
+ * A folded partition as bytes, to hand it to another thread: its body framed as a snapshot is
+ * (checked on arrival, and an aggregate of any number of children encodes), then the counts.
+ */
+export async function frameFolded(folded: FoldedPartition): Promise<FramedFold> {
+  return {
+    body: await frameInSlices(folded.body),
+    snapshot: folded.snapshot,
+    records: folded.records,
+  };
 }
 
-export function unframeFolded(bytes: Uint8Array, p: number): FoldedPartition {
-  return unframeOrFail<FoldedPartition>(bytes, `partition ${p} as a recovery helper folded it`);
+export interface FramedFold {
+  body: Uint8Array;
+  snapshot: boolean;
+  records: number;
+}
+
+export function unframeFolded(framed: FramedFold, p: number): FoldedPartition {
+  const body = unframeOrFail<SnapshotBody>(
+    framed.body,
+    `partition ${p} as a recovery helper folded it`,
+  );
+  return { body, snapshot: framed.snapshot, records: framed.records };
 }
 
 const DAMAGED = Symbol('damaged');

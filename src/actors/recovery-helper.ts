@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { foldPartition, frameFolded } from './fold.js';
+import { foldPartition, frameFolded, type FramedFold } from './fold.js';
 import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
@@ -13,10 +13,9 @@ const log = new LmdbLog(openEnvironment(data.dataDir));
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 
 try {
-  const folded: [number, Buffer][] = data.partitions.map((p) => [
-    p,
-    frameFolded(foldPartition(log, deciders, p)),
-  ]);
+  const folded: [number, FramedFold][] = [];
+  for (const p of data.partitions)
+    folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
   const message: FromRecoveryHelper = { t: 'folded', folded };
   // Copied, not transferred: a small frame may share its memory with other buffers.
   port.postMessage(message);

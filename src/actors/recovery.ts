@@ -4,7 +4,7 @@
 // the states back, framed (their checksum checked on arrival). Replay's checks are the helpers'
 // own: a damaged record refuses the start with the same message.
 import { Worker } from 'node:worker_threads';
-import { RecoveryError, unframeFolded, type FoldedPartition } from './fold.js';
+import { RecoveryError, unframeFolded, type FoldedPartition, type FramedFold } from './fold.js';
 
 export interface RecoveryHelperData {
   dataDir: string;
@@ -12,7 +12,7 @@ export interface RecoveryHelperData {
 }
 
 export type FromRecoveryHelper =
-  | { t: 'folded'; folded: [partition: number, bytes: Uint8Array][] }
+  | { t: 'folded'; folded: [partition: number, framed: FramedFold][] }
   | { t: 'failed'; message: string };
 
 /**
@@ -51,7 +51,7 @@ function helper(
   return new Promise((resolve, reject) => {
     thread.once('message', (message: FromRecoveryHelper) => {
       if (message.t === 'failed') reject(new RecoveryError(message.message));
-      else resolve(message.folded.map(([p, bytes]) => [p, unframeFolded(bytes, p)]));
+      else resolve(message.folded.map(([p, framed]) => [p, unframeFolded(framed, p)]));
     });
     thread.once('error', reject);
     thread.once('exit', (code) => reject(new RecoveryError(`recovery helper exited (${code})`)));

@@ -11,6 +11,7 @@ import { MemoryLog } from '../log/memory-log.js';
 import { frame, unframe } from '../log/record.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
+import { foldPartition, frameFolded, unframeFolded } from './fold.js';
 import { Shard } from './shard.js';
 import { frameInSlices, type SnapshotBody } from './snapshot.js';
 
@@ -70,7 +71,7 @@ describe('snapshots in slices', () => {
     expectSameChildren(decodedBig.identifiers, big.identifiers);
   });
 
-  it('100,000 identifiers: snapshot at stop, recovery from it alone, same state', async () => {
+  it('100,000 identifiers: handed over by a helper, snapshotted, recovered: the same', async () => {
     const log = new MemoryLog();
     const key = newReference('sub');
     const events = subjectEvents(key, CHILDREN);
@@ -100,6 +101,14 @@ describe('snapshots in slices', () => {
       });
     const before = shardOver();
     expect((await before.recover()).records).toBe(Math.ceil(events.length / EVENTS_PER_RECORD));
+    // As a recovery helper hands the partition to its shard: framed, then read back.
+    const folded = foldPartition(log, new Map([['subject', subjectDecider]]), p);
+    const handed = unframeFolded(await frameFolded(folded), p);
+    expect(handed.records).toBe(folded.records);
+    expectSameChildren(
+      (handed.body.aggregates[0]![2] as SubjectState).identifiers,
+      (before.stateOf(key) as SubjectState).identifiers,
+    );
     await before.snapshotAll();
     const after = shardOver();
     expect(await after.recover()).toEqual({ snapshots: 1, records: 0, aggregates: 1, helped: 0 });
