@@ -138,6 +138,13 @@ export const SNAPSHOT_SLICE_VALUES = 2_000;
 /** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
 export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
 
+/**
+ * The young generation of a shard worker and of a recovery helper: a start folds millions of
+ * records into states that stay, and with V8's default one a tenth of the start went to copying
+ * them between its small semi-spaces.
+ */
+export const WORKER_YOUNG_GENERATION_MB = 96;
+
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
 

@@ -4,7 +4,12 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
-import { RECOVERY_HELPERS_PER_WORKER_MAX, type Limits } from '../config.js';
+import {
+  RECOVERY_HELPERS_PER_WORKER_MAX,
+  WORKER_YOUNG_GENERATION_MB,
+  type Limits,
+} from '../config.js';
+import { startHelpers, type Lent } from './recovery.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
@@ -162,6 +167,17 @@ export class ShardPool {
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
+  /** Threads that fold some of a worker's partitions beside it at start (recovery.ts). */
+  private helpersOf(index: number, partitions: number[]): Lent[] {
+    return startHelpers({
+      dataDir: this.options.dataDir,
+      partitions,
+      helpers: recoveryHelpers(this.options.workers),
+      heapMb: this.options.limits.worker_heap_mb,
+      onFatal: (message) => this.options.onFatal(`shard ${index}: ${message}`),
+    });
+  }
+
   private spawn(index: number): Promise<RecoveryStats> {
     const partitions = [];
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
@@ -175,11 +191,15 @@ export class ShardPool {
       pepperHex: this.options.pepperHex,
       limits: this.options.limits,
       dev: this.options.dev,
-      recoveryHelpers: recoveryHelpers(this.options.workers),
+      lent: this.helpersOf(index, partitions),
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
-      resourceLimits: { maxOldGenerationSizeMb: this.options.limits.worker_heap_mb },
+      transferList: data.lent.map((l) => l.port),
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.options.limits.worker_heap_mb,
+        maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB,
+      },
     });
     this.workers[index] = worker;
     return new Promise((resolve, reject) => {

@@ -1,14 +1,14 @@
 // Thread entry of a recovery helper: folds the partitions it is given (their snapshots and the
 // records after them, every checksum checked) on a core the shards leave idle at start, and
 // hands each partition's states to its shard, framed, then exits.
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { foldPartition, frameFolded, type FramedFold } from './fold.js';
 import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
-const port = parentPort!;
+const port = data.port;
 const log = new LmdbLog(openEnvironment(data.dataDir));
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 
@@ -23,5 +23,6 @@ try {
   const message: FromRecoveryHelper = { t: 'failed', message: (error as Error).message };
   port.postMessage(message);
 } finally {
+  port.close();
   await log.close();
 }

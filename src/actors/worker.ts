@@ -84,10 +84,4 @@ async function drain(): Promise<void> {
   send({ t: 'drained' });
 }
 
-const elsewhere = foldElsewhere({
-  dataDir: data.dataDir,
-  partitions: data.partitions,
-  helpers: data.recoveryHelpers,
-  heapMb: data.limits.worker_heap_mb,
-});
-shard.recover(elsewhere).then((stats) => send({ t: 'ready', stats }), fatal);
+shard.recover(foldElsewhere(data.lent)).then((stats) => send({ t: 'ready', stats }), fatal);
