@@ -1,6 +1,6 @@
-// Thread entry of a recovery helper: folds the partitions it is given (their snapshots and the
-// records after them, every checksum checked) on a core the shards leave idle at start, and
-// hands each partition's states to its shard, framed, then exits.
+// Thread entry of a recovery helper: folds the partitions it is given that have no snapshot (the
+// records, every checksum checked) on a core the shards leave idle at start, and hands each
+// partition's states to its shard, framed, then exits.
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
@@ -14,8 +14,11 @@ const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 
 try {
   const folded: [number, FramedFold][] = [];
+  // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
+  // again and decoded there, which costs the worker more than decoding the snapshot itself.
   for (const p of data.partitions)
-    folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
+    if (log.readSnapshot(p) === undefined)
+      folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
   const message: FromRecoveryHelper = { t: 'folded', folded };
   // Copied, not transferred: a small frame may share its memory with other buffers.
   port.postMessage(message);

@@ -1,7 +1,8 @@
 // Recovery spread over spare cores. At start a shard folds its partitions one after another;
 // where cores would otherwise sit idle (fewer workers than cores, the front end waiting), the
 // pool lends some of a worker's partitions to helper threads, started beside the worker, that
-// fold them at the same time and hand the states to the worker over a channel of their own,
+// fold those with no snapshot (replay is the long part) at the same time and hand the states to
+// the worker over a channel of their own,
 // framed (their checksum checked on arrival). Replay's checks are the helpers' own: a damaged
 // record refuses the start with the same message.
 import { MessageChannel, MessagePort, Worker } from 'node:worker_threads';

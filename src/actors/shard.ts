@@ -131,9 +131,11 @@ export class Shard {
     for (const p of this.options.partitions)
       if (!elsewhere.partitions.has(p))
         this.install(p, foldPartition(this.options.log, this.deciders, p), stats);
+    // A helper leaves out the partitions it would not fold faster (those with a snapshot).
     const folded = await elsewhere.folded;
-    for (const p of elsewhere.partitions) this.install(p, folded.get(p)!, stats);
-    stats.helped = elsewhere.partitions.size;
+    for (const p of elsewhere.partitions)
+      this.install(p, folded.get(p) ?? foldPartition(this.options.log, this.deciders, p), stats);
+    stats.helped = folded.size;
     return stats;
   }
 
