@@ -1,10 +1,10 @@
 // Every size, count and duration of the benchmark suite, in one place.
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
-// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication,growth runs a
+// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication,growth,snapshot runs a
 // subset.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'growth', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'growth', 'snapshot', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -65,6 +65,8 @@ export interface BenchConfig {
   consume: { hot: SignedLoad; spread: SignedLoad; spread_connections: number };
   /** Figure 10: registrations on one subject in bands of `band` held identifiers. */
   growth: { band: number; connections: number };
+  /** Figure 11: the stall of a snapshot of one large aggregate, before and now. */
+  snapshot: { children: readonly number[]; rounds: number };
   /** Figure 10: replication of directory entries from one node to another. */
   replication: {
     /** Identifiers registered at B for the catch-up figure and again for the live figure. */
@@ -136,6 +138,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       start_timeout_ms: 900_000,
     },
     growth: { band: quick ? 200 : 1_000, connections: 16 },
+    snapshot: { children: quick ? [20_000] : [60_000, 100_000], rounds: quick ? 2 : 5 },
     consume: { hot: signedLoad(10_000, 1_000, 64), spread: signedLoad(10_000, 1_000, 64), spread_connections: quick ? 20 : 200 },
     replication: {
       entries: quick ? 1_000 : 20_000,

@@ -16,7 +16,7 @@ import type { LoadResult } from './load.js';
 import { createLocalCredential, removeDir, residentMiB, runLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { ms, rate, type Report } from './report.js';
 
-const TARGET_MS = 10_000;
+const TARGET_MS = 3_000;
 const TOUCH_CONNECTIONS = 64;
 
 /**

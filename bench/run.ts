@@ -16,6 +16,7 @@ import { Report } from './report.js';
 import { runRequests } from './requests.js';
 import { runResolver } from './resolver.js';
 import { runRestart } from './restart.js';
+import { runSnapshot } from './snapshot.js';
 import { runVersus } from './versus.js';
 
 const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => void | Promise<void>> = {
@@ -29,6 +30,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   lookup: runLookup,
   consume: runConsume,
   growth: runGrowth,
+  snapshot: runSnapshot,
   replication: runReplication,
   versus: runVersus,
 };

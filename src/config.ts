@@ -129,6 +129,26 @@ export const DECISION_READ_ROUNDS_MAX = 4;
 export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
 
 /**
+ * A snapshot is encoded this many values at a time (aggregates, or children of a large one),
+ * the worker's event loop free between pieces: a partition holding an aggregate of 100,000
+ * children goes on taking commands while its snapshot is written.
+ */
+export const SNAPSHOT_SLICE_VALUES = 2_000;
+
+/** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
+export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
+
+/**
+ * The young generation of a shard worker and of a recovery helper: a start folds millions of
+ * records into states that stay, and with V8's default one a tenth of the start went to copying
+ * them between its small semi-spaces.
+ */
+export const WORKER_YOUNG_GENERATION_MB = 96;
+
+/** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
+export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
+
+/**
  * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and
  * the front end); smaller ones on one thread alone.
  */

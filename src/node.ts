@@ -17,6 +17,15 @@ import { sonarRoutes } from './http/routes/sonar.js';
 import { connectRoutes } from './http/routes/connect.js';
 import { payeeCheckRoutes } from './http/routes/payee-check.js';
 import { LocalDirectory } from './directory/directory.js';
+import {
+  partitionTails,
+  readDirectoryImage,
+  removeDirectoryImage,
+  samePosition,
+  writeDirectoryImage,
+  type ImagePosition,
+  type ImageRead,
+} from './directory/image.js';
 import { startExternal } from './external/listener.js';
 import { Network } from './network/network.js';
 import { networkRoutes } from './network/routes.js';
@@ -55,12 +64,15 @@ export async function startNode(
   const log = new LmdbLog(env);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;
+  // The directory image is checked against the log before a worker can commit; read meanwhile.
+  const image = { tails: partitionTails(env), read: readImage(config.dataDir) };
   const runtime = await startPool(config, logger, onFatal, { log, identity, signer, metrics });
   const access = await startNetwork(config, logger, {
     log,
     store: identity.store,
     signer,
     directory: runtime.directory,
+    image,
   });
   // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
   const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
@@ -90,6 +102,7 @@ export async function startNode(
       workers: config.workers,
       recovery: runtime.stats,
       directory_rows: access.directoryRows,
+      directory_image: access.directoryImage,
       replica_rows: access.replicaRows,
       replay_rows: access.replayed,
       follow_ups: followedUp,
@@ -102,7 +115,7 @@ export async function startNode(
     port: listeners.port,
     baseUrl: services.config.baseUrl,
     stop: () =>
-      stopNode(config, logger, { lock, log, runtime, access, listeners, followers, watch }),
+      stopNode(config, logger, { lock, env, log, runtime, access, listeners, followers, watch }),
   };
 }
 
@@ -167,9 +180,15 @@ async function startPool(
 async function startNetwork(
   config: Config,
   logger: Logger,
-  opened: { log: LmdbLog; store: NodeStore; signer: SignerCell; directory: LocalDirectory },
+  opened: {
+    log: LmdbLog;
+    store: NodeStore;
+    signer: SignerCell;
+    directory: LocalDirectory;
+    image: { tails: number[]; read: Promise<ImageRead> };
+  },
 ) {
-  const { log, store, signer, directory } = opened;
+  const { log, store, signer, directory, image } = opened;
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -188,8 +207,19 @@ async function startNetwork(
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
   loadCredentials();
-  const { directoryRows, replicaRows } = await network.start();
-  return { authenticator, replayed, network, loadCredentials, directoryRows, replicaRows };
+  const read = await image.read;
+  const started = await network.start({ image: read, tails: image.tails });
+  return {
+    authenticator,
+    replayed,
+    network,
+    loadCredentials,
+    directoryRows: started.directoryRows,
+    replicaRows: started.replicaRows,
+    directoryImage: started.image,
+    /** The image's position when this start used it: an unchanged index is not written again. */
+    imageUsed: started.image === 'used' && read.kind === 'read' ? read.position : null,
+  };
 }
 
 /** What the route handlers reach. */
@@ -315,6 +345,7 @@ async function stopNode(
   logger: Logger,
   parts: {
     lock: DataDirLock;
+    env: LmdbEnvironment;
     log: LmdbLog;
     runtime: Runtime;
     access: Access;
@@ -335,10 +366,45 @@ async function stopNode(
   await runtime.events.stop();
   await access.network.stop();
   await runtime.pool.drain();
+  await saveDirectoryImage(config, logger, parts);
   await log.close();
   watch.admin.close();
   lock.release();
   logger.info('stopped');
+}
+
+/**
+ * Writes the directory image for the next start, once nothing can change the index: the commits
+ * drained and applied, and the feed entries they caused written. A failure costs only the next
+ * start's speed (it rebuilds the index), so it is logged and the stop goes on.
+ */
+async function saveDirectoryImage(
+  config: Config,
+  logger: Logger,
+  parts: { env: LmdbEnvironment; log: LmdbLog; runtime: Runtime; access: Access },
+): Promise<void> {
+  const { env, log, runtime, access } = parts;
+  try {
+    await access.network.feed.flush();
+    log.refresh();
+    const position = access.network.imagePosition(partitionTails(env));
+    if (position === null) removeDirectoryImage(config.dataDir);
+    else if (!unchanged(access.imageUsed, position))
+      writeDirectoryImage(config.dataDir, runtime.directory.index.image(), position);
+  } catch (error) {
+    logger.warn({ err: { message: (error as Error).message } }, 'directory image not written');
+  }
+}
+
+const unchanged = (used: ImagePosition | null, now: ImagePosition) =>
+  used !== null && samePosition(used, now);
+
+/** The directory image, or why there is none to use: reading it never stops a start. */
+function readImage(dataDir: string): Promise<ImageRead> {
+  return readDirectoryImage(dataDir).catch((error: unknown): ImageRead => ({
+    kind: 'damaged',
+    reason: (error as Error).message,
+  }));
 }
 
 /** The gauges read the parts now running, and `/readyz` says ready (P21). */

@@ -2,6 +2,7 @@
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
+import type { Lent } from './recovery.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
@@ -15,6 +16,8 @@ export interface WorkerData {
   pepperHex: string;
   limits: Limits;
   dev: boolean;
+  /** Partitions helper threads fold at start, and where they hand them over (recovery.ts). */
+  lent: Lent[];
 }
 
 export type ToWorker =

@@ -1,9 +1,15 @@
 // The front end's side of the shards: starts one worker per shard, routes each command to the
 // worker that owns its aggregate's partition, and matches answers to callers.
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
-import type { Limits } from '../config.js';
+import {
+  RECOVERY_HELPERS_PER_WORKER_MAX,
+  WORKER_YOUNG_GENERATION_MB,
+  type Limits,
+} from '../config.js';
+import { startHelpers, type Lent } from './recovery.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
@@ -59,11 +65,12 @@ export class ShardPool {
     const recovered = await Promise.all(
       Array.from({ length: options.workers }, (_, i) => pool.spawn(i)),
     );
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0 };
+    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
     for (const s of recovered) {
       stats.snapshots += s.snapshots;
       stats.records += s.records;
       stats.aggregates += s.aggregates;
+      stats.helped += s.helped;
     }
     return { pool, stats };
   }
@@ -160,6 +167,17 @@ export class ShardPool {
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
+  /** Threads that fold some of a worker's partitions beside it at start (recovery.ts). */
+  private helpersOf(index: number, partitions: number[]): Lent[] {
+    return startHelpers({
+      dataDir: this.options.dataDir,
+      partitions,
+      helpers: recoveryHelpers(this.options.workers),
+      heapMb: this.options.limits.worker_heap_mb,
+      onFatal: (message) => this.options.onFatal(`shard ${index}: ${message}`),
+    });
+  }
+
   private spawn(index: number): Promise<RecoveryStats> {
     const partitions = [];
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
@@ -173,10 +191,15 @@ export class ShardPool {
       pepperHex: this.options.pepperHex,
       limits: this.options.limits,
       dev: this.options.dev,
+      lent: this.helpersOf(index, partitions),
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
-      resourceLimits: { maxOldGenerationSizeMb: this.options.limits.worker_heap_mb },
+      transferList: data.lent.map((l) => l.port),
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.options.limits.worker_heap_mb,
+        maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB,
+      },
     });
     this.workers[index] = worker;
     return new Promise((resolve, reject) => {
@@ -226,4 +249,13 @@ export class ShardPool {
     this.pending.delete(id);
     return p;
   }
+}
+
+/**
+ * Recovery helpers per worker at start: the cores the workers leave idle (the front end waits
+ * for them meanwhile), shared out among the workers.
+ */
+function recoveryHelpers(workers: number): number {
+  const spare = Math.max(0, availableParallelism() - workers);
+  return Math.min(RECOVERY_HELPERS_PER_WORKER_MAX, Math.floor(spare / workers));
 }

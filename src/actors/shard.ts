@@ -8,10 +8,14 @@ import type { Clock } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
-import { ChecksumError, DamagedRowError, frame, unframe } from '../log/record.js';
+import { DamagedRowError, frame } from '../log/record.js';
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
+import { frameInSlices, type SnapshotBody } from './snapshot.js';
+import { foldPartition, type FoldedPartition, type LogRecord } from './fold.js';
+
+export { RecoveryError } from './fold.js';
 import {
   isRefusal,
   type AnyDecider,
@@ -55,19 +59,6 @@ export interface ShardOptions {
   onEffects?: (result: CommandResult) => void;
 }
 
-/** A log record: the events one command produced for one aggregate. */
-interface LogRecord {
-  a: string;
-  k: string;
-  e: unknown[];
-  t: number;
-}
-
-interface SnapshotBody {
-  seq: number;
-  aggregates: [key: string, type: string, state: unknown][];
-}
-
 interface Job {
   routed: RoutedCommand;
   resolve: (result: CommandResult) => void;
@@ -89,14 +80,12 @@ type Decided =
   | { kind: 'answered'; result: CommandResult }
   | { kind: 'committed'; record: LogRecord; writes: TableWrite[]; result: CommandResult };
 
-export class RecoveryError extends Error {
-  override name = 'RecoveryError';
-}
-
 export interface RecoveryStats {
   snapshots: number;
   records: number;
   aggregates: number;
+  /** Partitions folded by recovery helpers (recovery.ts). */
+  helped: number;
 }
 
 export class Shard {
@@ -104,6 +93,8 @@ export class Shard {
   private readonly seq = new Map<number, number>();
   private readonly sinceSnapshot = new Map<number, number>();
   private readonly applied = new Map<number, Promise<void>>();
+  /** The snapshot being encoded and written, per partition (one at a time). */
+  private readonly snapshotting = new Map<number, Promise<void>>();
   /** Seq of the last record whose state was adopted, per partition. */
   private readonly adopted = new Map<number, number>();
   private readonly deciders = new Map<string, AnyDecider>();
@@ -125,46 +116,42 @@ export class Shard {
     this.scheduler = new Scheduler(options.clock, (key) => this.tick(key));
   }
 
-  /** Rebuilds every owned partition from its snapshot and the records after it. */
-  async recover(): Promise<RecoveryStats> {
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0 };
-    for (const p of this.options.partitions) {
-      const slots = this.slots.get(p)!;
-      let last = 0;
-      const snapshot = this.options.log.readSnapshot(p);
-      if (snapshot !== undefined) {
-        const body = this.unframeOrFail<SnapshotBody>(snapshot, `snapshot of partition ${p}`);
-        for (const [key, type, state] of body.aggregates)
-          slots.set(key, { type, state, queue: [], busy: false });
-        last = body.seq;
-        stats.snapshots++;
-      }
-      // Records are read one at a time (a partition's log is never held whole in memory). An
-      // LMDB commit is atomic, so a record that fails its checksum, even the last one, is damage
-      // at rest, not a torn write: dropping it would keep the rest of its commit (views, usage
-      // rows, idempotent answers) and serve state that no record explains (P14).
-      let replayed = 0;
-      for (const { seq, bytes } of this.options.log.read(p, last)) {
-        let record: LogRecord;
-        try {
-          record = unframe<LogRecord>(bytes);
-        } catch (error) {
-          if (!(error instanceof ChecksumError)) throw error;
-          throw new RecoveryError(damagedRecordMessage(p, seq));
-        }
-        this.replay(slots, record);
-        last = seq;
-        replayed++;
-      }
-      stats.records += replayed;
-      this.seq.set(p, last);
-      this.adopted.set(p, last);
-      // Records replayed since the snapshot count towards the next one (a shutdown writes it).
-      this.sinceSnapshot.set(p, replayed);
-      for (const [key, slot] of slots) this.scheduleFor(key, slot);
-      stats.aggregates += slots.size;
-    }
+  /**
+   * Rebuilds every owned partition from its snapshot and the records after it. Partitions in
+   * `elsewhere` are folded by recovery helpers meanwhile (recovery-helper.ts): this shard folds
+   * the others, then takes theirs.
+   */
+  async recover(
+    elsewhere: {
+      partitions: ReadonlySet<number>;
+      folded: Promise<ReadonlyMap<number, FoldedPartition>>;
+    } = { partitions: new Set(), folded: Promise.resolve(new Map()) },
+  ): Promise<RecoveryStats> {
+    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
+    for (const p of this.options.partitions)
+      if (!elsewhere.partitions.has(p))
+        this.install(p, foldPartition(this.options.log, this.deciders, p), stats);
+    // A helper leaves out the partitions it would not fold faster (those with a snapshot).
+    const folded = await elsewhere.folded;
+    for (const p of elsewhere.partitions)
+      this.install(p, folded.get(p) ?? foldPartition(this.options.log, this.deciders, p), stats);
+    stats.helped = folded.size;
     return stats;
+  }
+
+  private install(p: number, folded: FoldedPartition, stats: RecoveryStats): void {
+    const slots = this.slots.get(p)!;
+    for (const [key, type, state] of folded.body.aggregates)
+      slots.set(key, { type, state, queue: [], busy: false });
+    const last = folded.body.seq;
+    this.seq.set(p, last);
+    this.adopted.set(p, last);
+    // Records replayed since the snapshot count towards the next one (a shutdown writes it).
+    this.sinceSnapshot.set(p, folded.records);
+    for (const [key, slot] of slots) this.scheduleFor(key, slot);
+    if (folded.snapshot) stats.snapshots++;
+    stats.records += folded.records;
+    stats.aggregates += slots.size;
   }
 
   /** Runs a command on its aggregate's mailbox. */
@@ -202,8 +189,11 @@ export class Shard {
 
   /** Writes a snapshot of every owned partition (on shutdown, so that the next start is quick). */
   async snapshotAll(): Promise<void> {
-    for (const p of this.options.partitions)
+    for (const p of this.options.partitions) {
+      // One already under way was reported (onFatal) if it failed; the last one is written here.
+      await this.snapshotting.get(p)?.catch(() => undefined);
       if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    }
   }
 
   stop(): void {
@@ -413,18 +403,6 @@ export class Shard {
     return views;
   }
 
-  private replay(slots: Map<string, Slot>, record: LogRecord): void {
-    const decider = this.deciders.get(record.a);
-    if (decider === undefined)
-      throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
-    let slot = slots.get(record.k);
-    if (slot === undefined) {
-      slot = { type: record.a, state: null, queue: [], busy: false };
-      slots.set(record.k, slot);
-    }
-    for (const event of record.e) slot.state = decider.evolve(slot.state, event);
-  }
-
   private scheduleFor(key: string, slot: Slot): void {
     const decider = this.deciders.get(slot.type);
     if (decider?.deadline === undefined || slot.state === null) return;
@@ -446,37 +424,27 @@ export class Shard {
   private countForSnapshot(p: number): void {
     const count = this.sinceSnapshot.get(p)! + 1;
     this.sinceSnapshot.set(p, count);
-    if (count >= this.options.snapshotEveryRecords) this.snapshot(p).catch(this.options.onFatal);
+    // While one is under way the count goes on, and the next record after it starts another.
+    if (count >= this.options.snapshotEveryRecords && !this.snapshotting.has(p))
+      this.snapshot(p).catch(this.options.onFatal);
   }
 
-  private async snapshot(p: number): Promise<void> {
+  /**
+   * The states are taken synchronously after the last adoption, so they are the fold up to
+   * `seq`; being immutable values, they stay so while they are encoded a slice at a time.
+   */
+  private snapshot(p: number): Promise<void> {
     const aggregates: SnapshotBody['aggregates'] = [];
     for (const [key, slot] of this.slots.get(p)!)
       if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
-    // Taken synchronously after the last adoption: the states are the fold up to `seq`.
     const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
     this.sinceSnapshot.set(p, 0);
-    await this.options.log.writeSnapshot(p, frame(body));
+    const written = frameInSlices(body)
+      .then((bytes) => this.options.log.writeSnapshot(p, bytes))
+      .finally(() => this.snapshotting.delete(p));
+    this.snapshotting.set(p, written);
+    return written;
   }
-
-  private unframeOrFail<T>(bytes: Buffer, what: string): T {
-    try {
-      return unframe<T>(bytes);
-    } catch (error) {
-      throw new RecoveryError(
-        `${what} fails its checksum (${(error as Error).message}); refusing to start`,
-      );
-    }
-  }
-}
-
-/** What an operator reads when a record is damaged: where, why the node stops, what to do. */
-export function damagedRecordMessage(partition: number, seq: number): string {
-  return (
-    `log record ${seq} of partition ${partition} fails its checksum: the data directory is ` +
-    'damaged at rest (a commit is never half-written). The node will not serve state it cannot ' +
-    'verify (P14); restore the data directory from the latest backup and start again'
-  );
 }
 
 function refused(r: Refusal): CommandResult {

@@ -9,6 +9,7 @@ import { signingKeyFromSeed } from '../protocol/signing.js';
 import { unseal } from '../protocol/sealing.js';
 import { hashKeys } from '../protocol/identifiers.js';
 import type { FromWorker, ToWorker, WorkerData } from './messages.js';
+import { foldElsewhere } from './recovery.js';
 import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
@@ -83,4 +84,4 @@ async function drain(): Promise<void> {
   send({ t: 'drained' });
 }
 
-shard.recover().then((stats) => send({ t: 'ready', stats }), fatal);
+shard.recover(foldElsewhere(data.lent)).then((stats) => send({ t: 'ready', stats }), fatal);

@@ -5,7 +5,7 @@
 import type { DirectoryRow } from '../actors/types.js';
 import type { Log } from '../log/log.js';
 import { unframeRow } from '../log/record.js';
-import { DirectoryIndex, type IndexVisibility } from './index.js';
+import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
 
 interface StoredRow {
   t: string;
@@ -23,14 +23,29 @@ export class LocalDirectory {
    */
   observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null =
     null;
+  /**
+   * Rows that commits changed before the index was loaded: applied once it is, since an index
+   * taken whole from an image would not show them (and the change feed must be told of them).
+   */
+  private early: DirectoryRow[] | null = [];
 
   constructor(
     private readonly log: Log,
-    holder: { member: string; endpoint: string },
+    private readonly holder: { member: string; endpoint: string },
     expectedKeys = 0,
   ) {
     this.index = new DirectoryIndex(expectedKeys);
     this.localHolder = this.index.holderId(holder);
+  }
+
+  /**
+   * Takes the index whole from an image whose position the caller found committed; the local
+   * holder stays this run's (its endpoint may have changed).
+   */
+  adopt(image: IndexImage): void {
+    if (image.holders[this.localHolder]?.member !== this.holder.member)
+      throw new RangeError('the directory image was written for another member');
+    this.index.adopt(image, new Map([[this.localHolder, this.holder]]));
   }
 
   private settle(hash: string, identifierType: string, visibility: IndexVisibility): void {
@@ -67,6 +82,10 @@ export class LocalDirectory {
 
   /** Re-reads the rows of every key a command changed. */
   apply(changed: readonly DirectoryRow[]): void {
+    if (this.early !== null) {
+      this.early.push(...changed);
+      return;
+    }
     for (const hash of new Set(changed.map((r) => r.identifierHash))) {
       let best: IndexVisibility = 'none';
       for (const { key, bytes } of this.log.scan('directory', {
@@ -78,5 +97,15 @@ export class LocalDirectory {
       }
       this.settle(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, best);
     }
+  }
+
+  /**
+   * The index is loaded (built or adopted) and the change feed's load is over: the rows commits
+   * changed meanwhile are applied now, and from here on as they come.
+   */
+  ready(): void {
+    const early = this.early ?? [];
+    this.early = null;
+    if (early.length > 0) this.apply(early);
   }
 }

@@ -33,6 +33,26 @@ export interface Holder {
   endpoint: string;
 }
 
+/**
+ * Everything the index holds, as plain parts: what src/directory/image.ts writes at an orderly
+ * stop and hands back at the next start, so the index is taken whole instead of key by key.
+ */
+export interface IndexImage {
+  slots: number;
+  used: number;
+  keys: Uint32Array;
+  values: Uint32Array;
+  occupiedBits: Uint32Array;
+  /** Holder ids are positions here; 0 is "no holder". */
+  holders: Holder[];
+  contributions: [key: string, count: number][];
+}
+
+/** What an image's arrays must measure for `slots` slots (its checksum cannot tell a bad size). */
+export function imageArrayLengths(slots: number): { keys: number; values: number; bits: number } {
+  return { keys: slots * WORDS_PER_KEY, values: slots, bits: (slots + 31) >>> 5 };
+}
+
 export class DirectoryIndex {
   private keys: Uint32Array;
   private values: Uint32Array;
@@ -66,6 +86,50 @@ export class DirectoryIndex {
   /** Bytes held by the table itself (for the memory-per-key figure). */
   get tableBytes(): number {
     return this.keys.byteLength + this.values.byteLength + this.occupiedBits.byteLength;
+  }
+
+  /** The index's parts, shared, not copied: read them before the index changes again. */
+  image(): IndexImage {
+    return {
+      slots: this.mask + 1,
+      used: this.used,
+      keys: this.keys,
+      values: this.values,
+      occupiedBits: this.occupiedBits,
+      holders: [...this.holders],
+      contributions: [...this.contributions],
+    };
+  }
+
+  /**
+   * Takes an image's parts as this index's own, in place (whoever holds this index keeps it).
+   * Holders given in `live` replace the image's at the same id: the local holder's endpoint is
+   * this run's, not the one the image was written with.
+   */
+  adopt(image: IndexImage, live: ReadonlyMap<number, Holder>): void {
+    const lengths = imageArrayLengths(image.slots);
+    if (
+      (image.slots & (image.slots - 1)) !== 0 ||
+      image.keys.length !== lengths.keys ||
+      image.values.length !== lengths.values ||
+      image.occupiedBits.length !== lengths.bits ||
+      image.used > image.slots
+    )
+      throw new RangeError('directory image arrays do not match its slot count');
+    this.keys = image.keys;
+    this.values = image.values;
+    this.occupiedBits = image.occupiedBits;
+    this.mask = image.slots - 1;
+    this.used = image.used;
+    this.holders.length = 0;
+    this.holderIds.clear();
+    image.holders.forEach((h, id) => {
+      const holder = live.get(id) ?? h;
+      this.holders.push(holder);
+      if (id > 0) this.holderIds.set(`${holder.member}\n${holder.endpoint}`, id);
+    });
+    this.contributions.clear();
+    for (const [key, count] of image.contributions) this.contributions.set(key, count);
   }
 
   holderId(holder: Holder): number {

@@ -131,6 +131,11 @@ export function checkDataFile(path: string): void {
 }
 
 export class LmdbLog implements Log {
+  /** The log table read without a copy of each value (replay), opened when first asked for. */
+  private replayTable: Database<unknown, [number, number]> | null = null;
+  /** The decoder of the replay step under way: lmdb-js calls it inside the iterator's step. */
+  private decoding: ((bytes: Buffer) => unknown) | null = null;
+
   constructor(private readonly env: LmdbEnvironment) {}
 
   async append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
@@ -181,6 +186,34 @@ export class LmdbLog implements Log {
       end: [partition + 1, 0],
     })) {
       yield { seq: key[1], bytes: value };
+    }
+  }
+
+  *replay<T>(
+    partition: number,
+    afterSeq: number,
+    decode: (bytes: Buffer) => T,
+  ): Iterable<{ seq: number; value: T }> {
+    // A decoder that copies lets lmdb-js hand it the value in its shared read buffer. (lmdb-js
+    // takes an encoder for a named database too; its types declare one on the root only.)
+    const options = {
+      name: 'log',
+      encoder: {
+        encode: (value: unknown) => value as Buffer,
+        decode: (bytes: Buffer, size: number) => this.decoding!(bytes.subarray(0, size)),
+      },
+    };
+    this.replayTable ??= this.env.root.openDB<unknown, [number, number]>(options);
+    const range = this.replayTable.getRange({
+      start: [partition, afterSeq + 1],
+      end: [partition + 1, 0],
+    });
+    const steps = range[Symbol.iterator]();
+    for (;;) {
+      this.decoding = decode;
+      const step = steps.next();
+      if (step.done === true) return;
+      yield { seq: step.value.key[1], value: step.value.value as T };
     }
   }
 

@@ -56,6 +56,23 @@ export function logContract(name: string, factory: LogFactory): void {
         }),
     );
 
+    it('replays the same records through a decoder, each decoded as it is read', () =>
+      withLog(async (log) => {
+        const long = 'l'.repeat(5000);
+        await log.append([entry(5, 1, 'a'), entry(5, 2, long), entry(6, 1, 'x')], []);
+        await log.append([entry(5, 3, 'c')], []);
+        const decoded = (p: number, after: number) =>
+          [...log.replay(p, after, (bytes) => bytes.toString())].map((r) => [r.seq, r.value]);
+        expect(decoded(5, 0)).toEqual([
+          [1, 'a'],
+          [2, long],
+          [3, 'c'],
+        ]);
+        expect(decoded(5, 2)).toEqual([[3, 'c']]);
+        expect(decoded(6, 0)).toEqual([[1, 'x']]);
+        expect(decoded(7, 0)).toEqual([]);
+      }));
+
     it('lands the table rows of an append with its records, and a null row deletes', () =>
       withLog(async (log) => {
         await log.append(

@@ -70,6 +70,15 @@ export interface Log {
   scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;
+  /**
+   * The same records, each handed to `decode` as bytes valid only during the call (recovery
+   * reads millions: no copy of each); yields what `decode` made of them.
+   */
+  replay<T>(
+    partition: number,
+    afterSeq: number,
+    decode: (bytes: Buffer) => T,
+  ): Iterable<{ seq: number; value: T }>;
   readSnapshot(partition: number): Buffer | undefined;
   /** Resolves once the snapshot is durable. */
   writeSnapshot(partition: number, bytes: Buffer): Promise<void>;

@@ -117,6 +117,14 @@ export class MemoryLog implements Log {
     for (const r of this.records.get(partition) ?? []) if (r.seq > afterSeq) yield r;
   }
 
+  *replay<T>(
+    partition: number,
+    afterSeq: number,
+    decode: (bytes: Buffer) => T,
+  ): Iterable<{ seq: number; value: T }> {
+    for (const r of this.read(partition, afterSeq)) yield { seq: r.seq, value: decode(r.bytes) };
+  }
+
   readSnapshot(partition: number): Buffer | undefined {
     return this.snapshots.get(partition);
   }

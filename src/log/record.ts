@@ -19,7 +19,9 @@ addExtension({
   read: (entries: Record<string, unknown>) => OrderedMap(entries),
 });
 
-const packr = new Packr({ useRecords: false, moreTypes: false });
+// copyBuffers: a record may be unframed straight from LMDB's shared read buffer (Log.replay), so
+// no decoded value may keep a view of the bytes it came from.
+const packr = new Packr({ useRecords: false, moreTypes: false, copyBuffers: true });
 const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)
 
 export class ChecksumError extends Error {
@@ -46,6 +48,23 @@ export function frame(value: unknown): Buffer {
   out.writeUInt32BE(crc32(payload), 0);
   payload.copy(out, CHECKSUM_BYTES);
   return out;
+}
+
+/** The msgpack encoding of one value, in a buffer of its own (a piece of framePieces). */
+export function packValue(value: unknown): Buffer {
+  return Buffer.from(packr.pack(value));
+}
+
+/**
+ * The frame of a payload given in pieces: the same bytes as `frame` of the value whose msgpack
+ * encoding is their concatenation (a large value can so be encoded a piece at a time).
+ */
+export function framePieces(pieces: readonly Uint8Array[]): Buffer {
+  let crc = 0;
+  for (const piece of pieces) crc = crc32(piece, crc);
+  const head = Buffer.allocUnsafe(CHECKSUM_BYTES);
+  head.writeUInt32BE(crc, 0);
+  return Buffer.concat([head, ...pieces]);
 }
 
 export function unframe<T>(bytes: Uint8Array): T {

@@ -50,9 +50,19 @@ export class Follower {
     },
   ) {}
 
-  /** Loads the replica into the index and the cursor; returns how many rows it loaded. */
-  load(): number {
+  /** The cursor this follower's index entries reflect (the directory image records it). */
+  get position(): number {
+    return this.cursor;
+  }
+
+  /**
+   * Loads the replica into the index (unless the index was taken whole from the directory image)
+   * and the cursor; returns how many rows it loaded.
+   */
+  load(options: { replica: boolean }): number {
     const { log, index, member } = this.options;
+    this.cursor = storedCursor(log, member);
+    if (!options.replica) return 0;
     let rows = 0;
     for (const { key, bytes } of log.scan('replica', { start: `${member}/`, end: `${member}0` })) {
       const row = unframeRow<ReplicaRow>('replica', key, bytes);
@@ -64,9 +74,6 @@ export class Follower {
       );
       rows++;
     }
-    const cursor = log.get('cursors', member);
-    this.cursor =
-      cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
     return rows;
   }
 
@@ -164,6 +171,12 @@ export class Follower {
     if (typeof url !== 'string') throw new Error('the member publishes no directory feed');
     return url;
   }
+}
+
+/** How far the replica of `member` has durably followed its feed. */
+export function storedCursor(log: Log, member: string): number {
+  const cursor = log.get('cursors', member);
+  return cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

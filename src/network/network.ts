@@ -3,17 +3,23 @@
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import type { LocalDirectory } from '../directory/directory.js';
+import { samePosition, type ImagePosition, type ImageRead } from '../directory/image.js';
 import type { Log } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
 import { FeedPublisher } from './feed.js';
-import { Follower } from './follower.js';
+import { Follower, storedCursor } from './follower.js';
 import { MemberRegistry } from './members.js';
 
 export class Network {
   readonly registry: MemberRegistry;
   readonly feed: FeedPublisher;
   private readonly followers = new Map<string, Follower>();
+  /**
+   * A follower was stopped while the node ran: its entries stay in the index until the next
+   * start, so no image may be written of this index (the next start would keep them).
+   */
+  private unfollowed = false;
 
   constructor(
     private readonly options: {
@@ -42,24 +48,68 @@ export class Network {
   }
 
   /**
-   * Loads the local directory with the feed merged beside it, then the replicas; starts following.
+   * Takes the index whole from the directory image when its position is the committed one
+   * (`tails`: each partition's last record, read before any worker could commit); otherwise
+   * loads the local directory with the feed merged beside it, then the replicas. Starts
+   * following.
    */
-  async start(): Promise<{ directoryRows: number; replicaRows: number }> {
-    this.feed.beginLoad();
-    const directoryRows = await this.options.directory.load({
-      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
-    });
-    this.feed.endLoad();
+  async start(options: { image: ImageRead; tails: number[] }): Promise<{
+    directoryRows: number;
+    replicaRows: number;
+    image: 'used' | ImageRead['kind'] | 'stale';
+  }> {
+    const { directory, logger } = this.options;
     this.registry.load();
+    const image = options.image;
+    const committed = this.committedPosition(options.tails);
+    const usable = image.kind === 'read' && samePosition(image.position, committed);
+    let directoryRows = 0;
+    if (usable) {
+      directory.adopt(image.image);
+    } else {
+      if (image.kind !== 'absent') {
+        const reason = image.kind === 'damaged' ? image.reason : 'older than the committed state';
+        logger.info({ reason }, 'directory image not used; the index is rebuilt from the tables');
+      }
+      this.feed.beginLoad();
+      directoryRows = await directory.load({
+        pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
+      });
+      this.feed.endLoad();
+    }
+    directory.ready();
     this.registry.start();
-    const replicaRows = this.syncFollowers();
-    return { directoryRows, replicaRows };
+    const replicaRows = this.syncFollowers({ replica: !usable });
+    const outcome = usable ? 'used' : image.kind === 'read' ? 'stale' : image.kind;
+    return { directoryRows, replicaRows, image: outcome };
+  }
+
+  /**
+   * The position of the index as it is now, for its image; null when no image may describe it.
+   * Asked once the node has drained (no commit or feed page can change the index meanwhile).
+   */
+  imagePosition(tails: number[]): ImagePosition | null {
+    if (this.unfollowed) return null;
+    const followed = [...this.followers].map(([m, f]): [string, number] => [m, f.position]);
+    return this.position(tails, followed);
+  }
+
+  /** What an image must say to describe the index the tables give now. */
+  private committedPosition(tails: number[]): ImagePosition {
+    const listed = this.registry.list().map((m) => m.member);
+    const followed = listed.map((m): [string, number] => [m, storedCursor(this.options.log, m)]);
+    return this.position(tails, followed);
+  }
+
+  private position(tails: number[], followed: [string, number][]): ImagePosition {
+    followed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return { member: this.options.member, partitions: tails, feed: this.feed.sequence, followed };
   }
 
   /** The operator changed the member list: follow new members, stop following removed ones. */
   membersChanged(): void {
     this.registry.load();
-    this.syncFollowers();
+    this.syncFollowers({ replica: true });
   }
 
   credentials(): Credential[] {
@@ -77,13 +127,14 @@ export class Network {
     return new Map([...this.followers].map(([member, f]) => [member, f.lag]));
   }
 
-  private syncFollowers(): number {
+  private syncFollowers(options: { replica: boolean }): number {
     let rows = 0;
     const listed = new Set(this.registry.list().map((m) => m.member));
     for (const [name, follower] of this.followers) {
       if (!listed.has(name)) {
         follower.stop();
         this.followers.delete(name);
+        this.unfollowed = true;
       }
     }
     for (const name of listed) {
@@ -98,7 +149,7 @@ export class Network {
         limits,
         logger,
       });
-      rows += follower.load();
+      rows += follower.load(options);
       follower.start();
       this.followers.set(name, follower);
     }

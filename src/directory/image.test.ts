@@ -1,0 +1,131 @@
+// The directory image written and read back: the same answers for every key, the same holders and
+// contributions; a damaged, truncated or lengthened image is refused, never adopted.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryLog } from '../log/memory-log.js';
+import { LocalDirectory } from './directory.js';
+import {
+  IMAGE_FILE,
+  readDirectoryImage,
+  writeDirectoryImage,
+  type ImagePosition,
+} from './image.js';
+import { DirectoryIndex } from './index.js';
+
+const hash = (n: number) => createHash('sha256').update(`key-${n}`).digest('hex');
+const TYPES = ['phone', 'email', 'bank_account'];
+const KEYS = 50_000;
+const position: ImagePosition = {
+  member: 'local',
+  partitions: [7, 123456, 0, 0],
+  feed: 42,
+  followed: [['beta', 9]],
+};
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** An index of local and replicated keys, some removed, past several doublings of its table. */
+function sampleIndex(): DirectoryIndex {
+  const index = new DirectoryIndex();
+  const local = index.holderId({ member: 'local', endpoint: 'http://old' });
+  const beta = index.holderId({ member: 'beta', endpoint: 'http://beta' });
+  for (let n = 0; n < KEYS; n++) {
+    const visibility = n % 3 === 0 ? 'public' : 'network';
+    index.set(hash(n), TYPES[n % 3]!, n % 5 === 0 ? beta : local, visibility);
+  }
+  for (let n = 0; n < KEYS; n += 7)
+    index.set(hash(n), TYPES[n % 3]!, n % 5 === 0 ? beta : local, 'none');
+  return index;
+}
+
+function written(index: DirectoryIndex): string {
+  const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
+  dirs.push(dir);
+  writeDirectoryImage(dir, index.image(), position);
+  return dir;
+}
+
+describe('the directory image', () => {
+  it("reads back as the index it was written from, with this run's local holder", async () => {
+    const index = sampleIndex();
+    const dir = written(index);
+    const read = await readDirectoryImage(dir);
+    expect(read.kind).toBe('read');
+    if (read.kind !== 'read') return;
+    expect(read.position).toEqual(position);
+    const directory = new LocalDirectory(new MemoryLog(), {
+      member: 'local',
+      endpoint: 'http://new',
+    });
+    directory.adopt(read.image);
+    const adopted = directory.index;
+    expect(adopted.size).toBe(index.size);
+    const answers = (of: DirectoryIndex, localEndpoint: string) => {
+      const all: string[] = [];
+      for (let n = 0; n < KEYS + 100; n++) {
+        for (const type of TYPES) {
+          const h = of.find(hash(n), type);
+          all.push(
+            h === null ? '-' : `${h.member} ${h.member === 'local' ? localEndpoint : h.endpoint}`,
+          );
+        }
+      }
+      return all;
+    };
+    expect(answers(adopted, 'http://new')).toEqual(answers(index, 'http://new'));
+    expect(adopted.find(hash(1), 'email')?.endpoint).toBe('http://new');
+    for (const member of ['local', 'beta', 'gamma'])
+      for (const type of TYPES)
+        expect(adopted.contribution(member, type)).toBe(index.contribution(member, type));
+    // The adopted index goes on changing like any other.
+    adopted.set(hash(KEYS + 1), 'email', directory.localHolder, 'network');
+    expect(adopted.find(hash(KEYS + 1), 'email')?.member).toBe('local');
+    expect(adopted.contribution('local', 'email')).toBe(index.contribution('local', 'email') + 1);
+  });
+
+  it('is refused for another member', async () => {
+    const read = await readDirectoryImage(written(sampleIndex()));
+    if (read.kind !== 'read') throw new Error('image not read');
+    const directory = new LocalDirectory(new MemoryLog(), {
+      member: 'other',
+      endpoint: 'http://x',
+    });
+    expect(() => directory.adopt(read.image)).toThrow(/another member/);
+  });
+
+  it('is absent when there is no file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
+    dirs.push(dir);
+    expect(await readDirectoryImage(dir)).toEqual({ kind: 'absent' });
+  });
+
+  it('with any one byte changed, is refused as damaged', async () => {
+    const dir = written(sampleIndex());
+    const path = join(dir, IMAGE_FILE);
+    const original = readFileSync(path);
+    for (const at of [3, 20, Math.floor(original.length / 2), original.length - 2]) {
+      const damaged = Buffer.from(original);
+      damaged[at] = damaged[at]! ^ 0x10;
+      writeFileSync(path, damaged);
+      expect((await readDirectoryImage(dir)).kind, `byte ${at}`).toBe('damaged');
+    }
+  });
+
+  it('cut short or lengthened, is refused as damaged', async () => {
+    const dir = written(sampleIndex());
+    const path = join(dir, IMAGE_FILE);
+    const original = readFileSync(path);
+    truncateSync(path, statSync(path).size - 4);
+    expect(await readDirectoryImage(dir)).toEqual({ kind: 'damaged', reason: 'truncated' });
+    truncateSync(path, 10);
+    expect((await readDirectoryImage(dir)).kind).toBe('damaged');
+    writeFileSync(path, Buffer.concat([original, Buffer.alloc(4)]));
+    expect((await readDirectoryImage(dir)).kind).toBe('damaged');
+  });
+});
