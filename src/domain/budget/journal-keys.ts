@@ -18,36 +18,37 @@ export interface JournalKey {
   found: boolean;
 }
 
+/** The first two bytes of a key, by `code * 2 + found`, as Latin-1 text. */
+const HEADS = Array.from({ length: TYPES.length * 2 }, (_, i) =>
+  String.fromCharCode(i >> 1, i & 1),
+);
+/** Any number of packed keys, as Latin-1 text. */
+const PACKED = new RegExp(
+  `^(?:[\\x00-\\x0${TYPES.length - 1}][\\x00\\x01][0-9a-f]{${HASH_DIGITS}})*$`,
+);
+
 /** The keys packed; throws on a type or hash no lookup can have (a defect of the caller). */
 export function packJournalKeys(keys: readonly JournalKey[]): Uint8Array {
-  const bytes = new Uint8Array(keys.length * KEY_BYTES);
-  for (let k = 0; k < keys.length; k++) {
-    const { identifier_type: type, identifier_hash: hash, found } = keys[k]!;
+  let text = '';
+  for (const { identifier_type: type, identifier_hash: hash, found } of keys) {
     const code = CODES.get(type);
     if (code === undefined || hash.length !== HASH_DIGITS)
       throw new TypeError('packJournalKeys: not a lookup key');
-    const at = k * KEY_BYTES;
-    bytes[at] = code;
-    bytes[at + 1] = found ? 1 : 0;
-    for (let i = 0; i < HASH_DIGITS; i++) bytes[at + 2 + i] = hash.charCodeAt(i);
+    text += HEADS[code * 2 + (found ? 1 : 0)]! + hash;
   }
+  const bytes = Buffer.from(text, 'latin1');
+  if (bytes.length !== keys.length * KEY_BYTES) throw new TypeError('packJournalKeys: not hex');
   return bytes;
 }
 
 /** The journal's keys of a packed call, or null when the bytes are not a packing of keys. */
 export function unpackJournalKeys(bytes: Uint8Array): JournalEntry['keys'] | null {
-  if (bytes.length % KEY_BYTES !== 0) return null;
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1');
+  if (!PACKED.test(text)) return null;
   const keys: JournalEntry['keys'] = [];
-  for (let at = 0; at < bytes.length; at += KEY_BYTES) {
-    const type = TYPES[bytes[at]!];
-    const found = bytes[at + 1];
-    if (type === undefined || (found !== 0 && found !== 1)) return null;
-    for (let i = at + 2; i < at + KEY_BYTES; i++) {
-      const c = bytes[i]!;
-      if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return null;
-    }
-    keys.push([type, text.toString('latin1', at + 2, at + KEY_BYTES), found === 1]);
+  for (let at = 0; at < text.length; at += KEY_BYTES) {
+    const head = text.charCodeAt(at + 1);
+    keys.push([TYPES[text.charCodeAt(at)]!, text.slice(at + 2, at + KEY_BYTES), head === 1]);
   }
   return keys;
 }

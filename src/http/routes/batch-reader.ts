@@ -32,7 +32,24 @@ const KEY_TYPES: readonly LookupKeyType[] = [
   'tax',
   'address',
 ];
-const QUOTED_KEY_TYPES = KEY_TYPES.map((t) => `${t}"`);
+const latin1 = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+const QUOTED_KEY_TYPES = KEY_TYPES.map((t) => latin1(`${t}"`));
+/** Member names with their closing quote, as bytes to compare in place. */
+const NAMES = {
+  items: latin1('items"'),
+  signed: latin1('signed"'),
+  identifier_type: latin1('identifier_type"'),
+  identifier_hash: latin1('identifier_hash"'),
+  identifier: latin1('identifier"'),
+  nonce: latin1('nonce"'),
+};
+const LITERALS: readonly [Uint8Array, boolean][] = [
+  [latin1('true'), true],
+  [latin1('false'), false],
+];
+/** 1 for the bytes of lowercase hex digits. */
+const HEX_DIGIT = new Uint8Array(256);
+for (const c of latin1('0123456789abcdef')) HEX_DIGIT[c] = 1;
 /** Hex digits of a SHA-256 (P8). */
 const HASH_LENGTH = 64;
 
@@ -45,14 +62,21 @@ const PRINTABLE_LAST = 0x7e;
 
 /** The body as the route's schema would accept it, or null when it is not of the usual shape. */
 export function readUsualBatch(bytes: Buffer): BatchBody | null {
-  const scanner = new Scanner(bytes.toString('latin1'));
+  const scanner = new Scanner(bytes);
   return scanner.body();
 }
 
+/**
+ * Steps through the bytes; strings are cut from the same bytes read as Latin-1, which is what
+ * they are when every byte is below 0x80, as the scanner requires of every byte it accepts.
+ */
 class Scanner {
   private at = 0;
+  private readonly text: string;
 
-  constructor(private readonly text: string) {}
+  constructor(private readonly bytes: Buffer) {
+    this.text = bytes.toString('latin1');
+  }
 
   body(): BatchBody | null {
     let items: BatchItem[] | null = null;
@@ -60,15 +84,15 @@ class Scanner {
     if (!this.take(0x7b)) return null;
     do {
       if (!this.take(QUOTE)) return null;
-      if (this.name('items"')) {
+      if (this.name(NAMES.items)) {
         if (items !== null || (items = this.items()) === null) return null;
-      } else if (this.name('signed"')) {
+      } else if (this.name(NAMES.signed)) {
         if (signed !== null || (signed = this.boolean()) === null) return null;
       } else return null;
     } while (this.take(COMMA));
     if (!this.take(0x7d) || items === null) return null;
     this.space();
-    if (this.at !== this.text.length) return null;
+    if (this.at !== this.bytes.length) return null;
     return signed === null ? { items } : { items, signed };
   }
 
@@ -92,14 +116,14 @@ class Scanner {
     let nonce: string | null = null;
     do {
       if (!this.take(QUOTE)) return null;
-      if (this.name('identifier_type"')) {
+      if (this.name(NAMES.identifier_type)) {
         if (type !== null || (type = this.keyType()) === null) return null;
-      } else if (this.name('identifier_hash"')) {
+      } else if (this.name(NAMES.identifier_hash)) {
         if (hash !== null || (hash = this.hash()) === null) return null;
-      } else if (this.name('identifier"')) {
+      } else if (this.name(NAMES.identifier)) {
         if (identifier !== null || (identifier = this.string(IDENTIFIER_LENGTH_MAX)) === null)
           return null;
-      } else if (this.name('nonce"')) {
+      } else if (this.name(NAMES.nonce)) {
         if (nonce !== null || (nonce = this.string(LOOKUP_NONCE_LENGTH_MAX)) === null) return null;
       } else return null;
     } while (this.take(COMMA));
@@ -115,8 +139,8 @@ class Scanner {
    * A member name already opened by its quote, its closing quote and the colon after it; the
    * position moves only when all three are there.
    */
-  private name(quoted: string): boolean {
-    if (!this.text.startsWith(quoted, this.at)) return false;
+  private name(quoted: Uint8Array): boolean {
+    if (!this.matches(quoted)) return false;
     const start = this.at;
     this.at += quoted.length;
     if (this.take(COLON)) return true;
@@ -127,7 +151,7 @@ class Scanner {
   private keyType(): LookupKeyType | null {
     if (!this.take(QUOTE)) return null;
     for (let t = 0; t < QUOTED_KEY_TYPES.length; t++) {
-      if (this.text.startsWith(QUOTED_KEY_TYPES[t]!, this.at)) {
+      if (this.matches(QUOTED_KEY_TYPES[t]!)) {
         this.at += QUOTED_KEY_TYPES[t]!.length;
         return KEY_TYPES[t]!;
       }
@@ -140,36 +164,33 @@ class Scanner {
     if (!this.take(QUOTE)) return null;
     const start = this.at;
     const end = start + HASH_LENGTH;
-    const text = this.text;
-    for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
-      if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return null;
-    }
-    if (text.charCodeAt(end) !== QUOTE) return null;
+    const bytes = this.bytes;
+    if (end >= bytes.length) return null;
+    for (let i = start; i < end; i++) if (HEX_DIGIT[bytes[i]!] === 0) return null;
+    if (bytes[end] !== QUOTE) return null;
     this.at = end + 1;
-    return text.slice(start, end);
+    return this.text.slice(start, end);
   }
 
   /** A string of 1 to `lengthMax` printable ASCII characters, no quote, no escape. */
   private string(lengthMax: number): string | null {
     if (!this.take(QUOTE)) return null;
     const start = this.at;
-    const text = this.text;
+    const bytes = this.bytes;
     let i = start;
-    for (let c = text.charCodeAt(i); c !== QUOTE; c = text.charCodeAt(++i)) {
-      // A character past the end reads NaN, which no comparison accepts.
-      if (!(c >= PRINTABLE_FIRST && c <= PRINTABLE_LAST) || c === BACKSLASH) return null;
+    for (let c = bytes[i]; c !== QUOTE; c = bytes[++i]) {
+      // A byte past the end reads undefined, which no comparison accepts.
+      if (!(c! >= PRINTABLE_FIRST && c! <= PRINTABLE_LAST) || c === BACKSLASH) return null;
     }
     if (i === start || i - start > lengthMax) return null;
     this.at = i + 1;
-    return text.slice(start, i);
+    return this.text.slice(start, i);
   }
 
   private boolean(): boolean | null {
     this.space();
-    for (const value of [true, false]) {
-      const written = String(value);
-      if (this.text.startsWith(written, this.at)) {
+    for (const [written, value] of LITERALS) {
+      if (this.matches(written)) {
         this.at += written.length;
         return value;
       }
@@ -177,17 +198,26 @@ class Scanner {
     return null;
   }
 
+  /** Whether `expected` is written at the position. */
+  private matches(expected: Uint8Array): boolean {
+    const bytes = this.bytes;
+    const at = this.at;
+    if (at + expected.length > bytes.length) return false;
+    for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+    return true;
+  }
+
   /** Skips JSON white space, then steps over `code` if it comes next. */
   private take(code: number): boolean {
     this.space();
-    if (this.text.charCodeAt(this.at) !== code) return false;
+    if (this.bytes[this.at] !== code) return false;
     this.at++;
     return true;
   }
 
   private space(): void {
-    const text = this.text;
-    let c = text.charCodeAt(this.at);
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++this.at);
+    const bytes = this.bytes;
+    let c = bytes[this.at];
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = bytes[++this.at];
   }
 }
