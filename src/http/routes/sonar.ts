@@ -250,7 +250,7 @@ function batchResults(
 
 /**
  * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
- * while the front end does the rest. Small batches stay on the front end.
+ * while the front end does the rest. Batches of few clear identifiers stay on the front end.
  */
 async function hashSpread(services: Services, items: KeyItem[]): Promise<KeyHash[]> {
   // Keys given by their hash cost nothing to hash: only clear identifiers are worth a worker.
