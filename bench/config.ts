@@ -1,10 +1,11 @@
 // Every size, count and duration of the benchmark suite, in one place.
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
-// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication,growth,snapshot runs a
-// subset.
+// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication,growth,
+// snapshot,hashbatch runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch figure's
+// directory.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'growth', 'snapshot', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -81,6 +82,8 @@ export interface BenchConfig {
     /** Longest wait for one entry to arrive at A before the run fails. */
     arrival_timeout_ms: number;
   };
+  /** Figure 12: batches of `batch_items` identifier_hash keys against a directory of `index_keys`. */
+  hashbatch: { index_keys: number; batch_items: number; present_share: number; load: SignedLoad; floor_time_ms: number };
   /** Ceiling on any one child process (load generator, server start). */
   child_timeout_ms: number;
 }
@@ -136,6 +139,13 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       single_members: 8,
       floor_time_ms: quick ? 200 : 1500,
       start_timeout_ms: 900_000,
+    },
+    hashbatch: {
+      index_keys: positiveInteger(env.BENCH_HASH_INDEX_KEYS, quick ? 100_000 : 1_000_000, 'BENCH_HASH_INDEX_KEYS'),
+      batch_items: 500,
+      present_share: 0.5,
+      load: signedLoad(2_000, 200, 8),
+      floor_time_ms: quick ? 200 : 1500,
     },
     growth: { band: quick ? 200 : 1_000, connections: 16 },
     snapshot: { children: quick ? [20_000] : [60_000, 100_000], rounds: quick ? 2 : 5 },

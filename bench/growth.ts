@@ -7,11 +7,11 @@ import { createLocalCredential, removeDir, startNodeProcess, tempDir, type Runni
 import { rate, ratio, type Report } from './report.js';
 import { createSubjects, describeRun, registrationPlan, requireAllOk, runSignedLoad } from './signed-load.js';
 
-const SECTION = '10 growth';
+const SECTION = '13 growth';
 const TARGET = 0.9;
 
 export async function runGrowth(config: BenchConfig, report: Report): Promise<void> {
-  report.heading('10. Registrations on one subject as it grows');
+  report.heading('13. Registrations on one subject as it grows');
   const dataDir = tempDir('growth');
   let node: RunningServer | null = null;
   try {

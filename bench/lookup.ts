@@ -52,7 +52,7 @@ const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
 /** Digits of a feed sequence number in its key (src/network/feed.ts). */
 const FEED_SEQ_DIGITS = 16;
 
-interface BuiltDirectory {
+export interface BuiltDirectory {
   /** The same keys in an index built in this process (for the bare cost and the table size). */
   index: DirectoryIndex;
   ms: number;
@@ -64,7 +64,7 @@ interface BuiltDirectory {
  * byte), then each group sorted and written in key order, so that LMDB appends rather than
  * splitting pages at random. Feed sequence numbers follow the same order.
  */
-async function buildDirectory(dataDir: string, pepper: Buffer, keys: number, batchRows: number): Promise<BuiltDirectory> {
+export async function buildDirectory(dataDir: string, pepper: Buffer, keys: number, batchRows: number): Promise<BuiltDirectory> {
   const started = performance.now();
   const index = new DirectoryIndex(keys);
   const holder = index.holderId({ member: 'local', endpoint: '' });

@@ -2,6 +2,7 @@
 // in a few bytes (it travels to the load generator on its command line), and any request can be
 // rebuilt from the plan and its number: the lookup figure measures, in the benchmark's own
 // process, the cost of the very keys the load generator sent.
+import { identifierHash } from '../src/protocol/identifiers.js';
 import { API_PREFIX } from './signed-request.js';
 
 export type RequestPlan = TemplatePlan | LookupPlan;
@@ -32,6 +33,11 @@ export interface LookupPlan {
   presentKeys: number;
   presentShare: number;
   seed: number;
+  /**
+   * The network pepper, hex: when given, each key is sent as its `identifier_hash` (the email's
+   * HMAC under this pepper, P8) instead of its clear value.
+   */
+  pepperHex?: string;
 }
 
 export interface PlannedRequest {
@@ -71,7 +77,10 @@ export function plannedRequest(plan: RequestPlan, index: number): PlannedRequest
   if (plan.batch === null) {
     return { method: 'POST', target: `${API_PREFIX}/sonar/lookup`, body: Buffer.from(JSON.stringify({ identifier_type: 'email', identifier: identifiers[0] }), 'utf8') };
   }
-  const items = identifiers.map((identifier) => ({ identifier_type: 'email', identifier }));
+  const pepper = plan.pepperHex === undefined ? null : Buffer.from(plan.pepperHex, 'hex');
+  const items = identifiers.map((identifier) => pepper === null
+    ? { identifier_type: 'email', identifier }
+    : { identifier_type: 'email', identifier_hash: identifierHash(pepper, 'email', identifier) });
   return { method: 'POST', target: `${API_PREFIX}/sonar/lookup/batch`, body: Buffer.from(JSON.stringify({ items, signed: plan.signed }), 'utf8') };
 }
 

@@ -6,6 +6,7 @@ import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js
 import { runConsume } from './consume.js';
 import { runGrowth } from './growth.js';
 import { runHttpGet } from './http-get.js';
+import { runHashBatch } from './hashbatch.js';
 import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
 import { runLookup } from './lookup.js';
@@ -32,6 +33,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   growth: runGrowth,
   snapshot: runSnapshot,
   replication: runReplication,
+  hashbatch: runHashBatch,
   versus: runVersus,
 };
 

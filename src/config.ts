@@ -116,6 +116,9 @@ export const TEXT_LENGTH_MAX = 1024;
 /** Longest raw identifier (P8) a lookup or an identifier record may carry, in characters. */
 export const IDENTIFIER_LENGTH_MAX = 320;
 
+/** Longest `nonce` a lookup may bind into its signed answer (SPEC D), in characters. */
+export const LOOKUP_NONCE_LENGTH_MAX = 128;
+
 /** Public keys kept decoded and checked (P1) between calls; when full, the oldest is dropped. */
 export const PUBLIC_KEY_CACHE_MAX = 4096;
 

@@ -372,6 +372,51 @@ describe('SPEC D lookup, batch and confirm (main node)', () => {
       expectError(both, 400, 'path.core.invalid_request');
       expect(both.json.error.detail?.field).toMatch(/^items\.0\.identifier/);
     });
+    // The answer is written from fragments and a usual body read by a scanner fitted to it: the
+    // bytes must be those the route wrote before (JSON of the result objects), whichever reader
+    // took the body, and negatives of both kinds must look alike (SPEC D, P17).
+    it('an unsigned batch answers byte for byte the JSON of its results, by either reader', async () => {
+      const visible = (await lookup(beta, { identifier_type: 'phone', identifier: visiblePhone })).json;
+      const hidden = (await lookup(beta, { identifier_type: 'phone', identifier: privatePhone })).json;
+      const email = (await lookup(beta, { identifier_type: 'email', identifier: visibleEmail })).json;
+      const bad = '+44 20 79 not-a-number';
+      const badError = (await lookup(beta, { identifier_type: 'phone', identifier: bad })).json.error;
+      const absent = randomHash();
+      const items = [
+        { identifier_type: 'phone', identifier_hash: visible.identifier_hash },
+        { identifier_type: 'phone', identifier_hash: hidden.identifier_hash },
+        { identifier_type: 'phone', identifier_hash: absent },
+        { identifier_type: 'email', identifier: visibleEmail },
+        { identifier_type: 'phone', identifier: bad },
+        { identifier_type: 'email', identifier_hash: visible.identifier_hash },
+      ];
+      const answer = (type: string, hash: string, holder: { member: string; endpoint: string } | null) => ({
+        identifier_type: type, identifier_hash: hash, found: holder !== null, member: holder?.member ?? null, endpoint: holder?.endpoint ?? null,
+      });
+      const expected = JSON.stringify({
+        count: 6,
+        signed: false,
+        results: [
+          answer('phone', visible.identifier_hash, visible),
+          answer('phone', hidden.identifier_hash, null),
+          answer('phone', absent, null),
+          answer('email', email.identifier_hash, email),
+          { identifier_type: 'phone', error: { ...badError, detail: { field: 'items.4.identifier' } } },
+          answer('email', visible.identifier_hash, null),
+        ],
+      });
+      const usual = await batch(beta, items);
+      expect(usual.status, usual.text).toBe(200);
+      expect(usual.text).toBe(expected);
+      // The same batch with an escaped name and an extra member: the strict reader's path.
+      const strictBody = JSON.stringify({ items, extra: null }).replace('"identifier_hash"', '"identifier\\u005fhash"');
+      const strict = await beta.request('POST', '/sonar/lookup/batch', { rawBody: strictBody });
+      expect(strict.status, strict.text).toBe(200);
+      expect(strict.text).toBe(expected);
+      // A duplicate member is still refused whole by the strict reader (P2).
+      const twice = `{"items":[{"identifier_type":"phone","identifier_hash":"${absent}","identifier_hash":"${absent}"}]}`;
+      expectError(await beta.request('POST', '/sonar/lookup/batch', { rawBody: twice }), 400, 'path.core.invalid_request');
+    });
   });
 
   describe('POST /sonar/confirm', () => {

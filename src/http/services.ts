@@ -64,14 +64,17 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
  * The JSON body as an object, or a 400 refusal naming the field (P7): invalid UTF-8, invalid
  * JSON, not an object, too deep, or not I-JSON (P2: nothing is signed that parsing changed).
  */
-export function parseBody(context: RequestContext): Parsed<Record<string, unknown>> {
+export function parseBody(context: Pick<RequestContext, 'body'>): Parsed<Record<string, unknown>> {
   const parsed = parseStrictObject(context.body, { depthMax: BODY_DEPTH_MAX });
   if (parsed.ok) return parsed;
   return { ok: false, refusal: invalid(parsed.problem.field, parsed.problem.message) };
 }
 
 /** Parses and validates the body against a route schema. */
-export function validBody<T>(context: RequestContext, validate: Validator<T>): Parsed<T> {
+export function validBody<T>(
+  context: Pick<RequestContext, 'body'>,
+  validate: Validator<T>,
+): Parsed<T> {
   const body = parseBody(context);
   return body.ok ? validate(body.value) : body;
 }

@@ -12,6 +12,7 @@ import { housekeeping } from '../../node.js';
 import type { Decision, JournalEntry } from '../decider.js';
 import { BETA, deciderSpec, SPEC_NOW } from '../spec.js';
 import { budgetDecider, type BudgetEvent, type ChargeLookups } from './budget.js';
+import { packJournalKeys } from './journal-keys.js';
 
 const spec = deciderSpec(budgetDecider);
 const NOW = new Date(SPEC_NOW).toISOString();
@@ -27,7 +28,7 @@ const keys = (n: number, found = false, type = 'phone') =>
 const charge = (n: number, allowance: number, found = false): ChargeLookups => ({
   counts: { phone: n },
   allowances: { phone: allowance },
-  answers: keys(n, found),
+  keys: packJournalKeys(keys(n, found)),
 });
 const charged = (n: number, month = MONTH): BudgetEvent => ({
   type: 'lookups_charged',
@@ -79,7 +80,7 @@ describe('budget: lookup charges (P12, SPEC D)', () => {
     const input: ChargeLookups = {
       counts: { email: 1, phone: 2 },
       allowances: { email: 10, phone: 1 },
-      answers: [...keys(1, false, 'email'), ...keys(2)],
+      keys: packJournalKeys([...keys(1, false, 'email'), ...keys(2)]),
     };
     spec
       .given([])
@@ -101,8 +102,15 @@ describe('budget: lookup charges (P12, SPEC D)', () => {
 
   it('refuses a caller that is no member, and a call missing an allowance (a defect)', () => {
     spec.given([]).when('charge-lookups', charge(1, 5), null).thenRefused('path.auth.forbidden');
-    const gap: ChargeLookups = { counts: { phone: 1 }, allowances: {}, answers: keys(1) };
+    const gap: ChargeLookups = {
+      counts: { phone: 1 },
+      allowances: {},
+      keys: packJournalKeys(keys(1)),
+    };
     spec.given([]).when('charge-lookups', gap, BETA).thenRefused('path.core.internal');
+    // Keys that are not a packing of lookup keys are a defect too: nothing is journalled.
+    const torn = { ...charge(2, 5), keys: packJournalKeys(keys(2)).subarray(1) };
+    spec.given([]).when('charge-lookups', torn, BETA).thenRefused('path.core.internal');
   });
 });
 

@@ -19,12 +19,20 @@ import {
 } from '../../protocol/identifiers.js';
 import { BatchAnswer, HolderConfirmation, SonarAnswer } from '../../domain/sonar/answers.js';
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
+import { packJournalKeys } from '../../domain/budget/journal-keys.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { Sha256Hex, validator } from '../../protocol/schemas.js';
-import { IDENTIFIER_LENGTH_MAX, LOOKUP_SPREAD_ITEMS_MIN, type Limits } from '../../config.js';
+import {
+  IDENTIFIER_LENGTH_MAX,
+  LOOKUP_NONCE_LENGTH_MAX,
+  LOOKUP_SPREAD_ITEMS_MIN,
+  type Limits,
+} from '../../config.js';
 import type { LocalDirectory } from '../../directory/directory.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
+import { readUsualBatch } from './batch-reader.js';
+import { unsignedBatchBytes } from './batch-writer.js';
 import type { Handler, RequestContext } from '../server.js';
 import { submit, validBody, type Services } from '../services.js';
 
@@ -34,9 +42,13 @@ const Item = Type.Object({
   identifier_type: KeyType,
   identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_LENGTH_MAX })),
   identifier_hash: Type.Optional(Sha256Hex),
-  nonce: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  nonce: Type.Optional(Type.String({ minLength: 1, maxLength: LOOKUP_NONCE_LENGTH_MAX })),
 });
-const Batch = Type.Object({ items: Type.Array(Item), signed: Type.Optional(Type.Boolean()) });
+/** The batch body's schema (SPEC D): what the strict reader's value must match. */
+export const Batch = Type.Object({
+  items: Type.Array(Item),
+  signed: Type.Optional(Type.Boolean()),
+});
 const Confirm = Type.Object({ sonar_answer: Type.Object({}) });
 const validateLookup = validator(Item);
 const validateBatch = validator(Batch);
@@ -132,7 +144,7 @@ function batchHandler(
   charge: Charge,
 ): Handler {
   return async (context) => {
-    const body = validBody(context, validateBatch);
+    const body = batchBody(context);
     if (!body.ok) return failure(body.refusal);
     const { items, signed = false } = body.value;
     if (items.length === 0 || items.length > limits.lookup_batch_max) {
@@ -155,17 +167,37 @@ function batchHandler(
         return { ...fromReply(charged.result.reply), headers };
       signedText = charged.signedText;
     }
-    let results: string;
-    if (signed && answers.length === items.length) results = signedText;
-    else {
-      // Signed answers are spliced between the errors as parsed objects: the signature covers
-      // the canonical form, so writing them out again keeps them verifiable.
-      const shown = signed ? (JSON.parse(signedText) as object[]) : answers.map(unsignedResult);
-      results = batchResults(items, hashed, shown);
-    }
-    const text = `{"count":${items.length},"signed":${signed},"results":${results}}`;
+    const text = signed
+      ? signedBatchText(items, hashed, signedText, answers.length)
+      : unsignedBatchBytes(items, hashed, answers);
     return { status: 200, body: text, signed, ...(headers === undefined ? {} : { headers }) };
   };
+}
+
+/**
+ * The body of a batch: read by the scanner fitted to the usual shape when it has that shape,
+ * otherwise by the strict reader and the schema, whose refusals are the route's (P2, P7).
+ */
+export function batchBody(context: Pick<RequestContext, 'body'>): ReturnType<typeof validateBatch> {
+  const usual = readUsualBatch(context.body);
+  return usual === null ? validBody(context, validateBatch) : { ok: true, value: usual };
+}
+
+/**
+ * The answer of a signed batch. Signed answers are spliced between the errors as parsed objects:
+ * the signature covers the canonical form, so writing them out again keeps them verifiable.
+ */
+function signedBatchText(
+  items: readonly KeyItem[],
+  hashed: readonly KeyHash[],
+  signedText: string,
+  answered: number,
+): string {
+  const results =
+    answered === items.length
+      ? signedText
+      : batchResults(items, hashed, JSON.parse(signedText) as object[]);
+  return `{"count":${items.length},"signed":true,"results":${results}}`;
 }
 
 /**
@@ -183,12 +215,7 @@ function budgetCharge(services: Services) {
       counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
       allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
     }
-    const journal = answers.map((a) => ({
-      identifier_type: a.identifier_type,
-      identifier_hash: a.identifier_hash,
-      found: a.found,
-    }));
-    const input: ChargeLookups = { counts, allowances, answers: journal };
+    const input: ChargeLookups = { counts, allowances, keys: packJournalKeys(answers) };
     const command = { name: 'charge-lookups', input, caller: context.caller };
     const signedAt = new Date(context.now).toISOString();
     const [result, signedText] = await Promise.all([
@@ -200,12 +227,6 @@ function budgetCharge(services: Services) {
     const headers = rateLimitHeaders(allowances, remaining, context.now);
     return { result, headers, signedText };
   };
-}
-
-/** An answer of an unsigned batch (SPEC D): no nonce, no signature. */
-function unsignedResult(a: AnswerBody): object {
-  const { identifier_type, identifier_hash, found, member, endpoint } = a;
-  return { identifier_type, identifier_hash, found, member, endpoint };
 }
 
 /**
@@ -229,10 +250,13 @@ function batchResults(
 
 /**
  * Normalises and hashes a batch's keys with every core at hand: a worker takes the first part
- * while the front end does the rest. Small batches stay on the front end.
+ * while the front end does the rest. Batches of few clear identifiers stay on the front end.
  */
 async function hashSpread(services: Services, items: KeyItem[]): Promise<KeyHash[]> {
-  if (items.length < LOOKUP_SPREAD_ITEMS_MIN) return hashKeys(services.pepper, items, 0, true);
+  // Keys given by their hash cost nothing to hash: only clear identifiers are worth a worker.
+  let clear = 0;
+  for (const item of items) if (item.identifier !== undefined) clear++;
+  if (clear < LOOKUP_SPREAD_ITEMS_MIN) return hashKeys(services.pepper, items, 0, true);
   const cut = Math.floor(items.length * (1 - FRONT_END_HASHING_SHARE));
   const remote = services.pool.hashKeys(items.slice(0, cut), 0);
   const local = hashKeys(services.pepper, items.slice(cut), cut, true);
