@@ -17,8 +17,8 @@ const INFO = 30; // tidy: format (pino's level number for info)
 
 export class AccessLog {
   private readonly destination = pino.destination({ dest: 1, sync: false });
-  private lines: string[] = [];
-  private bytes = 0;
+  /** Lines not yet handed over (a rope of appended strings until written). */
+  private pending = '';
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: { sample: number }) {
@@ -36,9 +36,8 @@ export class AccessLog {
       `"operation":${JSON.stringify(a.operation)},"status":${a.status},` +
       `"duration_ms":${Math.round(a.seconds * 1e6) / 1e3},"member":${JSON.stringify(a.member)},` +
       `"msg":"request"}\n`;
-    this.lines.push(line);
-    this.bytes += line.length;
-    if (this.bytes >= ACCESS_LOG_BUFFER_BYTES) this.hand();
+    this.pending += line;
+    if (this.pending.length >= ACCESS_LOG_BUFFER_BYTES) this.hand();
   }
 
   /** Everything gathered, written before the process exits. */
@@ -48,9 +47,8 @@ export class AccessLog {
   }
 
   private hand(): void {
-    if (this.lines.length === 0) return;
-    this.destination.write(this.lines.join(''));
-    this.lines = [];
-    this.bytes = 0;
+    if (this.pending === '') return;
+    this.destination.write(this.pending);
+    this.pending = '';
   }
 }
