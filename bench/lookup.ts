@@ -47,7 +47,7 @@ const SECTION = '8 lookup';
 const UNSIGNED_TARGET = 0.5;
 const SIGNED_TARGET = 0.8;
 /** The node's budget flags: an allowance no run comes near (the flag's maximum). */
-const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
+export const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
 /** Digits of a feed sequence number in its key (src/network/feed.ts). */
 const FEED_SEQ_DIGITS = 16;
 
@@ -63,7 +63,7 @@ interface BuiltDirectory {
  * byte), then each group sorted and written in key order, so that LMDB appends rather than
  * splitting pages at random. Feed sequence numbers follow the same order.
  */
-async function buildDirectory(dataDir: string, pepper: Buffer, keys: number, batchRows: number): Promise<BuiltDirectory> {
+export async function buildDirectory(dataDir: string, pepper: Buffer, keys: number, batchRows: number): Promise<BuiltDirectory> {
   const started = performance.now();
   const index = new DirectoryIndex(keys);
   const holder = index.holderId({ member: 'local', endpoint: '' });

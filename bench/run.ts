@@ -8,6 +8,7 @@ import { runGrowth } from './growth.js';
 import { runHttpGet } from './http-get.js';
 import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
+import { runLatency } from './latency.js';
 import { runLookup } from './lookup.js';
 import { runMicro } from './micro.js';
 import { cleanupAll } from './processes.js';
@@ -27,6 +28,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   resolver: runResolver,
   requests: runRequests,
   lookup: runLookup,
+  latency: runLatency,
   consume: runConsume,
   growth: runGrowth,
   replication: runReplication,
