@@ -18,7 +18,7 @@ export interface MetricSources {
 }
 
 /** Seconds, from 0.5 ms to 10 s: a request or a commit on this node spans that range. */
-const LATENCY_BUCKETS = [
+export const LATENCY_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
 ]; // tidy: format (histogram buckets in seconds)
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256]; // tidy: format (commands per commit)
