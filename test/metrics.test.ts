@@ -147,7 +147,7 @@ describe('P21 request metrics after many answers', () => {
 });
 
 describe('P21 the request metrics as text', () => {
-  it("match, line for line, prom-client's own counter and histogram for the same answers", async () => {
+  it("match, line for line, prom-client's own metrics for the same answers", async () => {
     const answers: [string, number, number][] = [];
     const operations = ['receipts.get', 'requests.get', 'sonar.lookup', 'unrouted'];
     const statuses = [200, 404, 201, 429, 405];
