@@ -26,7 +26,10 @@ export interface RequestContext {
   path: string;
   query: string;
   params: Record<string, string>;
-  /** The request's `Accept` header, or empty: a link answers a page or the object (P20). */
+  /**
+   * The request's `Accept` header on a route with pages (a link answers a page or the object,
+   * P20), or empty; other routes do not read it.
+   */
   accept: string;
   body: Buffer;
   caller: Caller | null;
@@ -283,7 +286,8 @@ export class HttpServer {
       path,
       query,
       params,
-      accept: req.getHeader('accept'),
+      // Only a route with pages reads it (P20); the others are spared the header's copy.
+      accept: route.pages === true ? req.getHeader('accept') : '',
       body: EMPTY,
       caller: null,
       now: this.options.now(),
