@@ -673,7 +673,8 @@ export class HttpServer {
    * version and request id, P20 CORS on public paths).
    */
   private writeHead(res: uws.HttpResponse, reply: HttpReply, base: Base): void {
-    res.writeStatus(statusLine(reply.status));
+    // uWebSockets.js writes `200 OK` itself when no status was written: one call fewer.
+    if (reply.status !== 200) res.writeStatus(statusLine(reply.status));
     const type = reply.headers?.['content-type'] ?? 'application/json';
     this.head.pinned = base.pinned;
     this.head.requestId = base.requestId;
