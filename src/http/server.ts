@@ -185,6 +185,8 @@ export class HttpServer {
   private requestCounter = 0;
   private active = 0;
   private closing = false;
+  /** The lengths of the asset paths. */
+  private readonly assetLengths: ReadonlySet<number>;
   /** The answer being written, for the corked callback (see send). */
   private readonly sending: Sending = { res: null, reply: null, base: null, close: false };
   /** What `onAnswered` is told, filled anew for each answer: it is read during the call only. */
@@ -201,6 +203,7 @@ export class HttpServer {
 
   constructor(private readonly options: ServerOptions) {
     this.router = new Router(options.routes, options.prefixes ?? API_PREFIXES);
+    this.assetLengths = new Set([...(options.assets?.keys() ?? [])].map((path) => path.length));
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -262,7 +265,8 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    const asset = this.options.assets?.get(path);
+    // The lengths first: a number is found without hashing the whole path.
+    const asset = this.assetLengths.has(path.length) ? this.options.assets?.get(path) : undefined;
     if (asset !== undefined && (method === 'GET' || head)) {
       base.operation = 'assets';
       return this.send(res, asset, base);
