@@ -1,11 +1,11 @@
 // Every size, count and duration of the benchmark suite, in one place.
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
-// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,consume,replication,growth,
-// snapshot,hashbatch runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch figure's
-// directory.
+// BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
+// growth,snapshot,hashbatch runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
+// figure's directory.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -61,6 +61,20 @@ export interface BenchConfig {
     single_members: number;
     floor_time_ms: number;
     start_timeout_ms: number;
+  };
+  /**
+   * Figure 8e: single signed lookups on a small directory, first at saturation (closed loop,
+   * autocannon), then on an even schedule at `paced_share` of that rate (paced-load.ts).
+   */
+  latency: {
+    index_keys: number;
+    saturation: SignedLoad;
+    paced_share: number;
+    paced_seconds: number;
+    paced_warmup_seconds: number;
+    paced_connections: number;
+    /** The target: p99 of the paced run under this many milliseconds. */
+    p99_target_ms: number;
   };
   /** Figure 9: consume on one hot connection and across many. */
   consume: { hot: SignedLoad; spread: SignedLoad; spread_connections: number };
@@ -146,6 +160,15 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       present_share: 0.5,
       load: signedLoad(2_000, 200, 8),
       floor_time_ms: quick ? 200 : 1500,
+    },
+    latency: {
+      index_keys: quick ? 10_000 : 100_000,
+      saturation: signedLoad(5_000, 500, 64),
+      paced_share: 0.5,
+      paced_seconds: quick ? 2 : 10,
+      paced_warmup_seconds: quick ? 0.5 : 2,
+      paced_connections: 64,
+      p99_target_ms: 10,
     },
     growth: { band: quick ? 200 : 1_000, connections: 16 },
     snapshot: { children: quick ? [20_000] : [60_000, 100_000], rounds: quick ? 2 : 5 },

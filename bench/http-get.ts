@@ -14,6 +14,8 @@ import { median, ms, rate, ratio, type Report } from './report.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
 
 const TARGET_RATIO = 0.7;
+/** Server CPU per answered request, node over bare on the same bytes: at most this (issue 15). */
+const TARGET_CPU_RATIO = 1.15;
 
 /** Issues one receipt through the node and returns the path of its public read. */
 async function oneReceipt(node: RunningServer, credential: ClientCredential): Promise<{ path: string }> {
@@ -67,6 +69,10 @@ async function loadShape(config: BenchConfig, report: Report, section: string, s
     const nodeUs = median(cpuUs.node);
     report.add({ section, figure: `server CPU us per request, bare / node, ${label}`, value: `${bareUs.toFixed(1)} / ${nodeUs.toFixed(1)}` });
     report.add({ section, figure: `CPU efficiency bare us / node us, ${label}`, value: ratio(bareUs / nodeUs) });
+    report.add({
+      section, figure: `server CPU per request node us / bare us, ${label}`, value: ratio(nodeUs / bareUs),
+      target: { text: `<= ${TARGET_CPU_RATIO}`, met: nodeUs / bareUs <= TARGET_CPU_RATIO },
+    });
   }
 }
 

@@ -48,7 +48,7 @@ const UNSIGNED_TARGET = 0.5;
 const SIGNED_TARGET = 0.8;
 const START_TARGET_MS = 10_000;
 /** The node's budget flags: an allowance no run comes near (the flag's maximum). */
-const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
+export const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
 /** Digits of a feed sequence number in its key (src/network/feed.ts). */
 const FEED_SEQ_DIGITS = 16;
 

@@ -12,6 +12,7 @@ export const NODE_CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 const LOAD_GENERATOR = fileURLToPath(new URL('./load.js', import.meta.url));
 const LAG_PROBE = fileURLToPath(new URL('./lag-probe.js', import.meta.url));
+const PACED_LOAD = fileURLToPath(new URL('./paced-load.js', import.meta.url));
 /** The line the load generator prints when its measured run starts. */
 export const MEASURING_LINE = '{"phase":"measuring"}';
 
@@ -221,6 +222,11 @@ export function runLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: () => 
 /** Runs the replication lag probe (lag-probe.ts) in its own process and returns its JSON answer. */
 export function runLagProbe<T>(job: unknown, timeoutMs: number): Promise<T> {
   return runChild<T>(LAG_PROBE, 'the lag probe', job, timeoutMs);
+}
+
+/** Runs the open-loop load generator (paced-load.ts) in its own process; `onMeasuring` as above. */
+export function runPacedLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
+  return runChild<T>(PACED_LOAD, 'the paced load generator', job, timeoutMs, onMeasuring);
 }
 
 async function runChild<T>(script: string, what: string, job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {

@@ -9,6 +9,7 @@ import { runHttpGet } from './http-get.js';
 import { runHashBatch } from './hashbatch.js';
 import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
+import { runLatency } from './latency.js';
 import { runLookup } from './lookup.js';
 import { runMicro } from './micro.js';
 import { cleanupAll } from './processes.js';
@@ -29,6 +30,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   resolver: runResolver,
   requests: runRequests,
   lookup: runLookup,
+  latency: runLatency,
   consume: runConsume,
   growth: runGrowth,
   snapshot: runSnapshot,

@@ -15,10 +15,15 @@ import type { Answered } from './server.js';
 
 const INFO = 30; // tidy: format (pino's level number for info)
 
+/** A method as JSON; a client may send any token, so only GET, by far the commonest, is kept. */
+const methodJson = (method: string): string =>
+  method === 'GET' ? '"GET"' : JSON.stringify(method);
+
 export class AccessLog {
   private readonly destination = pino.destination({ dest: 1, sync: false });
-  private lines: string[] = [];
-  private bytes = 0;
+  /** Lines not yet handed over (a rope of appended strings until written). */
+  private pending = '';
+  private readonly names = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: { sample: number }) {
@@ -32,13 +37,26 @@ export class AccessLog {
     if (a.status < 400 && (sample === 0 || (sample < 1 && Math.random() >= sample))) return;
     const line =
       `{"level":${INFO},"time":${Date.now()},"service":"path-node",` +
-      `"request_id":${JSON.stringify(a.requestId)},"method":${JSON.stringify(a.method)},` +
-      `"operation":${JSON.stringify(a.operation)},"status":${a.status},` +
-      `"duration_ms":${Math.round(a.seconds * 1e6) / 1e3},"member":${JSON.stringify(a.member)},` +
+      `"request_id":${JSON.stringify(a.requestId)},"method":${methodJson(a.method)},` +
+      `"operation":${this.nameJson(a.operation)},"status":${a.status},` +
+      `"duration_ms":${Math.round(a.seconds * 1e6) / 1e3},"member":${this.nameJson(a.member)},` +
       `"msg":"request"}\n`;
-    this.lines.push(line);
-    this.bytes += line.length;
-    if (this.bytes >= ACCESS_LOG_BUFFER_BYTES) this.hand();
+    this.pending += line;
+    if (this.pending.length >= ACCESS_LOG_BUFFER_BYTES) this.hand();
+  }
+
+  /**
+   * An operation or member name as JSON, kept once made: both come from closed sets (the route
+   * table, the network's members), so the map stays as small as they are.
+   */
+  private nameJson(name: string | null): string {
+    if (name === null) return 'null';
+    let text = this.names.get(name);
+    if (text === undefined) {
+      text = JSON.stringify(name);
+      this.names.set(name, text);
+    }
+    return text;
   }
 
   /** Everything gathered, written before the process exits. */
@@ -48,9 +66,8 @@ export class AccessLog {
   }
 
   private hand(): void {
-    if (this.lines.length === 0) return;
-    this.destination.write(this.lines.join(''));
-    this.lines = [];
-    this.bytes = 0;
+    if (this.pending === '') return;
+    this.destination.write(this.pending);
+    this.pending = '';
   }
 }

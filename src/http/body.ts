@@ -17,10 +17,12 @@ export interface Framing {
   declared: number | null;
 }
 
+const UNDECLARED: Framing = Object.freeze({ ambiguous: false, declared: null });
+
 /** Reads the framing headers; walks the header list only when Content-Length is present. */
 export function framingOf(req: uws.HttpRequest): Framing {
   const first = req.getHeader('content-length');
-  if (first === '') return { ambiguous: false, declared: null };
+  if (first === '') return UNDECLARED;
   let count = 0;
   req.forEach((name) => {
     if (name === 'content-length') count++;

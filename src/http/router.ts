@@ -83,9 +83,8 @@ export class Router<H> {
       return { kind: 'method_not_allowed', allowed: [...node.routes.keys()] };
     }
     const params: Record<string, string> = {};
-    entry.names.forEach((name, i) => {
-      params[name] = values[i]!;
-    });
+    const names = entry.names;
+    for (let i = 0; i < names.length; i++) params[names[i]!] = values[i]!;
     return { kind: 'found', route: entry.route, params };
   }
 

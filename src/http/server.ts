@@ -8,17 +8,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import {
-  API_PREFIXES,
-  API_VERSION,
-  CORS_MAX_AGE_SECONDS,
-  SERVED_API_VERSIONS,
-  type Limits,
-} from '../config.js';
+import { API_PREFIXES, CORS_MAX_AGE_SECONDS, SERVED_API_VERSIONS, type Limits } from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
-import { PROTOCOL_VERSION } from '../protocol/signing.js';
 import type { Authenticator } from './auth.js';
 import { framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
+import { writeStandardHead } from './head.js';
 import { failure, statusLine, type HttpReply } from './reply.js';
 import { Router, type RouteSpec } from './router.js';
 
@@ -32,7 +26,10 @@ export interface RequestContext {
   path: string;
   query: string;
   params: Record<string, string>;
-  /** The request's `Accept` header, or empty: a link answers a page or the object (P20). */
+  /**
+   * The request's `Accept` header on a route with pages (a link answers a page or the object,
+   * P20), or empty; other routes do not read it.
+   */
   accept: string;
   body: Buffer;
   caller: Caller | null;
@@ -73,7 +70,10 @@ export interface ServerOptions {
   onAnswered?: (answered: Answered) => void;
 }
 
-/** One answered request, as the access log and the metrics see it: no body, no identifier. */
+/**
+ * One answered request, as the access log and the metrics see it: no body, no identifier. The
+ * object is the server's own and is refilled for the next answer: read it during the call.
+ */
 export interface Answered {
   requestId: string;
   method: string;
@@ -143,17 +143,6 @@ type Base = {
   member: string | null;
 };
 
-/** Answer headers a wallet in a browser must read (P10, P7); CORS hides the others from it. */
-const EXPOSED_HEADERS = [
-  'path-version',
-  'path-version-pinned',
-  'path-request-id',
-  'path-protocol-version',
-  'path-idempotent-replayed',
-  'retry-after',
-  'allow',
-].join(', ');
-
 /**
  * Request headers a browser may send to a public route: the body's type, a pinned version (P10),
  * and the P5 and P7 headers, which a client holding a credential puts on every call it makes.
@@ -166,6 +155,14 @@ const ALLOWED_REQUEST_HEADERS = [
   'path-signature',
   'path-idempotency-key',
 ].join(', ');
+
+/** The answer being written, between send and its corked callback. */
+interface Sending {
+  res: uws.HttpResponse | null;
+  reply: HttpReply | null;
+  base: Base | null;
+  close: boolean;
+}
 
 /** What outlives the request handler: whether the client went away, and a refusal in progress. */
 interface RequestState {
@@ -188,9 +185,25 @@ export class HttpServer {
   private requestCounter = 0;
   private active = 0;
   private closing = false;
+  /** The lengths of the asset paths. */
+  private readonly assetLengths: ReadonlySet<number>;
+  /** The answer being written, for the corked callback (see send). */
+  private readonly sending: Sending = { res: null, reply: null, base: null, close: false };
+  /** What `onAnswered` is told, filled anew for each answer: it is read during the call only. */
+  private readonly answered: Answered = {
+    requestId: '',
+    method: '',
+    operation: null,
+    status: 0,
+    seconds: 0,
+    member: null,
+  };
+  /** The per-answer part of the standard head (see head.ts), filled anew for each answer. */
+  private readonly head = { pinned: false, requestId: '', signed: false, cors: false };
 
   constructor(private readonly options: ServerOptions) {
     this.router = new Router(options.routes, options.prefixes ?? API_PREFIXES);
+    this.assetLengths = new Set([...(options.assets?.keys() ?? [])].map((path) => path.length));
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -252,7 +265,8 @@ export class HttpServer {
       const message = 'a request carries at most one Content-Length header';
       return this.send(res, failure(invalid('content-length', message)), base, true);
     }
-    const asset = this.options.assets?.get(path);
+    // The lengths first: a number is found without hashing the whole path.
+    const asset = this.assetLengths.has(path.length) ? this.options.assets?.get(path) : undefined;
     if (asset !== undefined && (method === 'GET' || head)) {
       base.operation = 'assets';
       return this.send(res, asset, base);
@@ -276,7 +290,8 @@ export class HttpServer {
       path,
       query,
       params,
-      accept: req.getHeader('accept'),
+      // Only a route with pages reads it (P20); the others are spared the header's copy.
+      accept: route.pages === true ? req.getHeader('accept') : '',
       body: EMPTY,
       caller: null,
       now: this.options.now(),
@@ -624,41 +639,52 @@ export class HttpServer {
     state?: RequestState,
   ): void {
     if (state?.aborted) return;
-    res.cork(() => {
-      this.writeHead(res, reply, base);
-      if (!base.head && reply.status !== 204) return void res.end(reply.body, close);
-      if (close) return void res.end(EMPTY, true);
-      // uWebSockets.js writes the body of a HEAD answer if given one, and its
-      // endWithoutBody(length) never finishes the answer here: the length is written by hand.
-      if (base.head) res.writeHeader('content-length', String(byteLength(reply.body)));
-      res.endWithoutBody();
-    });
-    this.options.onAnswered?.({
-      requestId: base.requestId,
-      method: base.method,
-      operation: base.operation,
-      status: reply.status,
-      seconds: (performance.now() - base.started) / 1000,
-      member: base.member,
-    });
+    // uWebSockets.js runs the corked callback at once: the answer is handed over in fields
+    // rather than a closure made for each answer.
+    this.sending.res = res;
+    this.sending.reply = reply;
+    this.sending.base = base;
+    this.sending.close = close;
+    res.cork(this.writeSending);
+    const answered = this.answered;
+    answered.requestId = base.requestId;
+    answered.method = base.method;
+    answered.operation = base.operation;
+    answered.status = reply.status;
+    answered.seconds = (performance.now() - base.started) / 1000;
+    answered.member = base.member;
+    this.options.onAnswered?.(answered);
   }
+
+  private readonly writeSending = (): void => {
+    const sending = this.sending;
+    const res = sending.res!;
+    const reply = sending.reply!;
+    const base = sending.base!;
+    const close = sending.close;
+    sending.res = sending.reply = sending.base = null;
+    this.writeHead(res, reply, base);
+    if (!base.head && reply.status !== 204) return void res.end(reply.body, close);
+    if (close) return void res.end(EMPTY, true);
+    // uWebSockets.js writes the body of a HEAD answer if given one, and its
+    // endWithoutBody(length) never finishes the answer here: the length is written by hand.
+    if (base.head) res.writeHeader('content-length', String(byteLength(reply.body)));
+    res.endWithoutBody();
+  };
 
   /**
    * Status and headers of every answer (P7 content type unless the handler names another, P10
    * version and request id, P20 CORS on public paths).
    */
   private writeHead(res: uws.HttpResponse, reply: HttpReply, base: Base): void {
-    res.writeStatus(statusLine(reply.status));
+    // uWebSockets.js writes `200 OK` itself when no status was written: one call fewer.
+    if (reply.status !== 200) res.writeStatus(statusLine(reply.status));
     const type = reply.headers?.['content-type'] ?? 'application/json';
-    if (reply.status !== 204) res.writeHeader('content-type', type);
-    res.writeHeader('path-version', API_VERSION);
-    res.writeHeader('path-version-pinned', base.pinned ? 'true' : 'false');
-    res.writeHeader('path-request-id', base.requestId);
-    if (reply.signed) res.writeHeader('path-protocol-version', PROTOCOL_VERSION);
-    if (base.cors) {
-      res.writeHeader('access-control-allow-origin', '*');
-      res.writeHeader('access-control-expose-headers', EXPOSED_HEADERS);
-    }
+    this.head.pinned = base.pinned;
+    this.head.requestId = base.requestId;
+    this.head.signed = reply.signed;
+    this.head.cors = base.cors;
+    writeStandardHead(res, reply.status === 204 ? null : type, this.head);
     if (reply.headers === undefined) return;
     for (const name in reply.headers) {
       if (name !== 'content-type') res.writeHeader(name, reply.headers[name]!);

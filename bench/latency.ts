@@ -1,0 +1,63 @@
+// Figure 8e: the latency of single signed lookups (POST /sonar/lookup) at half the rate the node
+// saturates at, on a small directory (100,000 keys, built as figure 8a builds its directory).
+// First the saturation rate: the closed-loop load of figure 8d (autocannon, 64 connections, each
+// sending its next request when the last is answered). Then the open-loop load of
+// paced-load.ts at half that rate: request i due at t0 + i / rate, its latency measured from
+// that due time, so a stall of the node shows in every request that fell due during it. Every
+// lookup is charged, journalled and signed by the member's budget aggregate, and answered only
+// once durable, exactly as in service (the node runs with an allowance no run comes near).
+import { randomBytes } from 'node:crypto';
+import type { BenchConfig } from './config.js';
+import { cpuText, withCpuWatch } from './cpu.js';
+import { buildDirectory, NODE_ARGS } from './lookup.js';
+import type { PacedJob, PacedResult } from './paced-load.js';
+import { createLocalCredential, removeDir, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { ms, rate, type Report } from './report.js';
+import type { LookupPlan } from './request-plans.js';
+import { describeRun, requireAllOk, runSignedLoad } from './signed-load.js';
+
+const SECTION = '8e latency';
+
+export async function runLatency(config: BenchConfig, report: Report): Promise<void> {
+  const c = config.latency;
+  report.heading(`8e. Single lookups on an even schedule at ${c.paced_share} of saturation, directory of ${rate(c.index_keys)} keys`);
+  const pepper = randomBytes(32);
+  const env = { PATH_PEPPER: pepper.toString('hex'), PATH_PEPPER_VERSION: 'bench-1' };
+  const dataDir = tempDir('latency');
+  let node: RunningServer | null = null;
+  try {
+    const local = createLocalCredential(dataDir);
+    await buildDirectory(dataDir, pepper, c.index_keys, config.lookup.build_batch_rows);
+    node = await startNodeProcess({ dataDir, timeoutMs: config.lookup.start_timeout_ms, env, args: NODE_ARGS });
+    const plan = (seed: number): LookupPlan => ({ kind: 'lookup', batch: null, signed: false, presentKeys: c.index_keys, presentShare: config.lookup.present_share, seed });
+
+    report.line(`  saturation: ${c.saturation.count} signed POST /sonar/lookup (after ${c.saturation.warmup} warm-up), ${c.saturation.connections} connections, closed loop`);
+    const saturated = await runSignedLoad(config, node, { credentials: [local], plan: plan(0x5eed11), load: c.saturation, idempotency: false });
+    describeRun(report, saturated, 'closed loop');
+    requireAllOk(saturated, 'single lookups at saturation');
+    const saturation = saturated.result.perSecond;
+
+    const paced = Math.max(1, Math.round(saturation * c.paced_share));
+    const job: PacedJob = {
+      baseUrl: node.baseUrl, credentials: [local], plan: plan(0x5eed12), rate: paced,
+      warmup: Math.round(paced * c.paced_warmup_seconds), count: Math.round(paced * c.paced_seconds), connections: c.paced_connections, drainMs: 10_000,
+    };
+    report.line(`  paced: ${job.count} lookups at ${rate(paced)}/s (after ${job.warmup} warm-up on the same schedule), ${job.connections} keep-alive connections, latency from each request's due time`);
+    const { result, cpu } = await withCpuWatch(node.pid, (onMeasuring) => runPacedLoad<PacedResult>(job, config.child_timeout_ms, onMeasuring));
+    const statuses = Object.entries(result.statusCounts).map(([s, n]) => `${s}: ${n}`).join(', ');
+    report.line(`    answered ${result.answered} of ${job.count} (${statuses}) in ${ms(result.durationMs)} ms; p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms, p99.9 ${ms(result.latencyP999Ms)} ms, max ${ms(result.latencyMaxMs)} ms`);
+    report.line(`    the generator's own lateness in sending: p50 ${ms(result.sendLagP50Ms)} ms, p99 ${ms(result.sendLagP99Ms)} ms`);
+    if (cpu !== null) report.line(`      ${cpuText(cpu)}`);
+    if (result.ok !== job.count) throw new Error(`paced lookups: ${job.count - result.ok} of ${job.count} not answered 2xx (${statuses}; ${result.unanswered} unanswered)`);
+
+    report.add({ section: SECTION, figure: `single lookups/s at saturation, closed loop, ${c.saturation.connections} connections (p99 ${ms(saturated.result.latencyP99Ms)} ms)`, value: rate(saturation) });
+    report.add({ section: SECTION, figure: `paced at ${rate(paced)}/s (${c.paced_share} of saturation): p50 / p99 / p99.9`, value: `${ms(result.latencyP50Ms)} / ${ms(result.latencyP99Ms)} / ${ms(result.latencyP999Ms)} ms` });
+    report.add({
+      section: SECTION, figure: `paced p99 at ${c.paced_share} of saturation`, value: `${ms(result.latencyP99Ms)} ms`,
+      target: { text: `< ${c.p99_target_ms} ms`, met: result.latencyP99Ms < c.p99_target_ms },
+    });
+  } finally {
+    await node?.stop();
+    removeDir(dataDir);
+  }
+}
