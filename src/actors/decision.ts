@@ -16,6 +16,7 @@ import type { TableWrite } from '../log/log.js';
 import {
   directoryRows,
   followUpRows,
+  idempotencyOrderRows,
   idempotencyRows,
   journalRows,
   outboxRows,
@@ -139,6 +140,7 @@ export function decisionWrites(options: {
     const { status, body, signed } = options.reply;
     writes.push(
       idempotencyRows.write(scope, { scope, requestHash, status, body, signed, at: options.now }),
+      idempotencyOrderRows.entry(options.now, scope),
     );
   }
   if (routed.replay !== undefined) writes.push(replayRows.mark(routed.replay));
