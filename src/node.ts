@@ -149,6 +149,7 @@ async function startPool(
     pepperHex: identity.pepper.hex,
     limits: config.limits,
     dev: config.dev,
+    operatorWebhooks: config.webhookUrls.length > 0,
     onFatal,
     onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit: (result) => {

@@ -15,6 +15,7 @@ export interface WorkerData {
   pepperHex: string;
   limits: Limits;
   dev: boolean;
+  operatorWebhooks: boolean;
 }
 
 export type ToWorker =

@@ -27,6 +27,8 @@ export interface PoolOptions {
   limits: Limits;
   /** The node runs with `--dev` (its deciders allow plain-http and loopback webhook targets). */
   dev: boolean;
+  /** The node has operator webhook endpoints: every event has a target (decision.ts keptOutbox). */
+  operatorWebhooks: boolean;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
   /**
@@ -173,6 +175,7 @@ export class ShardPool {
       pepperHex: this.options.pepperHex,
       limits: this.options.limits,
       dev: this.options.dev,
+      operatorWebhooks: this.options.operatorWebhooks,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,

@@ -35,6 +35,7 @@ const shard = new Shard({
   mailboxDepthMax: data.limits.mailbox_depth_max,
   limits: data.limits,
   dev: data.dev,
+  operatorWebhooks: data.operatorWebhooks,
   onFatal: fatal,
   onEffects: (result) => send({ t: 'effects', result }),
 });

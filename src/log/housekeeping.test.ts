@@ -36,6 +36,7 @@ function freshLog(): LmdbLog {
 async function commitAnswer(log: Log, scope: string, at: number): Promise<void> {
   const writes = decisionWrites({
     decision: { events: [{}], answer: { text: '{}', signed: false } },
+    outbox: [],
     publications: [],
     routed: {
       aggregate: 'receipt',
