@@ -1,4 +1,5 @@
-// Messages between the front end (main thread) and the shard workers.
+// Messages between the front end (main thread) and the shard workers. Each postMessage carries
+// the messages of one turn as an array, in the order they were sent.
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
