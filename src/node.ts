@@ -5,7 +5,7 @@ import type { Config } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
-import { housekeeping } from './log/housekeeping.js';
+import { checkIdempotency, housekeeping } from './log/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
@@ -75,6 +75,7 @@ export async function startNode(
   });
   const parts = { log, identity, signer, runtime, access, listeners };
   const followers = startFollowers(config, logger, parts);
+  checkIdempotency(log);
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   runtime.events.start();

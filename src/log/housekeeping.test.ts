@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decisionWrites } from '../actors/decision.js';
 import { DEFAULT_LIMITS } from '../config.js';
-import { housekeeping } from './housekeeping.js';
+import { checkIdempotency, housekeeping } from './housekeeping.js';
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
 import type { Log, ScanRange, Table } from './log.js';
 import { idempotencyOrderRows, idempotencyRows } from './rows.js';
@@ -132,5 +132,16 @@ describe('housekeeping of idempotent answers (P7)', () => {
     await housekeeping(watched, DEFAULT_LIMITS, NOW + RETENTION);
     expect(read.get('idempotency')).toBe(2);
     expect(scopes(log)).toEqual([]);
+  });
+});
+
+describe('the check at start (P14)', () => {
+  it('reads every idempotent answer and names a damaged one', async () => {
+    const log = freshLog();
+    await commitAnswer(log, 'a', NOW);
+    await commitAnswer(log, 'b', NOW);
+    expect(checkIdempotency(log)).toBe(2);
+    await log.write([{ table: 'idempotency', key: 'b', bytes: Buffer.from('damaged') }]);
+    expect(() => checkIdempotency(log)).toThrow("table 'idempotency' row 'b' fails its checksum");
   });
 });

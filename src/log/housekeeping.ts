@@ -54,3 +54,17 @@ function indexIdempotency(log: Log, cutoff: number): TableWrite[] {
   writes.push(idempotencyOrderRows.write(idempotencyOrderRows.indexedKey, {}));
   return writes;
 }
+
+/**
+ * Reads every idempotent answer once, at start: a damaged row refuses the start, naming its table
+ * and key (P14), instead of being found by the first replay that reads it. The sweeps, run every
+ * hour, read the expired rows only.
+ */
+export function checkIdempotency(log: Log): number {
+  let rows = 0;
+  for (const { key, bytes } of log.scan('idempotency')) {
+    idempotencyRows.read(key, bytes);
+    rows++;
+  }
+  return rows;
+}
