@@ -12,7 +12,7 @@ import { createLocalCredential, removeDir, runLoad, startNodeProcess, tempDir, t
 import { ms, rate, ratio, type Report } from './report.js';
 import { API_PREFIX, type ClientCredential } from './signed-request.js';
 
-const TARGET_RATIO = 0.5;
+const TARGET_RATIO = 0.6;
 
 export function postJob(node: RunningServer, credential: ClientCredential, options: { count: number; warmupCount: number; connections: number }): PostJob {
   return { kind: 'post', baseUrl: node.baseUrl, target: `${API_PREFIX}/receipts`, credential, body: PAYEE_RECEIPT_BODY, ...options };

@@ -1,10 +1,11 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
-import type { Config, Limits } from './config.js';
+import type { Config } from './config.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
+import { checkIdempotency, housekeeping } from './log/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
@@ -86,11 +87,7 @@ export async function startNode(
   });
   const parts = { log, identity, signer, runtime, access, listeners };
   const followers = startFollowers(config, logger, parts);
-  await housekeeping(log, config.limits);
-  await forgetReplays(log, Date.now());
-  runtime.events.start();
-  await runtime.events.takeResends();
-  await runtime.events.sweep();
+  await catchUpHousekeeping(log, config, runtime.events);
   becomeReady(watch, runtime, access);
   logger.info(
     {
@@ -117,6 +114,24 @@ export async function startNode(
     stop: () =>
       stopNode(config, logger, { lock, env, log, runtime, access, listeners, followers, watch }),
   };
+}
+
+/**
+ * What housekeeping left undone while the node was down, before it is ready: stored answers
+ * checked and the expired ones forgotten, replay marks past their window, webhook resends asked
+ * for from the command line, and events past their retention.
+ */
+async function catchUpHousekeeping(
+  log: LmdbLog,
+  config: Config,
+  events: WebhookDelivery,
+): Promise<void> {
+  checkIdempotency(log);
+  await housekeeping(log, config.limits);
+  await forgetReplays(log, Date.now());
+  events.start();
+  await events.takeResends();
+  await events.sweep();
 }
 
 /** The signing key in force: the command line may rotate it while the node runs. */
@@ -161,6 +176,7 @@ async function startPool(
     pepperHex: identity.pepper.hex,
     limits: config.limits,
     dev: config.dev,
+    operatorWebhooks: config.webhookUrls.length > 0,
     onFatal,
     onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit: (result) => {
@@ -548,23 +564,5 @@ async function forgetReplays(log: Log, now: number): Promise<void> {
   const writes: TableWrite[] = [];
   for (const { key } of log.scan('replay', { end: replayCutoff(now) }))
     writes.push({ table: 'replay', key, bytes: null });
-  if (writes.length > 0) await log.write(writes);
-}
-
-/**
- * Forgets what is past its retention: idempotent answers (P7 keeps them at least 24 hours) and
- * lookup journal rows (the retention published in discovery). Journal keys start with their
- * time, so the expired ones are one range.
- */
-export async function housekeeping(log: Log, limits: Limits): Promise<void> {
-  const now = Date.now();
-  const writes: TableWrite[] = [];
-  for (const { key, bytes } of log.scan('idempotency')) {
-    if (idempotencyRows.read(key, bytes).at < now - limits.idempotency_retention_ms)
-      writes.push({ table: 'idempotency', key, bytes: null });
-  }
-  const cutoff = new Date(now - limits.lookup_journal_retention_days * 86_400_000).toISOString();
-  for (const { key } of log.scan('journal', { end: cutoff }))
-    writes.push({ table: 'journal', key, bytes: null });
   if (writes.length > 0) await log.write(writes);
 }

@@ -8,6 +8,7 @@ import type {
   Answer,
   CommandSchemas,
   Decision,
+  OutboxEvent,
   Publication,
   ReadView,
   View,
@@ -16,6 +17,7 @@ import type { TableWrite } from '../log/log.js';
 import {
   directoryRows,
   followUpRows,
+  idempotencyOrderRows,
   idempotencyRows,
   journalRows,
   outboxRows,
@@ -103,9 +105,21 @@ export class CommandChecks {
   }
 }
 
+/**
+ * The events of a decision the outbox keeps: those with somewhere to go (P11). An event with no
+ * target (none of its own, and the node has no operator endpoint) would be forgotten by delivery
+ * as soon as it was read, with nothing to show or resend (events/delivery.ts): it is not written.
+ */
+export function keptOutbox(decision: Decision<unknown>, operatorWebhooks: boolean): OutboxEvent[] {
+  const events = decision.outbox ?? [];
+  return operatorWebhooks ? events : events.filter((e) => (e.targets?.length ?? 0) > 0);
+}
+
 /** Everything one decided command writes in its commit besides its record. */
 export function decisionWrites(options: {
   decision: Decision<unknown>;
+  /** The decision's events the outbox keeps (keptOutbox). */
+  outbox: readonly OutboxEvent[];
   publications: readonly Publication[];
   routed: RoutedCommand;
   reply: Reply;
@@ -119,7 +133,7 @@ export function decisionWrites(options: {
     key: pub.key,
     bytes: pub.view === null ? null : encodeView(viewReply(pub.view)),
   }));
-  for (const event of decision.outbox ?? []) writes.push(outboxRows.write(event.id, event));
+  for (const event of options.outbox) writes.push(outboxRows.write(event.id, event));
   for (const row of decision.directory ?? []) writes.push(directoryRows.change(row));
   for (const entry of decision.journal ?? [])
     writes.push(journalRows.entry(entry, options.newId()));
@@ -139,6 +153,7 @@ export function decisionWrites(options: {
     const { status, body, signed } = options.reply;
     writes.push(
       idempotencyRows.write(scope, { scope, requestHash, status, body, signed, at: options.now }),
+      idempotencyOrderRows.entry(options.now, scope),
     );
   }
   if (routed.replay !== undefined) writes.push(replayRows.mark(routed.replay));

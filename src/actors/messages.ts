@@ -1,4 +1,5 @@
-// Messages between the front end (main thread) and the shard workers.
+// Messages between the front end (main thread) and the shard workers. Each postMessage carries
+// the messages of one turn as an array, in the order they were sent.
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
@@ -18,6 +19,7 @@ export interface WorkerData {
   dev: boolean;
   /** Partitions helper threads fold at start, and where they hand them over (recovery.ts). */
   lent: Lent[];
+  operatorWebhooks: boolean;
 }
 
 export type ToWorker =

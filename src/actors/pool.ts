@@ -33,6 +33,8 @@ export interface PoolOptions {
   limits: Limits;
   /** The node runs with `--dev` (its deciders allow plain-http and loopback webhook targets). */
   dev: boolean;
+  /** The node has operator webhook endpoints: every event has a target (decision.ts keptOutbox). */
+  operatorWebhooks: boolean;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
   /**
@@ -47,6 +49,9 @@ export interface PoolOptions {
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
+  /** The messages of this turn for each worker, posted together (messages.ts). */
+  private readonly outgoing: ToWorker[][] = [];
+  private posting = false;
 
   /** Commands and other calls sent to the workers and not yet answered. */
   get pendingCount(): number {
@@ -81,7 +86,7 @@ export class ShardPool {
    * stop first, the next start carries them out from their rows (resumeFollowUps).
    */
   async submit(routed: RoutedCommand): Promise<CommandResult> {
-    const worker = this.workers[partitionOf(routed.key) % this.workers.length]!;
+    const worker = partitionOf(routed.key) % this.workers.length;
     const result = await this.call<CommandResult>(worker, (id) => ({ t: 'command', id, routed }));
     if (result.committed) this.options.afterCommit(result);
     if (result.followUps.length > 0)
@@ -122,15 +127,15 @@ export class ShardPool {
     return this.call(this.nextWorker(), (id) => ({ t: 'hash-keys', id, items, offset }));
   }
 
-  private nextWorker(): Worker {
-    return this.workers[this.nextStateless++ % this.workers.length]!;
+  private nextWorker(): number {
+    return this.nextStateless++ % this.workers.length;
   }
 
   /**
    * Calls awaiting a worker are bounded (pending_commands_max): past it the caller is refused
    * with 503 and Retry-After (P7) instead of queueing without end while the workers catch up.
    */
-  private call<T>(worker: Worker, message: (id: number) => ToWorker): Promise<T> {
+  private call<T>(worker: number, message: (id: number) => ToWorker): Promise<T> {
     if (this.pending.size >= this.options.limits.pending_commands_max) {
       return Promise.reject(
         refusal('path.core.unavailable', 'the node has too many commands in flight', {
@@ -141,12 +146,29 @@ export class ShardPool {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: never) => void, reject });
-      worker.postMessage(message(id));
+      this.post(worker, message(id));
+    });
+  }
+
+  /**
+   * Queues a message for a worker; the messages of one turn leave in one postMessage each way
+   * (the fixed cost of a message is paid once per turn, not once per command), in order.
+   */
+  private post(worker: number, message: ToWorker): void {
+    (this.outgoing[worker] ??= []).push(message);
+    if (this.posting) return;
+    this.posting = true;
+    setImmediate(() => {
+      this.posting = false;
+      this.outgoing.forEach((messages, i) => {
+        if (messages.length > 0) this.workers[i]!.postMessage(messages);
+      });
+      this.outgoing.length = 0;
     });
   }
 
   setSigningKey(seedHex: string): void {
-    for (const w of this.workers) w.postMessage({ t: 'signing-key', seedHex } satisfies ToWorker);
+    this.workers.forEach((_, i) => this.post(i, { t: 'signing-key', seedHex }));
   }
 
   /** Lets every worker finish its commands, snapshot and close the log. */
@@ -154,13 +176,13 @@ export class ShardPool {
     this.stopping = true;
     await Promise.all(
       this.workers.map(
-        (w) =>
+        (w, i) =>
           new Promise<void>((resolve) => {
-            w.on('message', (m: FromWorker) => {
-              if (m.t === 'drained') resolve();
+            w.on('message', (messages: FromWorker[]) => {
+              if (messages.some((m) => m.t === 'drained')) resolve();
             });
             w.on('exit', () => resolve());
-            w.postMessage({ t: 'drain' } satisfies ToWorker);
+            this.post(i, { t: 'drain' });
           }),
       ),
     );
@@ -192,6 +214,7 @@ export class ShardPool {
       limits: this.options.limits,
       dev: this.options.dev,
       lent: this.helpersOf(index, partitions),
+      operatorWebhooks: this.options.operatorWebhooks,
     };
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
@@ -203,36 +226,8 @@ export class ShardPool {
     });
     this.workers[index] = worker;
     return new Promise((resolve, reject) => {
-      worker.on('message', (m: FromWorker) => {
-        switch (m.t) {
-          case 'ready':
-            resolve(m.stats);
-            break;
-          case 'result':
-            if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
-            this.settle(m.id)?.resolve(m.result as never);
-            break;
-          case 'signed':
-            this.settle(m.id)?.resolve(m.text as never);
-            break;
-          case 'hashed':
-            this.settle(m.id)?.resolve(m.outcome as never);
-            break;
-          case 'failed':
-            this.settle(m.id)?.reject(new Error(m.message));
-            break;
-          case 'fatal':
-            reject(new Error(m.message));
-            this.options.onFatal(`shard ${index}: ${m.message}`);
-            break;
-          case 'effects':
-            if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
-            this.options.afterCommit(m.result);
-            for (const f of m.result.followUps) void this.carryOut(f);
-            break;
-          case 'drained':
-            break;
-        }
+      worker.on('message', (messages: FromWorker[]) => {
+        for (const m of messages) this.received(index, m, { resolve, reject });
       });
       worker.on('error', (error) => {
         reject(error);
@@ -242,6 +237,44 @@ export class ShardPool {
         if (!this.stopping) this.options.onFatal(`shard ${index} exited with code ${code}`);
       });
     });
+  }
+
+  /** One message of a worker; `started` settles its start. */
+  private received(
+    index: number,
+    m: FromWorker,
+    started: { resolve: (stats: RecoveryStats) => void; reject: (error: Error) => void },
+  ): void {
+    const { resolve, reject } = started;
+    switch (m.t) {
+      case 'ready':
+        resolve(m.stats);
+        break;
+      case 'result':
+        if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
+        this.settle(m.id)?.resolve(m.result as never);
+        break;
+      case 'signed':
+        this.settle(m.id)?.resolve(m.text as never);
+        break;
+      case 'hashed':
+        this.settle(m.id)?.resolve(m.outcome as never);
+        break;
+      case 'failed':
+        this.settle(m.id)?.reject(new Error(m.message));
+        break;
+      case 'fatal':
+        reject(new Error(m.message));
+        this.options.onFatal(`shard ${index}: ${m.message}`);
+        break;
+      case 'effects':
+        if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
+        this.options.afterCommit(m.result);
+        for (const f of m.result.followUps) void this.carryOut(f);
+        break;
+      case 'drained':
+        break;
+    }
   }
 
   private settle(id: number): Pending | undefined {

@@ -10,6 +10,7 @@ import { decodeView } from '../log/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { RecoveryError, Shard } from './shard.js';
+import { keptOutbox } from './decision.js';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_LIMITS } from '../config.js';
 import type { Decider } from '../domain/decider.js';
@@ -51,7 +52,11 @@ const timedDecider: Decider<
 
 function shardOver(
   log: MemoryLog,
-  options: { clock?: SimulatedClock; snapshotEveryRecords?: number } = {},
+  options: {
+    clock?: SimulatedClock;
+    snapshotEveryRecords?: number;
+    operatorWebhooks?: boolean;
+  } = {},
 ) {
   return new Shard({
     partitions: ALL,
@@ -64,6 +69,9 @@ function shardOver(
     snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
     mailboxDepthMax: 1024,
     limits: DEFAULT_LIMITS,
+    ...(options.operatorWebhooks === undefined
+      ? {}
+      : { operatorWebhooks: options.operatorWebhooks }),
     onFatal: (e) => {
       throw e;
     },
@@ -285,3 +293,41 @@ function sameRoute(reference: string): string {
     if (partitionOf(candidate) === target) return candidate;
   }
 }
+
+describe('P11: the outbox keeps the events that have somewhere to go', () => {
+  it('writes a receipt event when the node has operator endpoints', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log, { operatorWebhooks: true });
+    await shard.recover();
+    const { result } = await issue(shard);
+    expect(result.outbox).toHaveLength(1);
+    expect([...log.scan('outbox')].map((r) => r.key)).toEqual(result.outbox);
+  });
+
+  it('writes none when no endpoint would receive it, in the same commit as its cause', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log, { operatorWebhooks: false });
+    await shard.recover();
+    const { reference, result } = await issue(shard);
+    expect(result.committed).toBe(true);
+    expect(result.outbox).toEqual([]);
+    expect([...log.scan('outbox')]).toEqual([]);
+    expect(log.get('views', reference)).toBeDefined();
+  });
+
+  it('keeps an event that names a target of its own, endpoints or not', () => {
+    const event = (id: string, targets?: string[]) => ({
+      id,
+      event: 'x',
+      created_at: '2026-11-21T12:00:00Z',
+      ...(targets === undefined ? {} : { targets }),
+    });
+    const decision = {
+      events: [],
+      answer: { value: {} },
+      outbox: [event('own', ['https://example.test/hook']), event('none'), event('empty', [])],
+    };
+    expect(keptOutbox(decision, false).map((e) => e.id)).toEqual(['own']);
+    expect(keptOutbox(decision, true).map((e) => e.id)).toEqual(['own', 'none', 'empty']);
+  });
+});

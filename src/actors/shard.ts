@@ -28,6 +28,7 @@ import {
   CommandChecks,
   decisionWrites,
   errorReply,
+  keptOutbox,
   pendingFollowUps,
   readView,
   replyOf,
@@ -41,6 +42,11 @@ export interface ShardOptions {
   limits: Limits;
   /** The node runs with `--dev` (DecideContext); absent: it does not. */
   dev?: boolean;
+  /**
+   * The node has operator webhook endpoints, so every event has a target (keptOutbox); absent:
+   * it has, and every event is kept.
+   */
+  operatorWebhooks?: boolean;
   clock: Clock;
   member: string;
   signer: () => SigningKey;
@@ -340,7 +346,17 @@ export class Shard {
     ];
     const newId = () => this.options.newId('evt').slice(4);
     const followUps = pendingFollowUps(decision, newId);
-    const writes = decisionWrites({ decision, publications, routed, reply, now, newId, followUps });
+    const outbox = keptOutbox(decision, this.options.operatorWebhooks ?? true);
+    const writes = decisionWrites({
+      decision,
+      outbox,
+      publications,
+      routed,
+      reply,
+      now,
+      newId,
+      followUps,
+    });
     return {
       kind: 'committed',
       record: { a: routed.aggregate, k: key, e: decision.events, t: now },
@@ -348,7 +364,7 @@ export class Shard {
       result: {
         reply,
         committed: true,
-        outbox: (decision.outbox ?? []).map((e) => e.id),
+        outbox: outbox.map((e) => e.id),
         directory: decision.directory ?? [],
         followUps,
       },

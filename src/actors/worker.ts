@@ -14,7 +14,18 @@ import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
 const port = parentPort!;
-const send = (message: FromWorker) => port.postMessage(message);
+/** The messages of this turn, posted together (messages.ts). */
+let outgoing: FromWorker[] = [];
+const flush = () => {
+  if (outgoing.length === 0) return;
+  const messages = outgoing;
+  outgoing = [];
+  port.postMessage(messages);
+};
+const send = (message: FromWorker) => {
+  outgoing.push(message);
+  if (outgoing.length === 1) setImmediate(flush);
+};
 
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
@@ -22,6 +33,8 @@ const pepper = Buffer.from(data.pepperHex, 'hex');
 const log = new LmdbLog(openEnvironment(data.dataDir));
 const fatal = (error: unknown) => {
   send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
+  // Told at once: the node stops on it.
+  flush();
 };
 const shard = new Shard({
   partitions: data.partitions,
@@ -36,11 +49,16 @@ const shard = new Shard({
   mailboxDepthMax: data.limits.mailbox_depth_max,
   limits: data.limits,
   dev: data.dev,
+  operatorWebhooks: data.operatorWebhooks,
   onFatal: fatal,
   onEffects: (result) => send({ t: 'effects', result }),
 });
 
-port.on('message', (message: ToWorker) => {
+port.on('message', (messages: ToWorker[]) => {
+  for (const message of messages) received(message);
+});
+
+function received(message: ToWorker): void {
   switch (message.t) {
     case 'command':
       shard.submit(message.routed).then(
@@ -74,7 +92,7 @@ port.on('message', (message: ToWorker) => {
       void drain();
       break;
   }
-});
+}
 
 async function drain(): Promise<void> {
   await shard.drained();

@@ -44,6 +44,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
       views: table('views'),
       outbox: table('outbox'),
       idempotency: table('idempotency'),
+      idempotency_order: table('idempotency_order'),
       directory: table('directory'),
       deliveries: table('deliveries'),
       journal: table('journal'),

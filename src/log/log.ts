@@ -22,6 +22,7 @@ export type Table =
   | 'views'
   | 'outbox'
   | 'idempotency'
+  | 'idempotency_order'
   | 'directory'
   | 'deliveries'
   | 'journal'

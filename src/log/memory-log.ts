@@ -17,6 +17,7 @@ export class MemoryLog implements Log {
     views: new Map(),
     outbox: new Map(),
     idempotency: new Map(),
+    idempotency_order: new Map(),
     directory: new Map(),
     deliveries: new Map(),
     journal: new Map(),

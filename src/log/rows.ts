@@ -43,6 +43,39 @@ export const idempotencyRows = codec<[scope: string], IdempotencyEntry>(
   (scope) => scope,
 );
 
+/** The digits of a time (ms) in a key, so that keys sort as their times do. */
+const EXPIRY_DIGITS = 15;
+const timeKey = (at: number) => String(at).padStart(EXPIRY_DIGITS, '0');
+
+/**
+ * The idempotency entries in the order they were stored: one row per entry, keyed by its `at`
+ * and written in the entry's commit, so that forgetting the expired ones reads only them (not
+ * the whole table). Keyed by the time stored, not the time of expiry: the retention is a limit
+ * that may change from one run to the next.
+ */
+export const idempotencyOrderRows = {
+  ...codec<[at: number, scope: string], Record<string, never>>(
+    'idempotency_order',
+    (at, scope) => `${timeKey(at)}:${scope}`,
+  ),
+  entry(at: number, scope: string): TableWrite {
+    return idempotencyOrderRows.write(idempotencyOrderRows.key(at, scope), {});
+  },
+  /** Every row of an entry stored before `cutoff`. */
+  before(cutoff: number) {
+    return { end: `${timeKey(cutoff)}:` };
+  },
+  scopeOf(key: string): string {
+    return key.slice(EXPIRY_DIGITS + 1);
+  },
+  /**
+   * Present once every entry of the table has its row (data directories written before the rows
+   * existed are indexed once, housekeeping.ts). It sorts after every time key: no range of
+   * `before` reaches it.
+   */
+  indexedKey: '~indexed',
+};
+
 /** Directory rows are keyed hash first, so every registration of one key reads as one range. */
 export interface DirectoryEntry {
   t: string;
@@ -130,8 +163,6 @@ export interface TargetState {
 
 export const deliveryRows = codec<[id: string], TargetState[]>('deliveries', (id) => id);
 
-const EXPIRY_DIGITS = 15;
-
 /**
  * Finished events are kept for the retention, so an operator can list and resend them; keyed by
  * the time they may be forgotten, so the sweep deletes whole ranges.
@@ -139,11 +170,11 @@ const EXPIRY_DIGITS = 15;
 export const eventExpiryRows = {
   ...codec<[at: number, id: string], Record<string, never>>(
     'event_expiry',
-    (at, id) => `${String(at).padStart(EXPIRY_DIGITS, '0')}:${id}`,
+    (at, id) => `${timeKey(at)}:${id}`,
   ),
   /** Every row whose time is at or before `now`. */
   due(now: number) {
-    return { end: `${String(now).padStart(EXPIRY_DIGITS, '0')}:~` };
+    return { end: `${timeKey(now)}:~` };
   },
   idOf(key: string): string {
     return key.slice(EXPIRY_DIGITS + 1);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../config.js';
 import { journalRows } from '../../log/rows.js';
 import { MemoryLog } from '../../log/memory-log.js';
-import { housekeeping } from '../../node.js';
+import { housekeeping } from '../../log/housekeeping.js';
 import type { Decision, JournalEntry } from '../decider.js';
 import { BETA, deciderSpec, SPEC_NOW } from '../spec.js';
 import { budgetDecider, type BudgetEvent, type ChargeLookups } from './budget.js';

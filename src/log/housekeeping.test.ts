@@ -1,0 +1,147 @@
+// Housekeeping over the real LMDB log: idempotent answers past their retention (P7) go, live ones
+// stay, and a sweep reads the expired entries only, through the order rows each commit writes
+// beside its entry. Entries of a data directory written before the order rows existed expire too.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decisionWrites } from '../actors/decision.js';
+import { DEFAULT_LIMITS } from '../config.js';
+import { checkIdempotency, housekeeping } from './housekeeping.js';
+import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
+import type { Log, ScanRange, Table } from './log.js';
+import { idempotencyOrderRows, idempotencyRows } from './rows.js';
+
+const RETENTION = DEFAULT_LIMITS.idempotency_retention_ms;
+const HOUR = 3_600_000;
+const NOW = Date.parse('2026-11-23T12:00:00Z');
+
+const envs: LmdbEnvironment[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const env of envs.splice(0)) await env.root.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function freshLog(): LmdbLog {
+  const dir = mkdtempSync(join(tmpdir(), 'path-node-housekeeping-'));
+  dirs.push(dir);
+  const env = openEnvironment(dir);
+  envs.push(env);
+  return new LmdbLog(env);
+}
+
+/** Writes what a shard's commit writes for an idempotent command answered at `at`. */
+async function commitAnswer(log: Log, scope: string, at: number): Promise<void> {
+  const writes = decisionWrites({
+    decision: { events: [{}], answer: { text: '{}', signed: false } },
+    outbox: [],
+    publications: [],
+    routed: {
+      aggregate: 'receipt',
+      key: `rcp_${scope}`,
+      command: { name: 'issue', input: {}, caller: null },
+      idempotency: { scope, requestHash: `hash-${scope}` },
+    },
+    reply: { status: 201, body: `{"n":"${scope}"}`, signed: true },
+    now: at,
+    newId: () => 'id',
+    followUps: [],
+  });
+  await log.write(writes);
+}
+
+/** What an older node wrote: the entry alone. */
+async function legacyAnswer(log: Log, scope: string, at: number): Promise<void> {
+  const entry = { scope, requestHash: 'h', status: 201, body: '{}', signed: true, at };
+  await log.write([idempotencyRows.write(scope, entry)]);
+}
+
+const scopes = (log: Log) => [...log.scan('idempotency')].map((r) => r.key).sort();
+
+/** The log, counting the rows read from each table. */
+function counting(log: Log): { log: Log; read: Map<Table, number> } {
+  const read = new Map<Table, number>();
+  const count = (table: Table) => read.set(table, (read.get(table) ?? 0) + 1);
+  const wrapped: Log = Object.create(log) as Log;
+  wrapped.get = (table, key) => {
+    count(table);
+    return log.get(table, key);
+  };
+  wrapped.scan = function* (table: Table, range?: ScanRange) {
+    for (const row of log.scan(table, range)) {
+      count(table);
+      yield row;
+    }
+  };
+  return { log: wrapped, read };
+}
+
+describe('housekeeping of idempotent answers (P7)', () => {
+  it('forgets the expired answers and keeps the live ones with their order rows', async () => {
+    const log = freshLog();
+    await commitAnswer(log, 'old-1', NOW - RETENTION - 2 * HOUR);
+    await commitAnswer(log, 'old-2', NOW - RETENTION - 1);
+    await commitAnswer(log, 'live-1', NOW - RETENTION + HOUR);
+    await commitAnswer(log, 'live-2', NOW - 1);
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    expect(scopes(log)).toEqual(['live-1', 'live-2']);
+    const order = [...log.scan('idempotency_order', idempotencyOrderRows.before(NOW + HOUR))];
+    expect(order.map((r) => idempotencyOrderRows.scopeOf(r.key))).toEqual(['live-1', 'live-2']);
+    // Later, the live ones expire in their turn.
+    await housekeeping(log, DEFAULT_LIMITS, NOW + RETENTION);
+    expect(scopes(log)).toEqual([]);
+  });
+
+  it('reads the expired entries only, however many live ones the table holds', async () => {
+    const log = freshLog();
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    for (let i = 0; i < 200; i++) await commitAnswer(log, `live-${i}`, NOW - HOUR + i);
+    await commitAnswer(log, 'old-a', NOW - RETENTION - HOUR);
+    await commitAnswer(log, 'old-b', NOW - RETENTION - 2 * HOUR);
+    const { log: watched, read } = counting(log);
+    await housekeeping(watched, DEFAULT_LIMITS, NOW);
+    expect(read.get('idempotency')).toBe(2);
+    expect(read.get('idempotency_order')).toBe(2 + 1);
+    expect(scopes(log)).toHaveLength(200);
+    expect(scopes(log)).not.toContain('old-a');
+  });
+
+  it('keeps an answer whose key was used again after its first answer expired', async () => {
+    const log = freshLog();
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    await commitAnswer(log, 'again', NOW - RETENTION - HOUR);
+    await commitAnswer(log, 'again', NOW - HOUR);
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    expect(scopes(log)).toEqual(['again']);
+    await housekeeping(log, DEFAULT_LIMITS, NOW + RETENTION);
+    expect(scopes(log)).toEqual([]);
+  });
+
+  it('expires the answers an older node wrote without order rows', async () => {
+    const log = freshLog();
+    await legacyAnswer(log, 'legacy-old', NOW - RETENTION - HOUR);
+    await legacyAnswer(log, 'legacy-live', NOW - HOUR);
+    await commitAnswer(log, 'new-live', NOW - HOUR);
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    expect(scopes(log)).toEqual(['legacy-live', 'new-live']);
+    // Indexed once: the next sweeps read the order rows, and the legacy entry expires by them.
+    const { log: watched, read } = counting(log);
+    await housekeeping(watched, DEFAULT_LIMITS, NOW + RETENTION);
+    expect(read.get('idempotency')).toBe(2);
+    expect(scopes(log)).toEqual([]);
+  });
+});
+
+describe('the check at start (P14)', () => {
+  it('reads every idempotent answer and names a damaged one', async () => {
+    const log = freshLog();
+    await commitAnswer(log, 'a', NOW);
+    await commitAnswer(log, 'b', NOW);
+    expect(checkIdempotency(log)).toBe(2);
+    await log.write([{ table: 'idempotency', key: 'b', bytes: Buffer.from('damaged') }]);
+    expect(() => checkIdempotency(log)).toThrow("table 'idempotency' row 'b' fails its checksum");
+  });
+});
