@@ -62,6 +62,8 @@ class Connection {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('error', onError);
+    // The server closes a connection idle for its timeout: one waited on must say so, not hang.
+    socket.on('close', () => { if (this.onAnswer !== null) onError(new Error('a connection closed before its answer')); });
   }
 
   send(bytes: Buffer, onAnswer: (status: number) => void): void {
@@ -143,7 +145,8 @@ async function run(job: PacedJob): Promise<PacedResult> {
     const now = performance.now();
     while (next < total && t0 + next * interval <= now) {
       if (next === job.warmup) process.stdout.write(`${MEASURING_LINE}\n`);
-      const connection = free.pop();
+      // Oldest free first: every connection stays in use, none idles into the server's timeout.
+      const connection = free.shift();
       if (connection === undefined) waiting.push(next);
       else dispatch(next, connection);
       next++;
