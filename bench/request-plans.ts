@@ -85,7 +85,7 @@ export function plannedRequest(plan: RequestPlan, index: number): PlannedRequest
 }
 
 /** A small seeded generator (mulberry32): the same plan gives the same keys in every process. */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

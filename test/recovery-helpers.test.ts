@@ -3,12 +3,11 @@
 // at start. After a kill -9 under writes every acknowledged receipt is recovered byte for byte,
 // and a damaged record in a lent partition refuses the start as it does in any other (P14).
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
-import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { partitionOf } from '../src/log/log.js';
 import { Client, createCredential, startNode, tempDir } from './support/harness.js';
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
+import { damageLastRecord } from './support/damage.js';
 
 const { running, dirs } = cleanedUpAfterEach();
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
@@ -61,17 +60,10 @@ describe('recovery helpers at start', () => {
     const issued = await receiptsThenKill9(dataDir, credential);
     // Partitions at odd positions are lent when there is a helper; with none, any will do.
     const partition = [...issued.keys()].map(partitionOf).find((p) => LENT === 0 || p % 2 === 1)!;
-    const env = open({ path: join(dataDir, 'node.mdb'), maxDbs: 32, compression: false });
-    const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
-    const last = [...log.getRange({ start: [partition + 1, 0], end: [partition, 0], reverse: true, limit: 1 })][0]!;
-    const damaged = Buffer.from(last.value);
-    damaged[damaged.length - 1] ^= 0xff;
-    await log.put(last.key, damaged);
-    await env.flushed;
-    await env.close();
+    const seq = await damageLastRecord(dataDir, partition);
     const started = await startNode({ dataDir, workers: 1 }).then((node) => node, (e: Error) => e);
     if (!(started instanceof Error)) await started.kill9();
     expect(started).toBeInstanceOf(Error);
-    expect((started as Error).message).toContain(`log record ${last.key[1]} of partition ${partition} fails its checksum`);
+    expect((started as Error).message).toContain(`log record ${seq} of partition ${partition} fails its checksum`);
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
+import { damageFirstRow, damageLastRecord } from './support/damage.js';
 import {
   Client, createCredential, PREFIX, signRequest, startNode, tempDir, type Credential, type NodeProcess,
 } from './support/harness.js';
@@ -115,32 +116,6 @@ describe('P5: each credential has its own share of the replay memory', () => {
     expect(own.status, own.text).toBe(201);
   });
 });
-
-/** Flips one byte of the last log record of a partition, the node stopped (damage at rest). */
-async function damageLastRecord(dir: string, partition: number): Promise<number> {
-  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
-  const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
-  const last = [...log.getRange({ start: [partition + 1, 0], end: [partition, 0], reverse: true, limit: 1 })][0]!;
-  const damaged = Buffer.from(last.value);
-  damaged[damaged.length - 1] ^= 0xff;
-  await log.put(last.key, damaged);
-  await env.flushed;
-  await env.close();
-  return last.key[1];
-}
-
-/** Flips one byte of the first row of a table, the node stopped; returns the row's key. */
-async function damageFirstRow(dir: string, table: string): Promise<string> {
-  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
-  const db = env.openDB<Buffer, string>({ name: table, encoding: 'binary' });
-  const row = [...db.getRange({ limit: 1 })][0]!;
-  const damaged = Buffer.from(row.value);
-  damaged[damaged.length - 1] ^= 0xff;
-  await db.put(row.key, damaged);
-  await env.flushed;
-  await env.close();
-  return row.key;
-}
 
 async function refusedStart(dir: string): Promise<string> {
   const started = await startNode({ dataDir: dir }).then((node) => node, (e: Error) => e);

@@ -10,22 +10,14 @@ import { validator } from '../../protocol/schemas.js';
 import { validBody } from '../services.js';
 import { readUsualBatch } from './batch-reader.js';
 import { Batch, batchBody } from './sonar.js';
+import { mulberry32 } from '../../../bench/request-plans.js';
 
 const validateBatch = validator(Batch);
 const TYPES = ['email', 'phone', 'bank_account', 'lei', 'reg', 'tax', 'address'];
 const SPACES = ['', ' ', '  ', '\n', '\t', '\r\n', ' \n\t '];
 
-/** A small seeded generator (mulberry32), so that a failing body can be found again. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded, so that a failing body can be found again. */
+const seeded = mulberry32;
 
 const hashOf = (n: number) => createHash('sha256').update(String(n)).digest('hex');
 
