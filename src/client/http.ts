@@ -5,6 +5,7 @@ import * as ed from '@noble/ed25519';
 import { toHex, utf8 } from './bytes.js';
 import { sha256Hex } from './canonical.js';
 import { CLIENT_CODES, PathError } from './errors.js';
+import { signingString as ofDigest } from './signing-string.js';
 import type { CallOptions, CallResult, Endpoint, FetchLike, QueryValue } from './types.js';
 import './verify.js'; // sets the SHA-512 that @noble/ed25519 signs with
 
@@ -26,24 +27,6 @@ function nextTimestamp(keyId: string): string {
   return new Date(at).toISOString();
 }
 
-/** P5: the signing string, lines joined by `\n`, no trailing newline. */
-export function signingString(request: {
-  method: string;
-  target: string;
-  timestamp: string;
-  idempotencyKey: string | undefined;
-  body: Uint8Array;
-}): string {
-  return [
-    'path-request-v1',
-    request.method.toUpperCase(),
-    request.target,
-    request.timestamp,
-    request.idempotencyKey ?? '',
-    sha256Hex(request.body),
-  ].join('\n');
-}
-
 /** The P5 headers of one request, under a fresh timestamp. */
 export function signatureHeaders(
   signer: Signer,
@@ -56,6 +39,17 @@ export function signatureHeaders(
     'path-timestamp': timestamp,
     'path-signature': toHex(ed.sign(utf8(text), signer.seed)),
   };
+}
+
+/** P5: the signing string of a request and its body. */
+export function signingString(request: {
+  method: string;
+  target: string;
+  timestamp: string;
+  idempotencyKey: string | undefined;
+  body: Uint8Array;
+}): string {
+  return ofDigest({ ...request, bodySha256Hex: sha256Hex(request.body) });
 }
 
 /** The URL template with its `{name}` placeholders filled, URL-encoded, and the query added. */

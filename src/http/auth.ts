@@ -2,6 +2,8 @@
 // a fresh timestamp, and no replay of the same signing string inside the window.
 import { createHash } from 'node:crypto';
 import type { Caller, ReplayMark } from '../actors/types.js';
+// P5's signing string: the one definition the client library signs with.
+import { signingString } from '../client/signing-string.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import { signBytes, verifyBytes, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -22,26 +24,11 @@ export type AuthFailure =
   'missing' | 'malformed' | 'unknown_key' | 'stale' | 'bad_signature' | 'replayed';
 
 /** P5: a malformed timestamp's refusal says the form the node expects. */
+export { signingString };
+
 const TIMESTAMP_FORM =
   'Path-Timestamp must be an RFC 3339 UTC time ending in Z, with whole or ' +
   'fractional seconds, such as 2026-11-21T12:00:00Z or 2026-11-21T12:00:00.123Z';
-
-export function signingString(r: {
-  method: string;
-  target: string;
-  timestamp: string;
-  idempotencyKey: string | undefined;
-  bodySha256Hex: string;
-}): string {
-  return [
-    'path-request-v1',
-    r.method.toUpperCase(),
-    r.target,
-    r.timestamp,
-    r.idempotencyKey ?? '',
-    r.bodySha256Hex,
-  ].join('\n');
-}
 
 /**
  * The P5 headers of a request this node's code sends with a key of its own: to another member
