@@ -63,25 +63,17 @@ export function foldPartition(
  * (checked on arrival, and an aggregate of any number of children encodes), then the counts.
  */
 export async function frameFolded(folded: FoldedPartition): Promise<FramedFold> {
-  return {
-    body: await frameInSlices(folded.body),
-    snapshot: folded.snapshot,
-    records: folded.records,
-  };
+  return { ...folded, body: await frameInSlices(folded.body) };
 }
 
-export interface FramedFold {
-  body: Uint8Array;
-  snapshot: boolean;
-  records: number;
-}
+export type FramedFold = Omit<FoldedPartition, 'body'> & { body: Uint8Array };
 
 export function unframeFolded(framed: FramedFold, p: number): FoldedPartition {
   const body = unframeOrFail<SnapshotBody>(
     framed.body,
     `partition ${p} as a recovery helper folded it`,
   );
-  return { body, snapshot: framed.snapshot, records: framed.records };
+  return { ...framed, body };
 }
 
 const DAMAGED = Symbol('damaged');

@@ -246,12 +246,14 @@ export class ShardPool {
     started: { resolve: (stats: RecoveryStats) => void; reject: (error: Error) => void },
   ): void {
     const { resolve, reject } = started;
+    // The commit rides on the last result of its batch, committed or not (a read, a refusal).
+    if ((m.t === 'result' || m.t === 'effects') && m.result.commit !== undefined)
+      this.options.onCommit?.(m.result.commit);
     switch (m.t) {
       case 'ready':
         resolve(m.stats);
         break;
       case 'result':
-        if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
         this.settle(m.id)?.resolve(m.result as never);
         break;
       case 'signed':
@@ -268,7 +270,6 @@ export class ShardPool {
         this.options.onFatal(`shard ${index}: ${m.message}`);
         break;
       case 'effects':
-        if (m.result.commit !== undefined) this.options.onCommit?.(m.result.commit);
         this.options.afterCommit(m.result);
         for (const f of m.result.followUps) void this.carryOut(f);
         break;

@@ -9,7 +9,8 @@ import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
 const port = data.port;
-const log = new LmdbLog(openEnvironment(data.dataDir));
+const env = openEnvironment(data.dataDir);
+const log = new LmdbLog(env);
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 
 try {
@@ -17,7 +18,7 @@ try {
   // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
   // again and decoded there, which costs the worker more than decoding the snapshot itself.
   for (const p of data.partitions)
-    if (log.readSnapshot(p) === undefined)
+    if (!env.snapshots.doesExist(p))
       folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
   const message: FromRecoveryHelper = { t: 'folded', folded };
   // Copied, not transferred: a small frame may share its memory with other buffers.

@@ -60,6 +60,8 @@ export function startHelpers(options: {
 }
 
 /** What the worker's shard folds elsewhere: the partitions lent, and their states once folded. */
+export type Elsewhere = ReturnType<typeof foldElsewhere>;
+
 export function foldElsewhere(lent: readonly Lent[]): {
   partitions: ReadonlySet<number>;
   folded: Promise<ReadonlyMap<number, FoldedPartition>>;

@@ -14,6 +14,7 @@ import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameInSlices, type SnapshotBody } from './snapshot.js';
 import { foldPartition, type FoldedPartition, type LogRecord } from './fold.js';
+import type { Elsewhere } from './recovery.js';
 
 export { RecoveryError } from './fold.js';
 import {
@@ -128,10 +129,7 @@ export class Shard {
    * the others, then takes theirs.
    */
   async recover(
-    elsewhere: {
-      partitions: ReadonlySet<number>;
-      folded: Promise<ReadonlyMap<number, FoldedPartition>>;
-    } = { partitions: new Set(), folded: Promise.resolve(new Map()) },
+    elsewhere: Elsewhere = { partitions: new Set(), folded: Promise.resolve(new Map()) },
   ): Promise<RecoveryStats> {
     const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
     for (const p of this.options.partitions)

@@ -74,6 +74,11 @@ function helpFor(positional: readonly string[]): string {
   return usageOf(named);
 }
 
+/** A yes-or-no flag: given bare, or as `--name true`. */
+function flag(flags: Flags, name: string): boolean {
+  return flags[name] === true || flags[name] === 'true';
+}
+
 function need(flags: Flags, name: string): string {
   const v = flags[name];
   if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
@@ -148,7 +153,7 @@ function print(value: unknown): void {
 /** `credentials add` takes the caller's public key; `credentials create` makes the key pair. */
 async function addCredential(flags: Flags, sub: 'add' | 'create'): Promise<void> {
   const member = need(flags, 'member');
-  const local = flags.local === true || flags.local === 'true';
+  const local = flag(flags, 'local');
   const generated = sub === 'create' ? generateSeedHex() : null;
   const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
   const credential = await withStore(flags, (store) =>
@@ -237,8 +242,8 @@ async function lookup(flags: Flags): Promise<void> {
       in: need(flags, 'in'),
       out: need(flags, 'out'),
       concurrency,
-      signed: flags.signed === true || flags.signed === 'true',
-      resume: flags.resume === true || flags.resume === 'true',
+      signed: flag(flags, 'signed'),
+      resume: flag(flags, 'resume'),
     });
   } catch (error) {
     if (error instanceof LookupUsageError) throw new UsageError(error.message);
@@ -251,7 +256,7 @@ async function events(sub: string | undefined, id: string | undefined, flags: Fl
   const dataDir = dataDirOf(flags);
   try {
     if (sub === 'list') {
-      const undelivered = flags.undelivered === true || flags.undelivered === 'true';
+      const undelivered = flag(flags, 'undelivered');
       for (const line of await listEvents(dataDir, { undelivered })) print(line);
       return;
     }

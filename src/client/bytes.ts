@@ -18,12 +18,6 @@ export function fromLowerHex(hex: string, length: number): Uint8Array | null {
   return hexToBytes(hex);
 }
 
-export function toBase64(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
 /** Standard base64 (RFC 4648 section 4, padded); null when the text is not that. */
 export function fromBase64(text: string): Uint8Array | null {
   if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;

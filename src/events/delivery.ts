@@ -59,10 +59,11 @@ export class WebhookDelivery {
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
     for (const { key, bytes } of this.options.log.scan('outbox')) {
-      if (this.stateOf(key)?.every((t) => t.outcome !== null)) continue;
+      const state = this.stateOf(key);
+      if (state !== undefined && finished(state)) continue;
       const created = parseTime(outboxRows.read(key, bytes).created_at);
       this.undelivered.set(key, created ?? this.options.clock.now());
-      this.scheduler.schedule(key, this.dueOf(key));
+      this.scheduler.schedule(key, this.dueOf(state));
     }
   }
 
@@ -98,9 +99,12 @@ export class WebhookDelivery {
       const id = eventExpiryRows.idOf(key);
       const state = this.stateOf(id);
       // A resent event finishes again later, with an expiry row of its own.
-      const finished = state?.every((t) => t.outcome !== null) ?? true;
       const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
-      if (!finished || last + this.options.limits.events_retention_ms > now) continue;
+      if (
+        (state !== undefined && !finished(state)) ||
+        last + this.options.limits.events_retention_ms > now
+      )
+        continue;
       writes.push(...forgotten(id));
     }
     if (writes.length > 0) await this.write(writes);
@@ -129,8 +133,7 @@ export class WebhookDelivery {
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 10));
   }
 
-  private dueOf(id: string): number {
-    const state = this.stateOf(id);
+  private dueOf(state: TargetState[] | undefined): number {
     const pending = state?.filter((t) => t.outcome === null).map((t) => t.next_at) ?? [];
     return pending.length === 0 ? this.options.clock.now() : Math.min(...pending);
   }
@@ -226,7 +229,7 @@ export class WebhookDelivery {
       await this.write(forgotten(id));
       return;
     }
-    if (state.every((t) => t.outcome !== null)) {
+    if (finished(state)) {
       // Kept for the retention from its last outcome, for `path-node events`; the sweep forgets
       // it then (the same time the sweep checks, or it would keep the event for ever).
       this.undelivered.delete(id);
@@ -315,6 +318,9 @@ export class WebhookDelivery {
 }
 
 /** The writes that forget an event: its outbox row and its delivery state. */
+/** Every target has its outcome: delivered or abandoned. */
+const finished = (state: readonly TargetState[]): boolean => state.every((t) => t.outcome !== null);
+
 const forgotten = (id: string): TableWrite[] => [
   { table: 'outbox', key: id, bytes: null },
   { table: 'deliveries', key: id, bytes: null },

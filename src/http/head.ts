@@ -10,7 +10,7 @@ import { API_VERSION } from '../config.js';
 import { PROTOCOL_VERSION } from '../protocol/signing.js';
 
 /** Answer headers a wallet in a browser must read (P10, P7); CORS hides the others from it. */
-export const EXPOSED_HEADERS = [
+const EXPOSED_HEADERS = [
   'path-version',
   'path-version-pinned',
   'path-request-id',

@@ -646,6 +646,8 @@ export class HttpServer {
     this.sending.base = base;
     this.sending.close = close;
     res.cork(this.writeSending);
+    const onAnswered = this.options.onAnswered;
+    if (onAnswered === undefined) return;
     const answered = this.answered;
     answered.requestId = base.requestId;
     answered.method = base.method;
@@ -653,7 +655,7 @@ export class HttpServer {
     answered.status = reply.status;
     answered.seconds = (performance.now() - base.started) / 1000;
     answered.member = base.member;
-    this.options.onAnswered?.(answered);
+    onAnswered(answered);
   }
 
   private readonly writeSending = (): void => {

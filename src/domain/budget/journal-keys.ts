@@ -6,8 +6,17 @@
 import type { JournalEntry } from '../decider.js';
 
 /** Lookup key types (SPEC D) by code; the order is the packing's and must not change. */
-const TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax', 'address'] as const;
-const CODES = new Map<string, number>(TYPES.map((t, code) => [t, code]));
+export const KEY_TYPES = [
+  'phone',
+  'email',
+  'bank_account',
+  'lei',
+  'reg',
+  'tax',
+  'address',
+] as const;
+
+const CODES = new Map<string, number>(KEY_TYPES.map((t, code) => [t, code]));
 const HASH_DIGITS = 64;
 const KEY_BYTES = 2 + HASH_DIGITS;
 
@@ -19,12 +28,12 @@ export interface JournalKey {
 }
 
 /** The first two bytes of a key, by `code * 2 + found`, as Latin-1 text. */
-const HEADS = Array.from({ length: TYPES.length * 2 }, (_, i) =>
+const HEADS = Array.from({ length: KEY_TYPES.length * 2 }, (_, i) =>
   String.fromCharCode(i >> 1, i & 1),
 );
 /** Any number of packed keys, as Latin-1 text. */
 const PACKED = new RegExp(
-  `^(?:[\\x00-\\x0${TYPES.length - 1}][\\x00\\x01][0-9a-f]{${HASH_DIGITS}})*$`,
+  `^(?:[\\x00-\\x0${KEY_TYPES.length - 1}][\\x00\\x01][0-9a-f]{${HASH_DIGITS}})*$`,
 );
 
 /** The keys packed; throws on a type or hash no lookup can have (a defect of the caller). */
@@ -36,9 +45,7 @@ export function packJournalKeys(keys: readonly JournalKey[]): Uint8Array {
       throw new TypeError('packJournalKeys: not a lookup key');
     text += HEADS[code * 2 + (found ? 1 : 0)]! + hash;
   }
-  const bytes = Buffer.from(text, 'latin1');
-  if (bytes.length !== keys.length * KEY_BYTES) throw new TypeError('packJournalKeys: not hex');
-  return bytes;
+  return Buffer.from(text, 'latin1');
 }
 
 /** The journal's keys of a packed call, or null when the bytes are not a packing of keys. */
@@ -48,7 +55,7 @@ export function unpackJournalKeys(bytes: Uint8Array): JournalEntry['keys'] | nul
   const keys: JournalEntry['keys'] = [];
   for (let at = 0; at < text.length; at += KEY_BYTES) {
     const head = text.charCodeAt(at + 1);
-    keys.push([TYPES[text.charCodeAt(at)]!, text.slice(at + 2, at + KEY_BYTES), head === 1]);
+    keys.push([KEY_TYPES[text.charCodeAt(at)]!, text.slice(at + 2, at + KEY_BYTES), head === 1]);
   }
   return keys;
 }

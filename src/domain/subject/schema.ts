@@ -4,10 +4,8 @@
 // and seals the clear values of the wire before it builds one.
 import { Type, type Static } from '@sinclair/typebox';
 import { IDENTIFIER_TYPES } from '../../protocol/identifiers.js';
+import { OneOf } from '../../protocol/responses.js';
 import { Capability, PathAddress, Reference, Rfc3339, Text } from '../../protocol/schemas.js';
-
-const literals = <T extends string>(values: readonly T[]) =>
-  Type.Union(values.map((v) => Type.Literal(v)));
 
 export const DISCOVERABILITY = ['public', 'network', 'private'] as const;
 export type Discoverability = (typeof DISCOVERABILITY)[number];
@@ -60,9 +58,9 @@ const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
 /** A value sealed by the front end (sealing.ts). */
 const Sealed = Type.String({ minLength: 1 });
 const Address = PathAddress;
-const SubjectType = literals(['natural_person', 'legal_entity'] as const);
-const PayeeCheckSetting = literals(['enabled', 'disabled'] as const);
-const Profile = literals(['directory', 'relationship'] as const);
+const SubjectType = OneOf(['natural_person', 'legal_entity'] as const);
+const PayeeCheckSetting = OneOf(['enabled', 'disabled'] as const);
+const Profile = OneOf(['directory', 'relationship'] as const);
 
 export const CreateSubject = Type.Object({
   subject_type: SubjectType,
@@ -71,10 +69,10 @@ export const CreateSubject = Type.Object({
 
 export const CreateIdentifier = Type.Object({
   subject_id: SubjectId,
-  identifier_type: literals(IDENTIFIER_TYPES),
+  identifier_type: OneOf(IDENTIFIER_TYPES),
   identifier: Type.String({ minLength: 1, maxLength: 320 }),
   verification_method: Type.Optional(Type.String({ maxLength: 64 })),
-  discoverability: Type.Optional(literals(DISCOVERABILITY)),
+  discoverability: Type.Optional(OneOf(DISCOVERABILITY)),
 });
 export type CreateIdentifierInput = Static<typeof CreateIdentifier>;
 
@@ -85,7 +83,7 @@ export const PayeeRecord = Type.Object({
 
 export const CreateAttestation = Type.Object({
   subject_id: SubjectId,
-  claim: literals(CLAIMS),
+  claim: OneOf(CLAIMS),
   value: Text({ maxLength: 256 }),
   expires_at: Rfc3339,
 });
@@ -102,7 +100,7 @@ export const CreateBinding = Type.Object({
 export const CreateAddress = Type.Object({
   subject_id: SubjectId,
   profile: Profile,
-  discoverability: Type.Optional(literals(DISCOVERABILITY)),
+  discoverability: Type.Optional(OneOf(DISCOVERABILITY)),
   is_primary: Type.Optional(Type.Boolean()),
 });
 
@@ -121,7 +119,7 @@ export const CreateTarget = Type.Object({
   rail: Text({ maxLength: 64 }),
   asset_type: Text({ maxLength: 64 }),
   asset_code: Text({ maxLength: 64 }),
-  account_kind: literals(ACCOUNT_KINDS),
+  account_kind: OneOf(ACCOUNT_KINDS),
   account_ref: Type.String({ minLength: 1, maxLength: 256 }),
   is_default: Type.Optional(Type.Boolean()),
   beneficiary_format: Type.Optional(Type.Literal('chain_address')),
@@ -131,7 +129,7 @@ export const CreateTarget = Type.Object({
 /** SPEC F: `POST /payee-check`. */
 export const PayeeCheck = Type.Object({
   key: Address,
-  mode: literals(['verify', 'display'] as const),
+  mode: OneOf(['verify', 'display'] as const),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   context: Type.Optional(
     Type.Object({
@@ -177,10 +175,10 @@ export const subjectCommands = {
   }),
   'add-identifier': Type.Object({
     id: reference('idn'),
-    identifier_type: literals(IDENTIFIER_TYPES),
+    identifier_type: OneOf(IDENTIFIER_TYPES),
     hash: Hash,
     verification_method: Type.Optional(Type.String({ maxLength: 64 })),
-    discoverability: Type.Optional(literals(DISCOVERABILITY)),
+    discoverability: Type.Optional(OneOf(DISCOVERABILITY)),
   }),
   /** Every identifier and address private, out of the directory index (SPEC B). */
   withdraw: Empty,

@@ -74,7 +74,7 @@ export function configurationDocument(
  * The key that signs `v1a` webhook signatures, in the Standard Webhooks form (P11): `whpk_` and
  * base64 of the raw 32-byte Ed25519 public key.
  */
-export function webhookPublicKey(publicKeyHex: string): string {
+function webhookPublicKey(publicKeyHex: string): string {
   return `whpk_${Buffer.from(publicKeyHex, 'hex').toString('base64')}`;
 }
 

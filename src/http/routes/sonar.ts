@@ -19,7 +19,8 @@ import {
 } from '../../protocol/identifiers.js';
 import { BatchAnswer, HolderConfirmation, SonarAnswer } from '../../domain/sonar/answers.js';
 import { confirmAnswer } from '../../domain/sonar/confirm.js';
-import { packJournalKeys } from '../../domain/budget/journal-keys.js';
+import { KEY_TYPES, packJournalKeys } from '../../domain/budget/journal-keys.js';
+import { OneOf } from '../../protocol/responses.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { Sha256Hex, validator } from '../../protocol/schemas.js';
 import {
@@ -36,8 +37,7 @@ import { unsignedBatchBytes } from './batch-writer.js';
 import type { Handler, RequestContext } from '../server.js';
 import { submit, validBody, type Services } from '../services.js';
 
-const KEY_TYPES = ['phone', 'email', 'bank_account', 'lei', 'reg', 'tax', 'address'] as const;
-const KeyType = Type.Union(KEY_TYPES.map((t) => Type.Literal(t)));
+const KeyType = OneOf(KEY_TYPES);
 const Item = Type.Object({
   identifier_type: KeyType,
   identifier: Type.Optional(Type.String({ minLength: 1, maxLength: IDENTIFIER_LENGTH_MAX })),
