@@ -38,3 +38,25 @@ export type FromWorker =
   | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }
   | { t: 'fatal'; message: string };
+
+/**
+ * One side's outgoing messages: those sent in one turn leave together in one postMessage (the
+ * fixed cost of a message is paid once per turn, not once per command), in order.
+ */
+export function turnBatcher<T>(post: (messages: T[]) => void): {
+  send(message: T): void;
+  flush(): void;
+} {
+  let outgoing: T[] = [];
+  const flush = () => {
+    if (outgoing.length === 0) return;
+    const messages = outgoing;
+    outgoing = [];
+    post(messages);
+  };
+  const send = (message: T) => {
+    outgoing.push(message);
+    if (outgoing.length === 1) setImmediate(flush);
+  };
+  return { send, flush };
+}

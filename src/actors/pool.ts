@@ -10,7 +10,7 @@ import {
   type Limits,
 } from '../config.js';
 import { startHelpers, type Lent } from './recovery.js';
-import type { FromWorker, ToWorker, WorkerData } from './messages.js';
+import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 import { carryOut } from './follow-ups.js';
@@ -49,9 +49,8 @@ export interface PoolOptions {
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
-  /** The messages of this turn for each worker, posted together (messages.ts). */
-  private readonly outgoing: ToWorker[][] = [];
-  private posting = false;
+  /** Each worker's messages of this turn, posted together (messages.ts). */
+  private readonly senders: ((message: ToWorker) => void)[] = [];
 
   /** Commands and other calls sent to the workers and not yet answered. */
   get pendingCount(): number {
@@ -150,21 +149,9 @@ export class ShardPool {
     });
   }
 
-  /**
-   * Queues a message for a worker; the messages of one turn leave in one postMessage each way
-   * (the fixed cost of a message is paid once per turn, not once per command), in order.
-   */
+  /** Queues a message for a worker: it leaves with the others of this turn (turnBatcher). */
   private post(worker: number, message: ToWorker): void {
-    (this.outgoing[worker] ??= []).push(message);
-    if (this.posting) return;
-    this.posting = true;
-    setImmediate(() => {
-      this.posting = false;
-      this.outgoing.forEach((messages, i) => {
-        if (messages.length > 0) this.workers[i]!.postMessage(messages);
-      });
-      this.outgoing.length = 0;
-    });
+    this.senders[worker]!(message);
   }
 
   setSigningKey(seedHex: string): void {
@@ -225,6 +212,7 @@ export class ShardPool {
       },
     });
     this.workers[index] = worker;
+    this.senders[index] = turnBatcher<ToWorker>((messages) => worker.postMessage(messages)).send;
     return new Promise((resolve, reject) => {
       worker.on('message', (messages: FromWorker[]) => {
         for (const m of messages) this.received(index, m, { resolve, reject });

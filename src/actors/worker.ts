@@ -8,24 +8,13 @@ import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { unseal } from '../protocol/sealing.js';
 import { hashKeys } from '../protocol/identifiers.js';
-import type { FromWorker, ToWorker, WorkerData } from './messages.js';
+import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import { foldElsewhere } from './recovery.js';
 import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
 const port = parentPort!;
-/** The messages of this turn, posted together (messages.ts). */
-let outgoing: FromWorker[] = [];
-const flush = () => {
-  if (outgoing.length === 0) return;
-  const messages = outgoing;
-  outgoing = [];
-  port.postMessage(messages);
-};
-const send = (message: FromWorker) => {
-  outgoing.push(message);
-  if (outgoing.length === 1) setImmediate(flush);
-};
+const { send, flush } = turnBatcher<FromWorker>((messages) => port.postMessage(messages));
 
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
