@@ -75,6 +75,9 @@ export interface BenchConfig {
     paced_connections: number;
     /** The target: p99 of the paced run under this many milliseconds. */
     p99_target_ms: number;
+    /** The disk's floor measured after the paced run: commits of one record, each alone. */
+    floor_commits: number;
+    floor_gap_ms: number;
   };
   /** Figure 9: consume on one hot connection and across many. */
   consume: { hot: SignedLoad; spread: SignedLoad; spread_connections: number };
@@ -169,6 +172,8 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       paced_warmup_seconds: quick ? 0.5 : 2,
       paced_connections: 64,
       p99_target_ms: 10,
+      floor_commits: quick ? 200 : 2_000,
+      floor_gap_ms: 1,
     },
     growth: { band: quick ? 200 : 1_000, connections: 16 },
     snapshot: { children: quick ? [20_000] : [60_000, 100_000], rounds: quick ? 2 : 5 },

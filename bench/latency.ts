@@ -12,7 +12,8 @@ import { cpuText, withCpuWatch } from './cpu.js';
 import { buildDirectory, NODE_ARGS } from './lookup.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
 import { createLocalCredential, removeDir, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
-import { ms, rate, type Report } from './report.js';
+import { syncedCommitLatencies } from './log-append.js';
+import { ms, quantile, rate, type Report } from './report.js';
 import type { LookupPlan } from './request-plans.js';
 import { describeRun, requireAllOk, runSignedLoad } from './signed-load.js';
 
@@ -49,6 +50,12 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
     report.line(`    the generator's own lateness in sending: p50 ${ms(result.sendLagP50Ms)} ms, p99 ${ms(result.sendLagP99Ms)} ms`);
     if (cpu !== null) report.line(`      ${cpuText(cpu)}`);
     if (result.ok !== job.count) throw new Error(`paced lookups: ${job.count - result.ok} of ${job.count} not answered 2xx (${statuses}; ${result.unanswered} unanswered)`);
+
+    // The disk's floor, measured right after on the same disk: a lookup is answered once its
+    // charge is durable, and one that falls due during a commit waits for that commit and its own.
+    const commits = await syncedCommitLatencies(c.floor_commits, c.floor_gap_ms);
+    report.line(`    the disk's floor: ${c.floor_commits} synced LMDB commits of one record, each alone: p50 ${ms(quantile(commits, 0.5))} ms, p99 ${ms(quantile(commits, 0.99))} ms, p99.9 ${ms(quantile(commits, 0.999))} ms`);
+    report.add({ section: SECTION, figure: 'one synced commit alone, same disk just after: p50 / p99', value: `${ms(quantile(commits, 0.5))} / ${ms(quantile(commits, 0.99))} ms` });
 
     report.add({ section: SECTION, figure: `single lookups/s at saturation, closed loop, ${c.saturation.connections} connections (p99 ${ms(saturated.result.latencyP99Ms)} ms)`, value: rate(saturation) });
     report.add({ section: SECTION, figure: `paced at ${rate(paced)}/s (${c.paced_share} of saturation): p50 / p99 / p99.9`, value: `${ms(result.latencyP50Ms)} / ${ms(result.latencyP99Ms)} / ${ms(result.latencyP999Ms)} ms` });

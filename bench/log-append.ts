@@ -39,6 +39,30 @@ function seqsOf(records: number): number {
   return Math.ceil(records / PARTITION_COUNT);
 }
 
+/**
+ * The disk's floor for anything answered once durable: `count` appends of one record, each
+ * awaited alone with `gapMs` between them (no group commit to share), in a fresh LMDB log.
+ */
+export async function syncedCommitLatencies(count: number, gapMs: number): Promise<number[]> {
+  const dir = tempDir('commit-floor');
+  const log = new LmdbLog(openEnvironment(dir));
+  try {
+    const now = Date.now();
+    const bytes = frame(receiptRecord(issueReceipt(freshSigningKey(), now), now));
+    const latenciesMs: number[] = [];
+    for (let seq = 1; seq <= count; seq++) {
+      const started = performance.now();
+      await log.append([{ partition: 0, seq, bytes }], []);
+      latenciesMs.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
+    }
+    return latenciesMs;
+  } finally {
+    await log.close();
+    removeDir(dir);
+  }
+}
+
 function latencyText(latencies: readonly number[]): string {
   return `p50 ${ms(quantile(latencies, 0.5))} ms, p99 ${ms(quantile(latencies, 0.99))} ms`;
 }
