@@ -19,15 +19,11 @@ import type {
   VerifyFailure,
 } from './types.js';
 import { verifySigned } from './verify.js';
+import { isJsonObject, type JsonObject } from './json.js';
 
 /** The fixed routes (P4): at the root of the node, whatever prefix its operations use. */
 const CONFIGURATION_PATH = '/.well-known/path-configuration';
 const KEYS_PATH = '/.well-known/path-keys';
-
-type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 function signatureError(
   status: number,
@@ -46,7 +42,7 @@ function signatureError(
 function mismatch(
   where: { address: string; status: number },
   reason: string,
-  detail: Json = {},
+  detail: JsonObject = {},
 ): PathError {
   const { address, status } = where;
   return new PathError({
@@ -131,7 +127,7 @@ export class PathClient {
     else if (!(committed.reason instanceof PathError && committed.reason.status === 404))
       throw committed.reason;
     const answer = answered.value.body as ResolverAnswer;
-    if (!isObject(answer))
+    if (!isJsonObject(answer))
       throw signatureError(answered.value.status, 'body', 'not_an_object', null);
     checkCommitment({ address, status: answered.value.status }, answer, commitment);
     const sites: SignedSite[] = [{ at: 'resolver answer', object: answer }];
@@ -164,14 +160,14 @@ export class PathClient {
   private async endpoint(operation: string): Promise<Endpoint> {
     const find = (configuration: ConfigurationDocument | null) => {
       const endpoints = configuration?.endpoints;
-      return isObject(endpoints) && Object.hasOwn(endpoints, operation)
+      return isJsonObject(endpoints) && Object.hasOwn(endpoints, operation)
         ? endpoints[operation]
         : undefined;
     };
     let endpoint = find(this.configuration);
     if (endpoint === undefined) endpoint = find(await this.discover());
     if (
-      !isObject(endpoint) ||
+      !isJsonObject(endpoint) ||
       typeof endpoint.url !== 'string' ||
       typeof endpoint.method !== 'string'
     ) {
@@ -213,7 +209,7 @@ function checkCommitment(
 ): void {
   const { address } = where;
   if (answer.address !== address) throw mismatch(where, 'answer_for_another_address');
-  if (commitment !== null && (!isObject(commitment) || commitment.address !== address))
+  if (commitment !== null && (!isJsonObject(commitment) || commitment.address !== address))
     throw mismatch(where, 'commitment_for_another_address');
   if (answer.commitment === null || answer.commitment === undefined) {
     if (commitment !== null) throw mismatch(where, 'answer_drops_the_commitment');

@@ -17,6 +17,7 @@
 // Not verified: anything else a body carries, notably a receipt's `attestations`, whose elements
 // the calling member supplied and this node did not sign. They are covered by the receipt's own
 // signature as part of what the issuer stated, not as statements of their own.
+import { isJsonObject, type JsonObject } from './json.js';
 
 /** Operations whose successful answer is one signed statement of this node. */
 export const SIGNED_ANSWERS: ReadonlySet<string> = new Set([
@@ -48,19 +49,14 @@ export interface SignedSite {
   object: Record<string, unknown>;
 }
 
-type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
-
-const carriesSignature = (value: unknown): value is Json =>
-  isObject(value) && value.signature !== undefined;
+const carriesSignature = (value: unknown): value is JsonObject =>
+  isJsonObject(value) && value.signature !== undefined;
 
 /** A P17 error item of a batch: `{ identifier_type, error }`, never signed. */
-const isErrorItem = (value: unknown): boolean => isObject(value) && isObject(value.error);
+const isErrorItem = (value: unknown): boolean => isJsonObject(value) && isJsonObject(value.error);
 
 /** A signed object and the statements it embeds, depth first. */
-function withEmbedded(at: string, object: Json, out: SignedSite[]): void {
+function withEmbedded(at: string, object: JsonObject, out: SignedSite[]): void {
   out.push({ at, object });
   for (const name of EMBEDDED) {
     const inner = object[name];
@@ -83,7 +79,7 @@ export function signedSites(
   const unsigned: string[] = [];
   if (carriesSignature(body)) withEmbedded('body', body, sites);
   else if (SIGNED_ANSWERS.has(operation)) unsigned.push('body');
-  if (!isObject(body)) return { sites, unsigned };
+  if (!isJsonObject(body)) return { sites, unsigned };
   if (Array.isArray(body.results)) {
     body.results.forEach((result, i) => {
       const at = `body.results[${i}]`;
@@ -95,7 +91,7 @@ export function signedSites(
   if (Array.isArray(body.transitions)) {
     body.transitions.forEach((step, i) => {
       const at = `body.transitions[${i}].envelope`;
-      const envelope = isObject(step) ? step.envelope : undefined;
+      const envelope = isJsonObject(step) ? step.envelope : undefined;
       if (carriesSignature(envelope)) withEmbedded(at, envelope, sites);
       else if (operation === 'receipts.transitions') unsigned.push(at);
     });

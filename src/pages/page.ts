@@ -5,15 +5,11 @@
 // document names, and that the page shows what the object says, then marks the outcome on
 // `[data-path-verified]` ("true" or "false") with a badge a payer can read.
 import { verifySigned } from '../client/index.js';
+import { isJsonObject, type JsonObject } from '../client/json.js';
 
-type Json = Record<string, unknown>;
 type KeysDocument = Parameters<typeof verifySigned>[1];
 
 const KEYS_PATH = '/.well-known/path-keys';
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 async function readJson(url: string): Promise<unknown> {
   const response = await fetch(url, { headers: { accept: 'application/json' }, cache: 'no-store' });
@@ -21,28 +17,28 @@ async function readJson(url: string): Promise<unknown> {
 }
 
 /** Why a signed object and the request it may carry cannot be trusted, or null. */
-function signatureProblem(object: Json, keys: Json): string | null {
+function signatureProblem(object: JsonObject, keys: JsonObject): string | null {
   if (object.issuer !== keys.member) return 'it names an issuer other than this node';
   const verdict = verifySigned(object, keys as unknown as KeysDocument);
   if (!verdict.valid) return `its signature does not verify (${verdict.reason})`;
   // A checkout carries its request's own signed object, which must verify on its own.
   if (object.type !== 'path.checkout') return null;
-  const inner = isObject(object.request) ? object.request : null;
+  const inner = isJsonObject(object.request) ? object.request : null;
   if (inner === null || inner.type !== 'path.request') return 'it carries no signed request';
   const problem = signatureProblem(inner, keys);
   return problem === null ? null : `its request does not verify: ${problem}`;
 }
 
 /** What the page shows that a reader relies on, compared with the verified object. */
-function displayProblem(root: HTMLElement, object: Json, keys: Json): string | null {
+function displayProblem(root: HTMLElement, object: JsonObject, keys: JsonObject): string | null {
   const shownIssuer = root.querySelector('[data-path-issuer]')?.textContent ?? '';
   if (shownIssuer !== keys.member) return 'the page names another issuer than the signature';
   // The amount the page shows (render.ts): a checkout's request's, else the object's own.
   const terms = object.type === 'path.checkout' ? object.request : object;
-  const amount = isObject(terms) ? (terms.amount ?? terms.received ?? terms.sent) : undefined;
+  const amount = isJsonObject(terms) ? (terms.amount ?? terms.received ?? terms.sent) : undefined;
   const value = root.querySelector('.amount .value')?.textContent ?? null;
   const code = root.querySelector('.amount .code')?.textContent ?? null;
-  const expected = isObject(amount) ? [amount.value, amount.asset_code] : [null, null];
+  const expected = isJsonObject(amount) ? [amount.value, amount.asset_code] : [null, null];
   if (value !== expected[0] || code !== expected[1]) return 'the page shows another amount';
   return null;
 }
@@ -50,8 +46,8 @@ function displayProblem(root: HTMLElement, object: Json, keys: Json): string | n
 /** Why this page's object cannot be trusted, or null when it verified. */
 async function problemOf(root: HTMLElement): Promise<string | null> {
   const [object, keys] = await Promise.all([readJson(location.pathname), readJson(KEYS_PATH)]);
-  if (!isObject(object)) return 'the link answered no object';
-  if (!isObject(keys) || typeof keys.member !== 'string') return 'the node published no keys';
+  if (!isJsonObject(object)) return 'the link answered no object';
+  if (!isJsonObject(keys) || typeof keys.member !== 'string') return 'the node published no keys';
   const { pathKind, pathReference } = root.dataset;
   if (object.type !== pathKind || object.reference !== pathReference) {
     return 'the node answered another object than this link names';

@@ -6,14 +6,13 @@
 // value goes through `html`, which escapes it; the QR code is the link's alone.
 import { renderSVG } from 'uqr';
 import { html, trusted, type Html } from './html.js';
+import { isJsonObject, type JsonObject } from '../client/json.js';
 
 /** Where the node serves the page's script and style (http/routes/assets.ts). */
 export const PAGE_ASSETS = {
   script: '/path-assets/page.js',
   style: '/path-assets/page.css',
 } as const;
-
-type Json = Record<string, unknown>;
 
 interface Amount {
   value: string;
@@ -29,7 +28,8 @@ interface Capability {
 
 /** What the link answers: the signed object, or the refusal the node gives for it. */
 export type LinkAnswer =
-  { status: number; object: Json } | { status: number; refusal: { code: string; message: string } };
+  | { status: number; object: JsonObject }
+  | { status: number; refusal: { code: string; message: string } };
 
 export interface LinkPage {
   /** The link itself, absolute: what the QR code holds. */
@@ -113,10 +113,10 @@ function sentenceOf(title: string, state: string): string {
 }
 
 /** The page of a signed object: its facts, and the badge its script settles (P20). */
-function signedMain(page: LinkPage, title: string, object: Json): Html {
+function signedMain(page: LinkPage, title: string, object: JsonObject): Html {
   const checkout = object.type === 'path.checkout';
   // A checkout carries its request's signed object: the amount and terms are the request's.
-  const terms = checkout && isObject(object.request) ? object.request : object;
+  const terms = checkout && isJsonObject(object.request) ? object.request : object;
   const state = stateOf(object, page.now);
   const type = String(object.type);
   return html`<main
@@ -145,16 +145,16 @@ function signedMain(page: LinkPage, title: string, object: Json): Html {
 }
 
 /** The state to show: a checkout past its expiry is expired before its sweep records it. */
-function stateOf(object: Json, now: number): string {
+function stateOf(object: JsonObject, now: number): string {
   const status = String(object.status ?? 'settled');
   const expiry = typeof object.expires_at === 'string' ? Date.parse(object.expires_at) : NaN;
   const live = status === 'open' || status === 'created';
   return live && expiry <= now ? 'expired' : status;
 }
 
-function amountOf(terms: Json): Html {
+function amountOf(terms: JsonObject): Html {
   const amount = (terms.amount ?? terms.received ?? terms.sent) as Amount | undefined | null;
-  if (!isObject(amount)) {
+  if (!isJsonObject(amount)) {
     return html`<p class="amount open-amount">The payer chooses the amount</p>`;
   }
   return html`<p class="amount">
@@ -162,9 +162,9 @@ function amountOf(terms: Json): Html {
   </p>`;
 }
 
-function termsOf(terms: Json): Html {
+function termsOf(terms: JsonObject): Html {
   const accepts = Array.isArray(terms.accepts) ? (terms.accepts as Capability[]) : [];
-  const items = accepts.filter(isObject).map((c) => html`<li>${capabilityText(c)}</li>`);
+  const items = accepts.filter(isJsonObject).map((c) => html`<li>${capabilityText(c)}</li>`);
   const order = typeof terms.order_reference === 'string' ? terms.order_reference : null;
   return html`${fact(
     'Accepts',
@@ -200,7 +200,7 @@ function fact(term: string, value: Html | string): Html {
  * The merchant's hand-back addresses (SPEC I). Opening a session admits only http(s) URLs; a
  * signed object is checked again where it is shown, so anything else would be text, never a link.
  */
-function handBack(checkout: Json): Html {
+function handBack(checkout: JsonObject): Html {
   const link = (url: unknown, words: string, role: string) => {
     const text = String(url ?? '');
     const web = /^https?:$/.test(URL.canParse(text) ? new URL(text).protocol : '');
@@ -229,8 +229,4 @@ function qrCode(link: string): Html {
     ${trusted(svg)}
     <figcaption><a href="${link}" class="mono">${link}</a></figcaption>
   </figure>`;
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -23,9 +23,9 @@ import { envelopeFields, signObject } from '../../protocol/signing.js';
 import { isoTime, parseTime } from '../../protocol/time.js';
 import { checkWebhookUrl } from '../../protocol/url-policy.js';
 import { openRequestOf } from '../request/request.js';
-import { checkoutCommands } from './schema.js';
+import { checkoutCommands, SESSION_STATUSES } from './schema.js';
 
-export type SessionStatus = 'open' | 'completed' | 'expired' | 'revoked';
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 export interface SessionState {
   id: string;

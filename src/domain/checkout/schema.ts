@@ -38,7 +38,9 @@ export const checkoutCommands = {
 
 const SessionId = Reference('cs', 'a checkout session id');
 const SessionReference = Reference('chk', 'a checkout reference');
-const SessionStatus = OneOf(['open', 'completed', 'expired', 'revoked'] as const);
+/** A session's statuses, named once: the decider's type and the answer's schema both read it. */
+export const SESSION_STATUSES = ['open', 'completed', 'expired', 'revoked'] as const;
+const SessionStatus = OneOf(SESSION_STATUSES);
 
 /** What opening a session answers: both handles and the payer's link (P4). */
 export const SessionOpened = Type.Object({
