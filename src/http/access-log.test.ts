@@ -1,0 +1,125 @@
+// The access log's lines (access-log.ts), read back from the file they were written to: each
+// one JSON in pino's shape, with the fields of the answer it records, whatever parts of it were
+// made for an earlier line.
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AccessLog } from './access-log.js';
+import type { Answered } from './server.js';
+
+const answers: Answered[] = [
+  {
+    requestId: 'a1b2-0',
+    method: 'GET',
+    operation: 'receipts.get',
+    status: 200,
+    seconds: 0.0000234,
+    member: null,
+  },
+  {
+    requestId: 'a1b2-1',
+    method: 'GET',
+    operation: 'receipts.get',
+    status: 404,
+    seconds: 1.5,
+    member: null,
+  },
+  {
+    requestId: 'a1b2-2',
+    method: 'POST',
+    operation: 'requests.create',
+    status: 201,
+    seconds: 0.0005,
+    member: 'local',
+  },
+  {
+    requestId: 'a1b2-3',
+    method: 'GET',
+    operation: 'receipts.get',
+    status: 200,
+    seconds: 0.012345678,
+    member: 'beta',
+  },
+  { requestId: 'a1b2-4', method: 'BREW"', operation: null, status: 404, seconds: 0, member: null },
+  {
+    requestId: 'a1b2-5',
+    method: 'GET',
+    operation: 'receipts.get',
+    status: 200,
+    seconds: 0.001,
+    member: null,
+  },
+  {
+    requestId: 'a1b2-6',
+    method: 'GET',
+    operation: 'requests.get',
+    status: 200,
+    seconds: 2.0009996,
+    member: null,
+  },
+];
+
+describe('AccessLog', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'path-node-access-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const written = (sample: number, list: readonly Answered[]) => {
+    const file = join(dir, `access-${sample}.log`);
+    const fd = openSync(file, 'w');
+    const log = new AccessLog({ sample, dest: fd });
+    const before = Date.now();
+    for (const answer of list) log.record({ ...answer });
+    const after = Date.now();
+    log.flushSync();
+    closeSync(fd);
+    const text = readFileSync(file, 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    return {
+      lines: text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+      before,
+      after,
+    };
+  };
+
+  it('writes one JSON line per answer, each with its own fields', () => {
+    const { lines, before, after } = written(1, answers);
+    expect(lines).toHaveLength(answers.length);
+    lines.forEach((line, i) => {
+      const answer = answers[i]!;
+      expect(line.time).toBeGreaterThanOrEqual(before);
+      expect(line.time).toBeLessThanOrEqual(after);
+      expect(line).toEqual({
+        level: 30,
+        time: line.time,
+        service: 'path-node',
+        request_id: answer.requestId,
+        method: answer.method,
+        operation: answer.operation,
+        status: answer.status,
+        duration_ms: Math.round(answer.seconds * 1e6) / 1e3,
+        member: answer.member,
+        msg: 'request',
+      });
+    });
+  });
+
+  it('writes every line at the default sample, refusals only at sample 0', () => {
+    const many = Array.from({ length: 3000 }, (_, i) => ({
+      ...answers[i % answers.length]!,
+      requestId: `x-${i}`,
+    }));
+    const all = written(1, many).lines;
+    expect(all.map((line) => line.request_id)).toEqual(many.map((a) => a.requestId));
+    const refusals = written(0, many).lines;
+    expect(refusals.map((line) => line.request_id)).toEqual(
+      many.filter((a) => a.status >= 400).map((a) => a.requestId),
+    );
+  });
+});
