@@ -5,6 +5,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/support/wait.js';
 import { AccessLog } from './access-log.js';
 import type { Answered } from './server.js';
 
@@ -67,7 +68,11 @@ describe('AccessLog', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const written = (sample: number, list: readonly Answered[]) => {
+  /**
+   * The lines written for `list`, once all are in the file: the destination writes in the
+   * background, and what `flushSync` hands over may land before a chunk still in flight.
+   */
+  const written = async (sample: number, list: readonly Answered[], count: number) => {
     const file = join(dir, `access-${sample}.log`);
     const fd = openSync(file, 'w');
     const log = new AccessLog({ sample, dest: fd });
@@ -75,8 +80,11 @@ describe('AccessLog', () => {
     for (const answer of list) log.record({ ...answer });
     const after = Date.now();
     log.flushSync();
+    const text = await waitFor('the lines', () => {
+      const all = readFileSync(file, 'utf8');
+      return all.split('\n').length > count && all;
+    });
     closeSync(fd);
-    const text = readFileSync(file, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     return {
       lines: text
@@ -88,8 +96,8 @@ describe('AccessLog', () => {
     };
   };
 
-  it('writes one JSON line per answer, each with its own fields', () => {
-    const { lines, before, after } = written(1, answers);
+  it('writes one JSON line per answer, each with its own fields', async () => {
+    const { lines, before, after } = await written(1, answers, answers.length);
     expect(lines).toHaveLength(answers.length);
     lines.forEach((line, i) => {
       const answer = answers[i]!;
@@ -110,16 +118,16 @@ describe('AccessLog', () => {
     });
   });
 
-  it('writes every line at the default sample, refusals only at sample 0', () => {
+  it('writes every line at the default sample, refusals only at sample 0', async () => {
     const many = Array.from({ length: 3000 }, (_, i) => ({
       ...answers[i % answers.length]!,
       requestId: `x-${i}`,
     }));
-    const all = written(1, many).lines;
-    expect(all.map((line) => line.request_id)).toEqual(many.map((a) => a.requestId));
-    const refusals = written(0, many).lines;
-    expect(refusals.map((line) => line.request_id)).toEqual(
-      many.filter((a) => a.status >= 400).map((a) => a.requestId),
-    );
+    const ids = (lines: { request_id: string }[]) => lines.map((line) => line.request_id).sort();
+    const all = await written(1, many, many.length);
+    expect(ids(all.lines)).toEqual(many.map((a) => a.requestId).sort());
+    const failed = many.filter((a) => a.status >= 400);
+    const refusals = await written(0, many, failed.length);
+    expect(ids(refusals.lines)).toEqual(failed.map((a) => a.requestId).sort());
   });
 });
