@@ -40,7 +40,7 @@ const answers: Answered[] = [
     operation: 'receipts.get',
     status: 200,
     seconds: 0.012345678,
-    member: 'beta',
+    member: 'bêta',
   },
   { requestId: 'a1b2-4', method: 'BREW"', operation: null, status: 404, seconds: 0, member: null },
   {
