@@ -65,7 +65,7 @@ export class AccessLog {
 
   /**
    * Writes the answer's line; successes only as often as the sample says. The request id goes in
-   * unquoted: the server makes it of hex and base-36 digits and a hyphen.
+   * unquoted: the server makes it of hex digits, a hyphen and decimal digits.
    */
   record(a: Answered): void {
     const { sample } = this.options;
