@@ -3,8 +3,9 @@
 // headers that do not change from one answer to the next are therefore kept as ready bytes, a
 // run of consecutive lines in one value: uWebSockets.js writes `name: value\r\n` as given, so
 // `writeHeader('a', '1\r\nb: 2')` puts on the wire exactly what two calls would. Only the request
-// id (and what a reply names itself) is written per answer. The lines and their order are those
-// of P7 (content type), P10 (version, pinned, request id, protocol version) and P20 (CORS).
+// id (and what a reply names itself) is written per answer, last, so that every line before it
+// is one run. The lines are those of P7 (content type), P10 (version, pinned, protocol version,
+// request id) and P20 (CORS).
 import type uws from 'uWebSockets.js';
 import { API_VERSION } from '../config.js';
 import { PROTOCOL_VERSION } from '../protocol/signing.js';
@@ -34,45 +35,46 @@ function run(lines: readonly (readonly [string, string])[]): Run {
   return { name: Buffer.from(first![0]), value: Buffer.from(value) };
 }
 
-/** The lines before the request id: content type (none on a 204), version, pinned. */
-function lead(type: string | null, pinned: boolean): Run {
-  const lines: [string, string][] = type === null ? [] : [['content-type', type]];
-  lines.push(['path-version', API_VERSION], ['path-version-pinned', pinned ? 'true' : 'false']);
-  return run(lines);
-}
+const PINNED = 1;
+const SIGNED = 2;
+const CORS = 4;
 
-/** The lines after it: the protocol version on signed answers, CORS on public paths. */
-function tail(signed: boolean, cors: boolean): Run | null {
-  const lines: [string, string][] = signed ? [['path-protocol-version', PROTOCOL_VERSION]] : [];
-  if (cors) {
+/**
+ * The lines of an answer before the request id: content type (none on a 204), version, pinned
+ * (P7, P10), then the protocol version on signed answers and CORS on public paths (P20).
+ */
+function ready(type: string | null, flags: number): Run {
+  const lines: [string, string][] = type === null ? [] : [['content-type', type]];
+  const pinned = (flags & PINNED) !== 0 ? 'true' : 'false';
+  lines.push(['path-version', API_VERSION], ['path-version-pinned', pinned]);
+  if ((flags & SIGNED) !== 0) lines.push(['path-protocol-version', PROTOCOL_VERSION]);
+  if ((flags & CORS) !== 0) {
     lines.push(['access-control-allow-origin', '*']);
     lines.push(['access-control-expose-headers', EXPOSED_HEADERS]);
   }
-  return lines.length === 0 ? null : run(lines);
+  return run(lines);
 }
 
-/** Ready runs by content type (a closed set: the types the handlers name). */
-const leads = new Map<string | null, [unpinned: Run, pinned: Run]>();
-/** By `signed * 2 + cors`. */
-const tails = [tail(false, false), tail(false, true), tail(true, false), tail(true, true)];
+/** Ready runs by content type (a closed set: the types the handlers name), by flags. */
+const runs = new Map<string | null, Run[]>();
 
 /**
- * Writes the P7/P10/P20 headers of an answer: `type` null on a 204 (no content type), the request
- * id, then the protocol version when `signed` and CORS when `cors`.
+ * Writes the P7/P10/P20 headers of an answer: `type` null on a 204 (no content type), the
+ * protocol version when `signed`, CORS when `cors`, and last the request id: two calls into
+ * uWebSockets.js whatever the answer.
  */
 export function writeStandardHead(
   res: uws.HttpResponse,
   type: string | null,
   head: { pinned: boolean; requestId: string; signed: boolean; cors: boolean },
 ): void {
-  let runs = leads.get(type);
-  if (runs === undefined) {
-    runs = [lead(type, false), lead(type, true)];
-    leads.set(type, runs);
+  let byFlags = runs.get(type);
+  if (byFlags === undefined) {
+    byFlags = Array.from({ length: PINNED + SIGNED + CORS + 1 }, (_, flags) => ready(type, flags));
+    runs.set(type, byFlags);
   }
-  const first = runs[head.pinned ? 1 : 0];
-  res.writeHeader(first.name, first.value);
+  const flags = (head.pinned ? PINNED : 0) + (head.signed ? SIGNED : 0) + (head.cors ? CORS : 0);
+  const lines = byFlags[flags]!;
+  res.writeHeader(lines.name, lines.value);
   res.writeHeader(REQUEST_ID, head.requestId);
-  const last = tails[(head.signed ? 2 : 0) + (head.cors ? 1 : 0)];
-  if (last !== null && last !== undefined) res.writeHeader(last.name, last.value);
 }

@@ -181,7 +181,11 @@ export class HttpServer {
   private readonly app = uws.App();
   private listenSocket: uws.us_listen_socket | null = null;
   private readonly inFlightScopes = new Set<string>();
-  private readonly requestIdPrefix = randomBytes(6).toString('hex');
+  /**
+   * Request ids (P10): this process's random prefix and a count in decimal (which V8 writes in
+   * half the time of base 36).
+   */
+  private readonly requestIdPrefix = `${randomBytes(6).toString('hex')}-`;
   private requestCounter = 0;
   private active = 0;
   private closing = false;
@@ -241,7 +245,7 @@ export class HttpServer {
   }
 
   private onRequest(res: uws.HttpResponse, req: uws.HttpRequest): void {
-    const requestId = `${this.requestIdPrefix}-${(this.requestCounter++).toString(36)}`;
+    const requestId = this.requestIdPrefix + this.requestCounter++;
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const path = req.getUrl();
     const query = req.getQuery() ?? '';

@@ -51,25 +51,30 @@ export interface Services {
  */
 const decodedViews = new Map<string, { bytes: Buffer; view: View; reply: HttpReply }>();
 
-function decoded(key: string, bytes: Buffer): { view: View; reply: HttpReply } {
+/**
+ * The view of the committed `bytes`, which the log lends for this call only: they are compared
+ * where they lie, and copied only when they are new (the answer is written later, from the copy).
+ */
+function decoded(bytes: Buffer, key: string): { view: View; reply: HttpReply } {
   const known = decodedViews.get(key);
   if (known !== undefined && known.bytes.equals(bytes)) return known;
-  const view = decodeView(bytes);
+  const own = Buffer.from(bytes);
+  const view = decodeView(own);
   if (view === null) throw new DamagedRowError('views', key);
   const reply = Object.freeze({ status: view.status, body: view.body, signed: view.signed });
   if (known === undefined && decodedViews.size >= VIEW_CACHE_ENTRIES_MAX) {
     decodedViews.delete(decodedViews.keys().next().value!);
   }
-  const entry = { bytes, view, reply };
+  const entry = { bytes: own, view, reply };
   decodedViews.set(key, entry);
   return entry;
 }
 
 /** A committed public answer, or null when there is none for the key. */
-export function viewReply(services: Services, key: string): HttpReply | null {
-  const bytes = services.log.get('views', key);
-  if (bytes === undefined) return null;
-  const { view, reply } = decoded(key, bytes);
+export function viewReply(services: Pick<Services, 'log'>, key: string): HttpReply | null {
+  const found = services.log.peek('views', key, decoded);
+  if (found === undefined) return null;
+  const { view, reply } = found;
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
     return failure(expiredRefusal(view.expiry.code as ErrorCode));
   }

@@ -160,6 +160,24 @@ export class LmdbLog implements Log {
     return this.env.tables[table].get(key);
   }
 
+  /**
+   * lmdb-js's getBinaryFast copies the value into one buffer it keeps for every read of the
+   * thread (or, for a large value, hands a view of the map itself) instead of a new Buffer per
+   * read. That buffer is longer than the value: lmdb-js sets its `length` property to the
+   * value's size, but the methods that read the array itself (`equals`, `compare`, `subarray`
+   * without an end) see all of it. `use` is handed a view cut to the value.
+   */
+  peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
+    const shared = this.env.tables[table].getBinaryFast(key);
+    if (shared === undefined) return undefined;
+    const size = shared.length;
+    const exact =
+      shared.byteLength === size && Buffer.isBuffer(shared)
+        ? shared
+        : Buffer.from(shared.buffer, shared.byteOffset, size);
+    return use(exact, key);
+  }
+
   async write(writes: readonly TableWrite[]): Promise<void> {
     await this.append([], writes);
   }

@@ -60,6 +60,12 @@ export interface Log {
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void>;
   /** The committed value of a table key (views, idempotency, outbox). */
   get(table: Table, key: string): Buffer | undefined;
+  /**
+   * The same value handed to `use` as bytes valid only during the call (the next read may
+   * overwrite them): a read that keeps nothing of them makes no copy. What `use` returns, or
+   * undefined when the key has no value.
+   */
+  peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */

@@ -95,6 +95,11 @@ export class MemoryLog implements Log {
     return this.tables[table].get(key);
   }
 
+  peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
+    const bytes = this.tables[table].get(key);
+    return bytes === undefined ? undefined : use(bytes, key);
+  }
+
   async write(writes: readonly TableWrite[]): Promise<void> {
     for (const w of writes) {
       if (w.bytes === null) this.tables[w.table].delete(w.key);
