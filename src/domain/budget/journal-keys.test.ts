@@ -24,17 +24,33 @@ describe('packed journal keys (P8: type, hash, found)', () => {
     const key = { identifier_type: 'email', identifier_hash: hashOf(1), found: true };
     expect(() => packJournalKeys([{ ...key, identifier_type: 'nickname' }])).toThrow(TypeError);
     expect(() => packJournalKeys([{ ...key, identifier_hash: 'abc' }])).toThrow(TypeError);
-    const packed = packJournalKeys([key]);
+    const packed = packJournalKeys([key, key]);
     expect(unpackJournalKeys(packed.subarray(1))).toBeNull();
     for (const [at, value] of [
       [0, 7],
       [1, 2],
       [2, 0x47],
       [65, 0x22],
+      [30, 0x41],
+      [2, 0x2f],
+      [66, 7],
     ] as const) {
       const bad = Uint8Array.from(packed);
       bad[at] = value;
       expect(unpackJournalKeys(bad), `byte ${at} = ${value}`).toBeNull();
+    }
+  });
+
+  it('packs into a buffer of its own, to be moved to a worker without taking others', () => {
+    for (const n of [0, 1, 3, 500]) {
+      const keys = Array.from({ length: n }, (_, i) => ({
+        identifier_type: 'phone',
+        identifier_hash: hashOf(i),
+        found: false,
+      }));
+      const packed = packJournalKeys(keys);
+      expect(packed.byteOffset).toBe(0);
+      expect(packed.buffer.byteLength).toBe(packed.byteLength);
     }
   });
 });
