@@ -2,8 +2,8 @@
 // byte string instead of an object per key, so that handing a batch of 500 to a worker moves
 // one buffer rather than cloning 500 objects. Per key, KEY_BYTES bytes: the identifier type's
 // code, 1 when found (else 0), then the 64 hex digits of its hash (P8: hashes only). The
-// aggregate unpacks them into the journal entry, whose stored form is unchanged.
-import type { JournalEntry } from '../decider.js';
+// aggregate checks them and its journal row spells them out, in the stored form of a journal
+// entry (a list of [type, hash, found]), unchanged.
 
 /** Lookup key types (SPEC D) by code; the order is the packing's and must not change. */
 export const KEY_TYPES = [
@@ -56,7 +56,7 @@ export function packJournalKeys(keys: readonly JournalKey[]): Uint8Array<ArrayBu
 }
 
 /** Whether the bytes are a packing of keys: whole keys, known codes, 0 or 1, hex digits. */
-function isPacking(bytes: Uint8Array): boolean {
+export function isPackedKeys(bytes: Uint8Array): boolean {
   if (bytes.length % KEY_BYTES !== 0) return false;
   for (let at = 0; at < bytes.length; at += KEY_BYTES) {
     if (bytes[at]! >= KEY_TYPES.length || bytes[at + 1]! > FOUND) return false;
@@ -65,14 +65,46 @@ function isPacking(bytes: Uint8Array): boolean {
   return true;
 }
 
-/** The journal's keys of a packed call, or null when the bytes are not a packing of keys. */
-export function unpackJournalKeys(bytes: Uint8Array): JournalEntry['keys'] | null {
-  if (!isPacking(bytes)) return null;
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1');
-  const keys: JournalEntry['keys'] = [];
+// The msgpack bytes of the parts of a key, as msgpackr writes them (record.ts): an array of
+// three, a type name as a fixstr, a hash as a str8, then true or false.
+const ARRAY_OF_THREE = 0x93;
+const STR8 = 0xd9;
+const TRUE = 0xc3;
+const FALSE = 0xc2;
+const TYPE_NAMES = KEY_TYPES.map((type) => Buffer.from([0xa0 | type.length, ...Buffer.from(type)]));
+const KEY_MSGPACK_MAX = 1 + (1 + Math.max(...KEY_TYPES.map((t) => t.length))) + 2 + HASH_DIGITS + 1;
+
+/** The msgpack header of an array of `count` items, as msgpackr writes it. */
+function arrayHeader(count: number): Buffer {
+  if (count < 16) return Buffer.from([0x90 | count]);
+  const wide = count > 0xffff;
+  const header = Buffer.alloc(wide ? 5 : 3);
+  header[0] = wide ? 0xdd : 0xdc;
+  if (wide) header.writeUInt32BE(count, 1);
+  else header.writeUInt16BE(count, 1);
+  return header;
+}
+
+/**
+ * The journal's keys of a packing (checked with isPackedKeys) as msgpack: the very bytes that
+ * msgpackr writes for their list of [type, hash, found], made without that list (thousands of
+ * small arrays and strings for a batch).
+ */
+export function packedKeysMsgpack(bytes: Uint8Array): Buffer {
+  const count = bytes.length / KEY_BYTES;
+  const header = arrayHeader(count);
+  const out = Buffer.allocUnsafe(header.length + count * KEY_MSGPACK_MAX);
+  header.copy(out);
+  let to = header.length;
+  // Byte by byte: a native copy per part of each key costs more than the bytes themselves.
   for (let at = 0; at < bytes.length; at += KEY_BYTES) {
-    const type = KEY_TYPES[bytes[at]!]!;
-    keys.push([type, text.slice(at + 2, at + KEY_BYTES), bytes[at + 1] === FOUND]);
+    out[to++] = ARRAY_OF_THREE;
+    const name = TYPE_NAMES[bytes[at]!]!;
+    for (let i = 0; i < name.length; i++) out[to++] = name[i]!;
+    out[to++] = STR8;
+    out[to++] = HASH_DIGITS;
+    for (let i = at + 2; i < at + KEY_BYTES; i++) out[to++] = bytes[i]!;
+    out[to++] = bytes[at + 1] === FOUND ? TRUE : FALSE;
   }
-  return keys;
+  return out.subarray(0, to);
 }
