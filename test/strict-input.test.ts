@@ -318,6 +318,65 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
     expectEnvelope(res!, 413, 'path.core.payload_too_large');
   });
 
+  /** Writes `parts` one after another, each in its own turn after the last has left. */
+  const writeInTurns = async (c: RawConnection, parts: (string | Buffer)[]) => {
+    c.socket.setNoDelay(true);
+    for (const part of parts) {
+      c.write(part);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  /** A receipt body with characters past ASCII, so a cut may fall inside one of them. */
+  const wideBody = () => Buffer.from(JSON.stringify(payee({
+    rail_references: [1, 2, 3, 4].map((n) => ({
+      type: 'book_entry', value: `BE-${n}-\u20ac\u{1F600}-${'\u00e9'.repeat(300)}`,
+    })),
+  })));
+
+  it('P12: a declared body sent in pieces, cut inside characters, is read whole', async () => {
+    const body = wideBody();
+    for (const cuts of [[1], [17, 18, 19], [body.length >> 1], [body.length - 1]]) {
+      const c = await RawConnection.open(port);
+      const head = signedHead(body, [['content-length', body.length]]);
+      const ends = [...cuts, body.length];
+      const pieces = ends.map((end, i) => body.subarray(i === 0 ? 0 : ends[i - 1], end));
+      await writeInTurns(c, [head, ...pieces]);
+      const res = await c.response(5_000);
+      c.destroy();
+      expect(res?.status, `cuts ${cuts}: ${res?.body}`).toBe(201);
+      expect(res!.json.rail_references).toEqual(JSON.parse(body.toString('utf8')).rail_references);
+    }
+  });
+
+  it('P12: a chunked body of several chunks (signed whole) is read whole, in order', async () => {
+    const body = wideBody();
+    const c = await RawConnection.open(port);
+    const head = signedHead(body, [['transfer-encoding', 'chunked']]);
+    const cuts = [0, 5, 6, 700, 1_500, body.length];
+    const chunks = cuts.slice(1).map((end, i) => {
+      const piece = body.subarray(cuts[i], end);
+      const size = Buffer.from(`${piece.length.toString(16)}\r\n`);
+      return Buffer.concat([size, piece, Buffer.from('\r\n')]);
+    });
+    await writeInTurns(c, [head, ...chunks, '0\r\n\r\n']);
+    const res = await c.response(5_000);
+    c.destroy();
+    expect(res?.status, res?.body).toBe(201);
+    expect(res!.json.rail_references).toEqual(JSON.parse(body.toString('utf8')).rail_references);
+  });
+
+  it('P12: a chunked body of exactly 1 MiB is read whole, not refused for its size', async () => {
+    // Not JSON: the route's refusal (400) shows the body reached it, signature and all.
+    const body = Buffer.alloc(MiB, 0x61);
+    const c = await RawConnection.open(port);
+    c.write(signedHead(body, [['transfer-encoding', 'chunked']]));
+    for (let i = 0; i < 16; i++) c.write(CHUNK);
+    c.write('0\r\n\r\n');
+    const res = await c.response(5_000);
+    c.destroy();
+    expectEnvelope(res!, 400, 'path.core.invalid_request');
+  });
+
   it('P7: heads uWebSockets.js cannot parse get no answer; the node keeps serving', async () => {
     // What uWebSockets.js v20.30 does, measured: an unparsable head waits for more bytes; the
     // connection is closed once 4 KiB of them pile up, or after about 10 s of silence.

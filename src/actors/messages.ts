@@ -1,5 +1,6 @@
 // Messages between the front end (main thread) and the shard workers. Each postMessage carries
 // the messages of one turn as an array, in the order they were sent.
+import type { Transferable } from 'node:worker_threads';
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
@@ -41,21 +42,26 @@ export type FromWorker =
 
 /**
  * One side's outgoing messages: those sent in one turn leave together in one postMessage (the
- * fixed cost of a message is paid once per turn, not once per command), in order.
+ * fixed cost of a message is paid once per turn, not once per command), in order. A message may
+ * name buffers to move rather than copy: the sender gives them up (they are detached on send).
  */
-export function turnBatcher<T>(post: (messages: T[]) => void): {
-  send(message: T): void;
+export function turnBatcher<T>(post: (messages: T[], transfer: Transferable[]) => void): {
+  send(message: T, transfer?: readonly Transferable[]): void;
   flush(): void;
 } {
   let outgoing: T[] = [];
+  let moving: Transferable[] = [];
   const flush = () => {
     if (outgoing.length === 0) return;
     const messages = outgoing;
+    const transfer = moving;
     outgoing = [];
-    post(messages);
+    moving = [];
+    post(messages, transfer);
   };
-  const send = (message: T) => {
+  const send = (message: T, transfer?: readonly Transferable[]) => {
     outgoing.push(message);
+    if (transfer !== undefined) moving.push(...transfer);
     if (outgoing.length === 1) setImmediate(flush);
   };
   return { send, flush };

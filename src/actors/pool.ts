@@ -1,7 +1,7 @@
 // The front end's side of the shards: starts one worker per shard, routes each command to the
 // worker that owns its aggregate's partition, and matches answers to callers.
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { Worker, type Transferable } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
 import {
@@ -46,11 +46,21 @@ export interface PoolOptions {
   onCommit?: (commit: { seconds: number; commands: number }) => void;
 }
 
+/** How a command travels to its worker. */
+export interface SubmitOptions {
+  /**
+   * Buffers of the command moved to the worker rather than copied (a large packed input): the
+   * caller gives them up, and reads them no more once the command is sent.
+   */
+  transfer?: readonly Transferable[];
+}
+
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   /** Each worker's messages of this turn, posted together (messages.ts). */
-  private readonly senders: ((message: ToWorker) => void)[] = [];
+  private readonly senders: ((message: ToWorker, transfer?: readonly Transferable[]) => void)[] =
+    [];
 
   /** Commands and other calls sent to the workers and not yet answered. */
   get pendingCount(): number {
@@ -84,9 +94,10 @@ export class ShardPool {
    * wrote are carried out before the answer, so a caller sees their effect; were the node to
    * stop first, the next start carries them out from their rows (resumeFollowUps).
    */
-  async submit(routed: RoutedCommand): Promise<CommandResult> {
+  async submit(routed: RoutedCommand, options?: SubmitOptions): Promise<CommandResult> {
     const worker = partitionOf(routed.key) % this.workers.length;
-    const result = await this.call<CommandResult>(worker, (id) => ({ t: 'command', id, routed }));
+    const message = (id: number): ToWorker => ({ t: 'command', id, routed });
+    const result = await this.call<CommandResult>(worker, message, options?.transfer);
     if (result.committed) this.options.afterCommit(result);
     if (result.followUps.length > 0)
       await Promise.all(result.followUps.map((f) => this.carryOut(f)));
@@ -134,7 +145,11 @@ export class ShardPool {
    * Calls awaiting a worker are bounded (pending_commands_max): past it the caller is refused
    * with 503 and Retry-After (P7) instead of queueing without end while the workers catch up.
    */
-  private call<T>(worker: number, message: (id: number) => ToWorker): Promise<T> {
+  private call<T>(
+    worker: number,
+    message: (id: number) => ToWorker,
+    transfer?: readonly Transferable[],
+  ): Promise<T> {
     if (this.pending.size >= this.options.limits.pending_commands_max) {
       return Promise.reject(
         refusal('path.core.unavailable', 'the node has too many commands in flight', {
@@ -145,13 +160,13 @@ export class ShardPool {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: never) => void, reject });
-      this.post(worker, message(id));
+      this.post(worker, message(id), transfer);
     });
   }
 
   /** Queues a message for a worker: it leaves with the others of this turn (turnBatcher). */
-  private post(worker: number, message: ToWorker): void {
-    this.senders[worker]!(message);
+  private post(worker: number, message: ToWorker, transfer?: readonly Transferable[]): void {
+    this.senders[worker]!(message, transfer);
   }
 
   setSigningKey(seedHex: string): void {
@@ -212,7 +227,9 @@ export class ShardPool {
       },
     });
     this.workers[index] = worker;
-    this.senders[index] = turnBatcher<ToWorker>((messages) => worker.postMessage(messages)).send;
+    this.senders[index] = turnBatcher<ToWorker>((messages, transfer) =>
+      worker.postMessage(messages, transfer),
+    ).send;
     return new Promise((resolve, reject) => {
       worker.on('message', (messages: FromWorker[]) => {
         for (const m of messages) this.received(index, m, { resolve, reject });

@@ -14,7 +14,9 @@ import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
 const port = parentPort!;
-const { send, flush } = turnBatcher<FromWorker>((messages) => port.postMessage(messages));
+const { send, flush } = turnBatcher<FromWorker>((messages, transfer) =>
+  port.postMessage(messages, transfer),
+);
 
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');

@@ -102,6 +102,16 @@ export interface JournalEntry {
   keys: [identifierType: string, identifierHash: string, found: boolean][];
 }
 
+/**
+ * One lookup call as a decision gives it: its keys still packed (budget/journal-keys.ts). Its
+ * journal row is the JournalEntry of the call, byte for byte (log/rows.ts).
+ */
+export interface JournalCall {
+  requester: string;
+  at: string;
+  keys: Uint8Array;
+}
+
 /** One consumption, as the usage log of a connection or delegation keeps it (SPEC K). */
 export interface UsageEntry {
   /** The connection or delegation whose log this is. */
@@ -130,7 +140,7 @@ export interface Decision<E> {
   publications?: Publication[];
   /** Directory index rows this command changes (SPEC D): hashes only. */
   directory?: DirectoryRow[];
-  journal?: JournalEntry[];
+  journal?: JournalCall[];
   usage?: UsageEntry[];
   followUps?: FollowUp[];
   /** Facts for the front end beside the answer (never stored, never sent to the client). */

@@ -85,3 +85,39 @@ export class LingeringRefusal {
     else this.res.close();
   }
 }
+
+/**
+ * A request body as uWebSockets.js hands it over, each chunk copied once (the chunk's memory is
+ * reused once its callback returns). With a declared length the bytes go straight into a buffer
+ * of that length, which is the body; a chunked body goes into a buffer that doubles as it fills
+ * (the caller has checked the size against the limit, the cap of each growth).
+ */
+export class BodyBytes {
+  private bytes: Buffer;
+  private size = 0;
+
+  constructor(
+    declared: number | null,
+    private readonly limit: number,
+  ) {
+    this.bytes = Buffer.allocUnsafeSlow(declared ?? 0);
+  }
+
+  add(chunk: ArrayBuffer): void {
+    const end = this.size + chunk.byteLength;
+    if (end > this.bytes.length) {
+      const grown = Buffer.allocUnsafeSlow(
+        Math.min(Math.max(end, this.bytes.length * 2), this.limit),
+      );
+      grown.set(this.bytes.subarray(0, this.size));
+      this.bytes = grown;
+    }
+    this.bytes.set(new Uint8Array(chunk), this.size);
+    this.size = end;
+  }
+
+  /** The bytes received so far. */
+  body(): Buffer {
+    return this.size === this.bytes.length ? this.bytes : this.bytes.subarray(0, this.size);
+  }
+}

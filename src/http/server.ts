@@ -11,7 +11,7 @@ import type { Caller, ReplayMark } from '../actors/types.js';
 import { API_PREFIXES, CORS_MAX_AGE_SECONDS, SERVED_API_VERSIONS, type Limits } from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import type { Authenticator } from './auth.js';
-import { framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
+import { BodyBytes, framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
 import { writeStandardHead } from './head.js';
 import { failure, statusLine, type HttpReply } from './reply.js';
 import { Router, type RouteSpec } from './router.js';
@@ -418,7 +418,7 @@ export class HttpServer {
       state.lingering?.onAborted();
     });
     this.active++;
-    this.readBody(res, base, state, (body) => {
+    this.readBody(res, base, state, declared, (body) => {
       if (body.length > 0 && !isJsonMediaType(contentType)) {
         this.active--;
         return this.send(res, failure(UNSUPPORTED_MEDIA_TYPE), base, false, state);
@@ -610,21 +610,22 @@ export class HttpServer {
     res: uws.HttpResponse,
     base: Base,
     state: RequestState,
+    declared: number | null,
     done: (body: Buffer) => void,
   ): void {
     const limit = this.options.limits.body_bytes_max;
-    const chunks: Buffer[] = [];
+    let bytes: BodyBytes | null = new BodyBytes(declared, limit);
     let size = 0;
     res.onData((chunk, isLast) => {
       if (state.lingering !== undefined) return state.lingering.onData(chunk, isLast);
       size += chunk.byteLength;
       if (size <= limit) {
-        chunks.push(Buffer.from(chunk.slice(0)));
-        if (isLast) done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+        bytes!.add(chunk);
+        if (isLast) done(bytes!.body());
         return;
       }
       this.active--;
-      chunks.length = 0;
+      bytes = null;
       if (isLast) return this.send(res, this.tooLarge(), base, true, state);
       const reply = this.tooLarge();
       res.cork(() => {

@@ -1,5 +1,5 @@
 // What route handlers may use: the shards, the committed views, the node's identity.
-import type { ShardPool } from '../actors/pool.js';
+import type { ShardPool, SubmitOptions } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import { BODY_DEPTH_MAX, VIEW_CACHE_ENTRIES_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
@@ -132,11 +132,12 @@ export async function submit(
   services: Services,
   routed: RoutedCommand,
   from?: RequestContext,
+  options?: SubmitOptions,
 ): Promise<CommandResult> {
   const replay = from?.replay;
   // The pool's after-commit fan-out (node.ts) has run when this resolves: this thread's reads
   // see the commit, so a read or an idempotent retry right after this answer finds it.
-  return services.pool.submit(replay === undefined ? routed : { ...routed, replay });
+  return services.pool.submit(replay === undefined ? routed : { ...routed, replay }, options);
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */

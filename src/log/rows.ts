@@ -4,13 +4,15 @@
 import type {
   DirectoryRow,
   FollowUp,
+  JournalCall,
   JournalEntry,
   OutboxEvent,
   UsageEntry,
 } from '../domain/decider.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
 import type { Table, TableWrite } from './log.js';
-import { frame, unframeRow } from './record.js';
+import { frame, framePieces, packValue, unframeRow } from './record.js';
+import { packedKeysMsgpack } from '../domain/budget/journal-keys.js';
 
 interface Codec<K extends unknown[], V> {
   table: Table;
@@ -126,8 +128,16 @@ export const journalRows = {
     'journal',
     (at, requester, id) => `${at}/${requester}/${id}`,
   ),
-  entry(entry: JournalEntry, id: string): TableWrite {
-    return journalRows.write(journalRows.key(entry.at, entry.requester, id), entry);
+  /**
+   * The row of a call: the frame of its JournalEntry, byte for byte. The entry is encoded with
+   * no keys, and its last byte (the empty list) gives way to the keys spelled out from their
+   * packing, which spares the worker a list of [type, hash, found] per key.
+   */
+  entry(call: JournalCall, id: string): TableWrite {
+    const empty: JournalEntry = { requester: call.requester, at: call.at, keys: [] };
+    const head = packValue(empty);
+    const bytes = framePieces([head.subarray(0, -1), packedKeysMsgpack(call.keys)]);
+    return { table: 'journal', key: journalRows.key(call.at, call.requester, id), bytes };
   },
 };
 

@@ -9,7 +9,7 @@ import { DEFAULT_LIMITS } from '../../config.js';
 import { journalRows } from '../../log/rows.js';
 import { MemoryLog } from '../../log/memory-log.js';
 import { housekeeping } from '../../log/housekeeping.js';
-import type { Decision, JournalEntry } from '../decider.js';
+import type { Decision, JournalCall, JournalEntry } from '../decider.js';
 import { BETA, deciderSpec, SPEC_NOW } from '../spec.js';
 import { budgetDecider, type BudgetEvent, type ChargeLookups } from './budget.js';
 import { packJournalKeys } from './journal-keys.js';
@@ -43,7 +43,12 @@ describe('budget: lookup charges (P12, SPEC D)', () => {
       .given([])
       .when('charge-lookups', charge(3, 10), BETA)
       .then([charged(3)]);
-    expect(decision.journal).toEqual<JournalEntry[]>([
+    // The journal row, as stored and read back.
+    const rows = (decision.journal ?? []).map((call, i) => {
+      const write = journalRows.entry(call, `id-${i}`);
+      return journalRows.read(write.key, write.bytes!);
+    });
+    expect(rows).toEqual<JournalEntry[]>([
       {
         requester: 'beta',
         at: NOW,
@@ -156,7 +161,7 @@ describe('journal retention', () => {
   it('deletes journal rows older than the published retention and keeps the rest', async () => {
     const log = new MemoryLog();
     const day = 86_400_000;
-    const entry = (at: string): JournalEntry => ({ requester: 'beta', at, keys: [] });
+    const entry = (at: string): JournalCall => ({ requester: 'beta', at, keys: new Uint8Array() });
     const retention = DEFAULT_LIMITS.lookup_journal_retention_days * day;
     const old = entry(new Date(Date.now() - retention - day).toISOString());
     const recent = entry(new Date(Date.now() - day).toISOString());

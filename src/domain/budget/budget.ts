@@ -12,12 +12,12 @@ import type {
   Decider,
   Decision,
   InputOf,
-  JournalEntry,
+  JournalCall,
 } from '../decider.js';
 import { refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject, type SigningKey } from '../../protocol/signing.js';
 import { isoTime } from '../../protocol/time.js';
-import { unpackJournalKeys } from './journal-keys.js';
+import { isPackedKeys } from './journal-keys.js';
 import { budgetCommands } from './schema.js';
 
 export interface BudgetState {
@@ -113,12 +113,11 @@ function chargeLookups(input: ChargeLookups, { member, spent, month, now }: Spen
     remaining[type] = allowance - used - n;
   }
   // One journal entry per call, listing every key it asked: type, hash, found (P8: hashes only).
-  const keys = unpackJournalKeys(input.keys);
-  if (keys === null) {
+  if (!isPackedKeys(input.keys)) {
     const defect = 'budget.charge-lookups: keys are not a packing of lookup keys';
     return refusal('path.core.internal', 'internal error', { defect });
   }
-  const entry: JournalEntry = { requester: member, at: isoTime(now), keys };
+  const entry: JournalCall = { requester: member, at: isoTime(now), keys: input.keys };
   return {
     events: [{ type: 'lookups_charged', month, counts: input.counts }],
     answer: { value: {} },

@@ -1,9 +1,9 @@
 // The keys of one lookup call as the front end sends them to the budget aggregate: one packed
-// byte string instead of an object per key, so that handing a batch of 500 to a worker copies
+// byte string instead of an object per key, so that handing a batch of 500 to a worker moves
 // one buffer rather than cloning 500 objects. Per key, KEY_BYTES bytes: the identifier type's
 // code, 1 when found (else 0), then the 64 hex digits of its hash (P8: hashes only). The
-// aggregate unpacks them into the journal entry, whose stored form is unchanged.
-import type { JournalEntry } from '../decider.js';
+// aggregate checks them and its journal row spells them out, in the stored form of a journal
+// entry (a list of [type, hash, found]), unchanged.
 
 /** Lookup key types (SPEC D) by code; the order is the packing's and must not change. */
 export const KEY_TYPES = [
@@ -27,35 +27,84 @@ export interface JournalKey {
   found: boolean;
 }
 
+/** 1 for the byte values of lowercase hex digits. */
+const HEX = new Uint8Array(256);
+for (const c of Buffer.from('0123456789abcdef', 'latin1')) HEX[c] = 1;
+const FOUND = 1;
 /** The first two bytes of a key, by `code * 2 + found`, as Latin-1 text. */
 const HEADS = Array.from({ length: KEY_TYPES.length * 2 }, (_, i) =>
   String.fromCharCode(i >> 1, i & 1),
 );
-/** Any number of packed keys, as Latin-1 text. */
-const PACKED = new RegExp(
-  `^(?:[\\x00-\\x0${KEY_TYPES.length - 1}][\\x00\\x01][0-9a-f]{${HASH_DIGITS}})*$`,
-);
 
-/** The keys packed; throws on a type or hash no lookup can have (a defect of the caller). */
-export function packJournalKeys(keys: readonly JournalKey[]): Uint8Array {
+/**
+ * The keys packed, in a buffer of their own (never a slice of Node's shared pool), so that the
+ * caller may transfer it to a worker; throws on a type or hash no lookup can have (a defect of
+ * the caller).
+ */
+export function packJournalKeys(keys: readonly JournalKey[]): Uint8Array<ArrayBuffer> {
   let text = '';
   for (const { identifier_type: type, identifier_hash: hash, found } of keys) {
     const code = CODES.get(type);
     if (code === undefined || hash.length !== HASH_DIGITS)
       throw new TypeError('packJournalKeys: not a lookup key');
-    text += HEADS[code * 2 + (found ? 1 : 0)]! + hash;
+    text += HEADS[code * 2 + (found ? FOUND : 0)]! + hash;
   }
-  return Buffer.from(text, 'latin1');
+  // One write of the whole text: cheaper than a write per key.
+  const bytes = Buffer.allocUnsafeSlow(text.length);
+  bytes.write(text, 'latin1');
+  return bytes;
 }
 
-/** The journal's keys of a packed call, or null when the bytes are not a packing of keys. */
-export function unpackJournalKeys(bytes: Uint8Array): JournalEntry['keys'] | null {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1');
-  if (!PACKED.test(text)) return null;
-  const keys: JournalEntry['keys'] = [];
-  for (let at = 0; at < text.length; at += KEY_BYTES) {
-    const head = text.charCodeAt(at + 1);
-    keys.push([KEY_TYPES[text.charCodeAt(at)]!, text.slice(at + 2, at + KEY_BYTES), head === 1]);
+/** Whether the bytes are a packing of keys: whole keys, known codes, 0 or 1, hex digits. */
+export function isPackedKeys(bytes: Uint8Array): boolean {
+  if (bytes.length % KEY_BYTES !== 0) return false;
+  for (let at = 0; at < bytes.length; at += KEY_BYTES) {
+    if (bytes[at]! >= KEY_TYPES.length || bytes[at + 1]! > FOUND) return false;
+    for (let i = at + 2; i < at + KEY_BYTES; i++) if (HEX[bytes[i]!] !== 1) return false;
   }
-  return keys;
+  return true;
+}
+
+// The msgpack bytes of the parts of a key, as msgpackr writes them (record.ts): an array of
+// three, a type name as a fixstr, a hash as a str8, then true or false.
+const ARRAY_OF_THREE = 0x93;
+const STR8 = 0xd9;
+const TRUE = 0xc3;
+const FALSE = 0xc2;
+const TYPE_NAMES = KEY_TYPES.map((type) => Buffer.from([0xa0 | type.length, ...Buffer.from(type)]));
+const KEY_MSGPACK_MAX = 1 + (1 + Math.max(...KEY_TYPES.map((t) => t.length))) + 2 + HASH_DIGITS + 1;
+
+/** The msgpack header of an array of `count` items, as msgpackr writes it. */
+function arrayHeader(count: number): Buffer {
+  if (count < 16) return Buffer.from([0x90 | count]);
+  const wide = count > 0xffff;
+  const header = Buffer.alloc(wide ? 5 : 3);
+  header[0] = wide ? 0xdd : 0xdc;
+  if (wide) header.writeUInt32BE(count, 1);
+  else header.writeUInt16BE(count, 1);
+  return header;
+}
+
+/**
+ * The journal's keys of a packing (checked with isPackedKeys) as msgpack: the very bytes that
+ * msgpackr writes for their list of [type, hash, found], made without that list (thousands of
+ * small arrays and strings for a batch).
+ */
+export function packedKeysMsgpack(bytes: Uint8Array): Buffer {
+  const count = bytes.length / KEY_BYTES;
+  const header = arrayHeader(count);
+  const out = Buffer.allocUnsafe(header.length + count * KEY_MSGPACK_MAX);
+  header.copy(out);
+  let to = header.length;
+  // Byte by byte: a native copy per part of each key costs more than the bytes themselves.
+  for (let at = 0; at < bytes.length; at += KEY_BYTES) {
+    out[to++] = ARRAY_OF_THREE;
+    const name = TYPE_NAMES[bytes[at]!]!;
+    for (let i = 0; i < name.length; i++) out[to++] = name[i]!;
+    out[to++] = STR8;
+    out[to++] = HASH_DIGITS;
+    for (let i = at + 2; i < at + KEY_BYTES; i++) out[to++] = bytes[i]!;
+    out[to++] = bytes[at + 1] === FOUND ? TRUE : FALSE;
+  }
+  return out.subarray(0, to);
 }

@@ -79,4 +79,14 @@ describe('the unsigned batch answer (SPEC D, P17)', () => {
       expected(items, hashed, answers),
     );
   });
+
+  it('writes UTF-8 when a refusal says more than ASCII among ASCII answers', () => {
+    const { items, hashed, answers } = call(3, () => 1);
+    items.push({ identifier_type: 'email', identifier: 'x3' });
+    hashed.push(
+      invalid('items.3.identifier', 'pas une adresse \u00e9lectronique \u2013 \u{1F600}'),
+    );
+    const bytes = unsignedBatchBytes(items, hashed, answers);
+    expect(bytes.equals(Buffer.from(expected(items, hashed, answers), 'utf8'))).toBe(true);
+  });
 });

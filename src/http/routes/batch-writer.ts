@@ -13,6 +13,7 @@ const OPENINGS = new Map<string, string>(
 );
 const openingOf = (type: string): string => OPENINGS.get(type) ?? opening(type);
 const NEGATIVE = '","found":false,"member":null,"endpoint":null}';
+const ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * The rest of an answer after its hash. Answers of one holder share the same strings, so the
@@ -24,12 +25,16 @@ class Closings {
   private found = false;
   private last = NEGATIVE;
 
+  /** Every closing made so far is ASCII (member ids and endpoints are the holders' own). */
+  ascii = true;
+
   of(answer: AnswerBody): string {
     const { found, member, endpoint } = answer;
     if (!found && member === null && endpoint === null) return NEGATIVE;
     if (found !== this.found || member !== this.member || endpoint !== this.endpoint) {
       const rest = `,"member":${JSON.stringify(member)},"endpoint":${JSON.stringify(endpoint)}}`;
       this.last = `","found":${found}${rest}`;
+      this.ascii &&= ASCII.test(this.last);
       this.found = found;
       this.member = member;
       this.endpoint = endpoint;
@@ -51,13 +56,19 @@ export function unsignedBatchBytes(
   const closings = new Closings();
   let text = `{"count":${items.length},"signed":false,"results":[`;
   let next = 0;
+  let errorsAscii = true;
   for (let i = 0; i < items.length; i++) {
     if (i > 0) text += ',';
     const hash = hashed[i]!;
     if (typeof hash === 'string') {
       const answer = answers[next++]!;
       text += openingOf(answer.identifier_type) + answer.identifier_hash + closings.of(answer);
-    } else text += JSON.stringify({ identifier_type: items[i]!.identifier_type, error: hash });
+    } else {
+      const error = JSON.stringify({ identifier_type: items[i]!.identifier_type, error: hash });
+      errorsAscii &&= ASCII.test(error);
+      text += error;
+    }
   }
-  return Buffer.from(`${text}]}`, 'utf8');
+  // ASCII text is its own UTF-8: written byte for byte, without an encoder's look at each one.
+  return Buffer.from(`${text}]}`, closings.ascii && errorsAscii ? 'latin1' : 'utf8');
 }

@@ -215,11 +215,14 @@ function budgetCharge(services: Services) {
       counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
       allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
     }
-    const input: ChargeLookups = { counts, allowances, keys: packJournalKeys(answers) };
+    const keys = packJournalKeys(answers);
+    const input: ChargeLookups = { counts, allowances, keys };
     const command = { name: 'charge-lookups', input, caller: context.caller };
+    const routed = { aggregate: budgetDecider.type, key: budgetKey(member), command };
     const signedAt = new Date(context.now).toISOString();
     const [result, signedText] = await Promise.all([
-      submit(services, { aggregate: budgetDecider.type, key: budgetKey(member), command }, context),
+      // The packed keys are the buffer's only user: moved to the worker, not copied.
+      submit(services, routed, context, { transfer: [keys.buffer] }),
       signed ? signSpread(services, answers, member, signedAt) : Promise.resolve('[]'),
     ]);
     const remaining =
