@@ -4,8 +4,9 @@
 // snapshot body is.
 import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
-import { ChecksumError, unframe } from '../log/record.js';
-import { frameInSlices, type SnapshotBody } from './snapshot.js';
+import { SNAPSHOT_SLICE_VALUES } from '../config.js';
+import { ChecksumError, frameHandoff, unframe, unframeHandoff } from '../log/record.js';
+import { frameInSlices, holdsLargeChildren, type SnapshotBody } from './snapshot.js';
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -59,21 +60,47 @@ export function foldPartition(
 }
 
 /**
- * A folded partition as bytes, to hand it to another thread: its body framed as a snapshot is
- * (checked on arrival, and an aggregate of any number of children encodes), then the counts.
+ * A folded partition as bytes, to hand it to another thread: its states in slices, each framed
+ * (checked on arrival) as a snapshot body of its own, then the counts. A slice of small states
+ * is encoded as msgpackr records, quicker to read than a snapshot's plain maps; an aggregate of
+ * many children is encoded as a snapshot is, in pieces (any number of children encodes).
  */
 export async function frameFolded(folded: FoldedPartition): Promise<FramedFold> {
-  return { ...folded, body: await frameInSlices(folded.body) };
+  const { seq, aggregates } = folded.body;
+  const pieces: FramedFold['pieces'] = [];
+  let small: SnapshotBody['aggregates'] = [];
+  const flush = () => {
+    pieces.push({ records: true, bytes: frameHandoff({ seq, aggregates: small }) });
+    small = [];
+  };
+  for (const aggregate of aggregates) {
+    if (holdsLargeChildren(aggregate[2], SNAPSHOT_SLICE_VALUES)) {
+      if (small.length > 0) flush();
+      pieces.push({ records: false, bytes: await frameInSlices({ seq, aggregates: [aggregate] }) });
+    } else {
+      small.push(aggregate);
+      if (small.length >= SNAPSHOT_SLICE_VALUES) flush();
+    }
+  }
+  // One piece at least: it carries the seq of a partition that has no states.
+  if (small.length > 0 || pieces.length === 0) flush();
+  return { snapshot: folded.snapshot, records: folded.records, pieces };
 }
 
-export type FramedFold = Omit<FoldedPartition, 'body'> & { body: Uint8Array };
+/** The pieces in order; each read as it was written (msgpackr records or a snapshot's maps). */
+export type FramedFold = Omit<FoldedPartition, 'body'> & {
+  pieces: { records: boolean; bytes: Uint8Array }[];
+};
 
 export function unframeFolded(framed: FramedFold, p: number): FoldedPartition {
-  const body = unframeOrFail<SnapshotBody>(
-    framed.body,
-    `partition ${p} as a recovery helper folded it`,
-  );
-  return { ...framed, body };
+  const what = `partition ${p} as a recovery helper folded it`;
+  const body: SnapshotBody = { seq: 0, aggregates: [] };
+  for (const { records, bytes } of framed.pieces) {
+    const slice = unframeOrFail<SnapshotBody>(bytes, what, records ? unframeHandoff : unframe);
+    body.seq = slice.seq;
+    for (const aggregate of slice.aggregates) body.aggregates.push(aggregate);
+  }
+  return { snapshot: framed.snapshot, records: framed.records, body };
 }
 
 const DAMAGED = Symbol('damaged');
@@ -97,15 +124,19 @@ function replay(
     throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
   let slot = states.get(record.k);
   if (slot === undefined) {
-    slot = { type: record.a, state: null };
+    slot = { type: decider.type, state: null };
     states.set(record.k, slot);
   }
   for (const event of record.e) slot.state = decider.evolve(slot.state, event);
 }
 
-function unframeOrFail<T>(bytes: Uint8Array, what: string): T {
+function unframeOrFail<T>(
+  bytes: Uint8Array,
+  what: string,
+  read: (bytes: Uint8Array) => T = unframe,
+): T {
   try {
-    return unframe<T>(bytes);
+    return read(bytes);
   } catch (error) {
     throw new RecoveryError(
       `${what} fails its checksum (${(error as Error).message}); refusing to start`,
