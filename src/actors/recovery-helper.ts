@@ -4,7 +4,7 @@
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { foldPartition, frameFolded, type FramedFold } from './fold.js';
+import { foldPartition, frameFolded, type FramedFold, type Held } from './fold.js';
 import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
@@ -17,9 +17,15 @@ try {
   const folded: [number, FramedFold][] = [];
   // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
   // again and decoded there, which costs the worker more than decoding the snapshot itself.
-  for (const p of data.partitions)
-    if (!env.snapshots.doesExist(p))
-      folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
+  for (const p of data.partitions) {
+    if (env.snapshots.doesExist(p)) continue;
+    const held = new Map<string, Held>();
+    const partition = foldPartition(log, deciders, p, {
+      held,
+      hold: (type, state) => ({ type, state }),
+    });
+    folded.push([p, await frameFolded(partition, held)]);
+  }
   const message: FromRecoveryHelper = { t: 'folded', folded };
   // Copied, not transferred: a small frame may share its memory with other buffers.
   port.postMessage(message);

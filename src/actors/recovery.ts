@@ -7,7 +7,7 @@
 // record refuses the start with the same message.
 import { MessageChannel, MessagePort, Worker } from 'node:worker_threads';
 import { WORKER_YOUNG_GENERATION_MB } from '../config.js';
-import { RecoveryError, unframeFolded, type FoldedPartition, type FramedFold } from './fold.js';
+import { RecoveryError, type FramedFold } from './fold.js';
 
 export interface RecoveryHelperData {
   dataDir: string;
@@ -59,12 +59,15 @@ export function startHelpers(options: {
   });
 }
 
-/** What the worker's shard folds elsewhere: the partitions lent, and their states once folded. */
+/**
+ * What the worker's shard folds elsewhere: the partitions lent, and their states once folded,
+ * still framed (the shard reads each straight into its slots).
+ */
 export type Elsewhere = ReturnType<typeof foldElsewhere>;
 
 export function foldElsewhere(lent: readonly Lent[]): {
   partitions: ReadonlySet<number>;
-  folded: Promise<ReadonlyMap<number, FoldedPartition>>;
+  folded: Promise<ReadonlyMap<number, FramedFold>>;
 } {
   const folded = Promise.all(lent.map(({ port }) => received(port))).then(
     (parts) => new Map(parts.flat()),
@@ -74,12 +77,12 @@ export function foldElsewhere(lent: readonly Lent[]): {
   return { partitions: new Set(lent.flatMap((l) => l.partitions)), folded };
 }
 
-function received(port: MessagePort): Promise<[number, FoldedPartition][]> {
+function received(port: MessagePort): Promise<[number, FramedFold][]> {
   return new Promise((resolve, reject) => {
     port.once('message', (message: FromRecoveryHelper) => {
       port.close();
       if (message.t === 'failed') reject(new RecoveryError(message.message));
-      else resolve(message.folded.map(([p, framed]) => [p, unframeFolded(framed, p)]));
+      else resolve(message.folded);
     });
   });
 }
