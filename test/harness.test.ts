@@ -12,7 +12,8 @@ import { spawnUntilListening } from './support/harness.js';
 const EXITS_BEFORE_ITS_LAST_LINE = `
   const { spawn } = require('node:child_process');
   const late = 'setTimeout(() => console.log("the reason, written late"), 300)';
-  spawn(process.execPath, ['-e', late], { stdio: ['ignore', 'inherit', 'inherit'], detached: true }).unref();
+  const stdio = ['ignore', 'inherit', 'inherit'];
+  spawn(process.execPath, ['-e', late], { stdio, detached: true }).unref();
   process.exit(1);
 `;
 

@@ -58,10 +58,11 @@ export interface NodeProcess {
 /**
  * Spawns node with `args` and waits for its "listening" line. A process that ends first is
  * reported with everything it wrote: the rejection waits for its output streams to close, not
- * for its exit, which may come before the last lines written (the reason a start refuses) are read.
+ * for its exit, which may be seen before the last lines written (why a start refuses) are read.
  */
 export async function spawnUntilListening(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+  const child = spawn(process.execPath, args, { stdio, env: { ...process.env, ...env } });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
@@ -73,7 +74,10 @@ export async function spawnUntilListening(args: string[], env: Record<string, st
       if (m) { clearTimeout(timer); resolvePort(Number(m[1])); }
     };
     child.stdout!.on('data', check);
-    child.on('close', () => { clearTimeout(timer); reject(new Error(`node exited before listening:\n${out}`)); });
+    child.on('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`node exited before listening:\n${out}`));
+    });
   });
   return { child, port, output: () => out, exited };
 }
