@@ -20,7 +20,7 @@ import {
   type FoldedPartition,
   type LogRecord,
 } from './fold.js';
-import type { Elsewhere } from './recovery.js';
+import { Elsewhere } from './recovery.js';
 
 export { RecoveryError } from './fold.js';
 import {
@@ -132,26 +132,26 @@ export class Shard {
   /**
    * Rebuilds every owned partition from its snapshot and the records after it. Partitions in
    * `elsewhere` are folded by recovery helpers meanwhile (recovery-helper.ts): this shard folds
-   * the others, then takes theirs.
+   * the others, reading the helpers' partitions into its slots as they come, then any left.
    */
-  async recover(
-    elsewhere: Elsewhere = { partitions: new Set(), folded: Promise.resolve(new Map()) },
-  ): Promise<RecoveryStats> {
+  async recover(elsewhere = new Elsewhere()): Promise<RecoveryStats> {
     const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
     const fold = (p: number) => foldPartition(this.options.log, this.deciders, p, this.into(p));
-    for (const p of this.options.partitions)
+    const helped = new Set<number>();
+    const handed = () => {
+      for (const [p, framed] of elsewhere.arrived()) {
+        this.install(p, unframeFolded(framed, p, this.into(p)), stats);
+        helped.add(p);
+      }
+    };
+    for (const p of this.options.partitions) {
       if (!elsewhere.partitions.has(p)) this.install(p, fold(p), stats);
-    // A helper leaves out the partitions it would not fold faster (those with a snapshot).
-    const folded = await elsewhere.folded;
-    for (const p of elsewhere.partitions) {
-      const framed = folded.get(p);
-      this.install(
-        p,
-        framed === undefined ? fold(p) : unframeFolded(framed, p, this.into(p)),
-        stats,
-      );
+      handed();
     }
-    stats.helped = folded.size;
+    for (handed(); !elsewhere.finished; handed()) await elsewhere.pause();
+    // A helper leaves out the partitions it would not fold faster (those with a snapshot).
+    for (const p of elsewhere.partitions) if (!helped.has(p)) this.install(p, fold(p), stats);
+    stats.helped = helped.size;
     return stats;
   }
 
