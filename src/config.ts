@@ -138,6 +138,12 @@ export const DIRECTORY_INDEX_LOAD_MAX = 0.6;
  */
 export const SNAPSHOT_SLICE_VALUES = 2_000;
 
+/**
+ * How often a worker that has folded its own partitions looks for those its recovery helpers
+ * hand over (it reads each as it comes between its own, and waits only for the last ones).
+ */
+export const RECOVERY_HANDOFF_POLL_MS = 2;
+
 /** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
 export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
 

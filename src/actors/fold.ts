@@ -1,11 +1,12 @@
 // Recovery of one partition: its snapshot, then the fold of every record after it through the
 // deciders' `evolve`. A shard folds the partitions it owns; at start, recovery helper threads
-// (recovery-helper.ts) fold some of them on spare cores and hand the states over, encoded as a
-// snapshot body is.
+// (recovery-helper.ts) fold some of them on spare cores and hand the states over, encoded in
+// slices of snapshot bodies.
 import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
-import { ChecksumError, unframe } from '../log/record.js';
-import { frameInSlices, type SnapshotBody } from './snapshot.js';
+import { SNAPSHOT_SLICE_VALUES } from '../config.js';
+import { ChecksumError, frameHandoff, unframe, unframeHandoff } from '../log/record.js';
+import { frameInSlices, holdsLargeChildren, type SnapshotBody } from './snapshot.js';
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -19,9 +20,24 @@ export interface LogRecord {
   t: number;
 }
 
-/** A partition as recovered: its states up to `seq`, and what was read to get them. */
+/** What a fold keeps of one aggregate: a shard's slot, or a helper's plain holder. */
+export interface Held {
+  type: string;
+  state: unknown;
+}
+
+/**
+ * Where a fold puts the states it rebuilds: straight into the map that keeps them (a shard's
+ * slots), with no copy of a partition's states made on the way (each would be garbage to move).
+ */
+export interface FoldInto<H extends Held> {
+  held: Map<string, H>;
+  hold: (type: string, state: unknown) => H;
+}
+
+/** A partition as recovered (its states in a FoldInto): up to `seq`, and what was read. */
 export interface FoldedPartition {
-  body: SnapshotBody;
+  seq: number;
   /** A snapshot was read. */
   snapshot: boolean;
   /** Records replayed after it. */
@@ -29,17 +45,17 @@ export interface FoldedPartition {
 }
 
 /** Rebuilds one partition from its snapshot and the records after it. */
-export function foldPartition(
+export function foldPartition<H extends Held>(
   log: Log,
   deciders: ReadonlyMap<string, AnyDecider>,
   p: number,
+  into: FoldInto<H>,
 ): FoldedPartition {
-  const states = new Map<string, { type: string; state: unknown }>();
   let last = 0;
   const snapshot = log.readSnapshot(p);
   if (snapshot !== undefined) {
     const body = unframeOrFail<SnapshotBody>(snapshot, `snapshot of partition ${p}`);
-    for (const [key, type, state] of body.aggregates) states.set(key, { type, state });
+    for (const [key, type, state] of body.aggregates) into.held.set(key, into.hold(type, state));
     last = body.seq;
   }
   // Records are read one at a time (a partition's log is never held whole in memory). An LMDB
@@ -49,31 +65,64 @@ export function foldPartition(
   let records = 0;
   for (const { seq, value } of log.replay(p, last, recordOrDamaged)) {
     if (value === DAMAGED) throw new RecoveryError(damagedRecordMessage(p, seq));
-    replay(deciders, states, value);
+    replay(deciders, into, value);
     last = seq;
     records++;
   }
-  const aggregates: SnapshotBody['aggregates'] = [];
-  for (const [key, { type, state }] of states) aggregates.push([key, type, state]);
-  return { body: { seq: last, aggregates }, snapshot: snapshot !== undefined, records };
+  return { seq: last, snapshot: snapshot !== undefined, records };
 }
 
 /**
- * A folded partition as bytes, to hand it to another thread: its body framed as a snapshot is
- * (checked on arrival, and an aggregate of any number of children encodes), then the counts.
+ * A folded partition as bytes, to hand it to another thread: its states in slices, each framed
+ * (checked on arrival) as a snapshot body of its own, then the counts. A slice of small states
+ * is encoded as msgpackr records, quicker to read than a snapshot's plain maps; an aggregate of
+ * many children is encoded as a snapshot is, in pieces (any number of children encodes).
  */
-export async function frameFolded(folded: FoldedPartition): Promise<FramedFold> {
-  return { ...folded, body: await frameInSlices(folded.body) };
+export async function frameFolded(
+  folded: FoldedPartition,
+  held: ReadonlyMap<string, Held>,
+): Promise<FramedFold> {
+  const seq = folded.seq;
+  const pieces: FramedFold['pieces'] = [];
+  let small: SnapshotBody['aggregates'] = [];
+  const flush = () => {
+    pieces.push({ records: true, bytes: frameHandoff({ seq, aggregates: small }) });
+    small = [];
+  };
+  for (const [key, { type, state }] of held) {
+    if (holdsLargeChildren(state, SNAPSHOT_SLICE_VALUES)) {
+      if (small.length > 0) flush();
+      const bytes = await frameInSlices({ seq, aggregates: [[key, type, state]] });
+      pieces.push({ records: false, bytes });
+    } else {
+      small.push([key, type, state]);
+      if (small.length >= SNAPSHOT_SLICE_VALUES) flush();
+    }
+  }
+  // One piece at least: it carries the seq of a partition that has no states.
+  if (small.length > 0 || pieces.length === 0) flush();
+  return { snapshot: folded.snapshot, records: folded.records, pieces };
 }
 
-export type FramedFold = Omit<FoldedPartition, 'body'> & { body: Uint8Array };
+/** The pieces in order; each read as it was written (msgpackr records or a snapshot's maps). */
+export type FramedFold = Omit<FoldedPartition, 'seq'> & {
+  pieces: { records: boolean; bytes: Uint8Array }[];
+};
 
-export function unframeFolded(framed: FramedFold, p: number): FoldedPartition {
-  const body = unframeOrFail<SnapshotBody>(
-    framed.body,
-    `partition ${p} as a recovery helper folded it`,
-  );
-  return { ...framed, body };
+/** Reads a partition a helper folded into the map that keeps its states. */
+export function unframeFolded<H extends Held>(
+  framed: FramedFold,
+  p: number,
+  into: FoldInto<H>,
+): FoldedPartition {
+  const what = `partition ${p} as a recovery helper folded it`;
+  let seq = 0;
+  for (const { records, bytes } of framed.pieces) {
+    const slice = unframeOrFail<SnapshotBody>(bytes, what, records ? unframeHandoff : unframe);
+    seq = slice.seq;
+    for (const [key, type, state] of slice.aggregates) into.held.set(key, into.hold(type, state));
+  }
+  return { seq, snapshot: framed.snapshot, records: framed.records };
 }
 
 const DAMAGED = Symbol('damaged');
@@ -87,25 +136,30 @@ function recordOrDamaged(bytes: Buffer): LogRecord | typeof DAMAGED {
   }
 }
 
-function replay(
+function replay<H extends Held>(
   deciders: ReadonlyMap<string, AnyDecider>,
-  states: Map<string, { type: string; state: unknown }>,
+  into: FoldInto<H>,
   record: LogRecord,
 ): void {
   const decider = deciders.get(record.a);
   if (decider === undefined)
     throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
-  let slot = states.get(record.k);
+  let slot = into.held.get(record.k);
   if (slot === undefined) {
-    slot = { type: record.a, state: null };
-    states.set(record.k, slot);
+    // The decider's own type string: one for all its aggregates, not one per record.
+    slot = into.hold(decider.type, null);
+    into.held.set(record.k, slot);
   }
   for (const event of record.e) slot.state = decider.evolve(slot.state, event);
 }
 
-function unframeOrFail<T>(bytes: Uint8Array, what: string): T {
+function unframeOrFail<T>(
+  bytes: Uint8Array,
+  what: string,
+  read: (bytes: Uint8Array) => T = unframe,
+): T {
   try {
-    return unframe<T>(bytes);
+    return read(bytes);
   } catch (error) {
     throw new RecoveryError(
       `${what} fails its checksum (${(error as Error).message}); refusing to start`,

@@ -1,10 +1,10 @@
 // Thread entry of a recovery helper: folds the partitions it is given that have no snapshot (the
 // records, every checksum checked) on a core the shards leave idle at start, and hands each
-// partition's states to its shard, framed, then exits.
+// partition's states to its shard, framed, as soon as it is folded, then exits.
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { foldPartition, frameFolded, type FramedFold } from './fold.js';
+import { foldPartition, frameFolded, type Held } from './fold.js';
 import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
@@ -14,15 +14,26 @@ const log = new LmdbLog(env);
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 
 try {
-  const folded: [number, FramedFold][] = [];
   // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
   // again and decoded there, which costs the worker more than decoding the snapshot itself.
-  for (const p of data.partitions)
-    if (!env.snapshots.doesExist(p))
-      folded.push([p, await frameFolded(foldPartition(log, deciders, p))]);
-  const message: FromRecoveryHelper = { t: 'folded', folded };
-  // Copied, not transferred: a small frame may share its memory with other buffers.
-  port.postMessage(message);
+  for (const p of data.partitions) {
+    if (env.snapshots.doesExist(p)) continue;
+    const held = new Map<string, Held>();
+    const partition = foldPartition(log, deciders, p, {
+      held,
+      hold: (type, state) => ({ type, state }),
+    });
+    // Handed over at once: the worker reads it between the partitions it folds itself.
+    // Copied, not transferred: a small frame may share its memory with other buffers.
+    const message: FromRecoveryHelper = {
+      t: 'folded',
+      partition: p,
+      framed: await frameFolded(partition, held),
+    };
+    port.postMessage(message);
+  }
+  const done: FromRecoveryHelper = { t: 'done' };
+  port.postMessage(done);
 } catch (error) {
   const message: FromRecoveryHelper = { t: 'failed', message: (error as Error).message };
   port.postMessage(message);

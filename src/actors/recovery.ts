@@ -5,9 +5,9 @@
 // the worker over a channel of their own,
 // framed (their checksum checked on arrival). Replay's checks are the helpers' own: a damaged
 // record refuses the start with the same message.
-import { MessageChannel, MessagePort, Worker } from 'node:worker_threads';
-import { WORKER_YOUNG_GENERATION_MB } from '../config.js';
-import { RecoveryError, unframeFolded, type FoldedPartition, type FramedFold } from './fold.js';
+import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import { RECOVERY_HANDOFF_POLL_MS, WORKER_YOUNG_GENERATION_MB } from '../config.js';
+import { RecoveryError, type FramedFold } from './fold.js';
 
 export interface RecoveryHelperData {
   dataDir: string;
@@ -22,8 +22,10 @@ export interface Lent {
   port: MessagePort;
 }
 
+/** One message per folded partition, then `done`; or `failed` at the first damage found. */
 export type FromRecoveryHelper =
-  | { t: 'folded'; folded: [partition: number, framed: FramedFold][] }
+  | { t: 'folded'; partition: number; framed: FramedFold }
+  | { t: 'done' }
   | { t: 'failed'; message: string };
 
 /**
@@ -59,27 +61,45 @@ export function startHelpers(options: {
   });
 }
 
-/** What the worker's shard folds elsewhere: the partitions lent, and their states once folded. */
-export type Elsewhere = ReturnType<typeof foldElsewhere>;
+/**
+ * What the worker's shard folds elsewhere: the partitions lent, and their states as the helpers
+ * hand them over, one partition at a time and still framed. The shard reads each into its slots
+ * between the partitions it folds itself, so that reading overlaps the helpers' folding.
+ */
+export class Elsewhere {
+  readonly partitions: ReadonlySet<number>;
+  private readonly working: Set<MessagePort>;
 
-export function foldElsewhere(lent: readonly Lent[]): {
-  partitions: ReadonlySet<number>;
-  folded: Promise<ReadonlyMap<number, FoldedPartition>>;
-} {
-  const folded = Promise.all(lent.map(({ port }) => received(port))).then(
-    (parts) => new Map(parts.flat()),
-  );
-  // Awaited only once the shard has folded its own share; a failure waits for it there.
-  folded.catch(() => undefined);
-  return { partitions: new Set(lent.flatMap((l) => l.partitions)), folded };
-}
+  constructor(lent: readonly Lent[] = []) {
+    this.partitions = new Set(lent.flatMap((l) => l.partitions));
+    this.working = new Set(lent.map((l) => l.port));
+  }
 
-function received(port: MessagePort): Promise<[number, FoldedPartition][]> {
-  return new Promise((resolve, reject) => {
-    port.once('message', (message: FromRecoveryHelper) => {
-      port.close();
-      if (message.t === 'failed') reject(new RecoveryError(message.message));
-      else resolve(message.folded.map(([p, framed]) => [p, unframeFolded(framed, p)]));
-    });
-  });
+  /** Every helper has said it is done. */
+  get finished(): boolean {
+    return this.working.size === 0;
+  }
+
+  /** The partitions handed over since last asked, without waiting; a helper's failure throws. */
+  arrived(): [partition: number, framed: FramedFold][] {
+    const out: [number, FramedFold][] = [];
+    for (const port of this.working) {
+      for (let r = receiveMessageOnPort(port); r !== undefined; r = receiveMessageOnPort(port)) {
+        const message = r.message as FromRecoveryHelper;
+        if (message.t === 'failed') throw new RecoveryError(message.message);
+        if (message.t === 'folded') out.push([message.partition, message.framed]);
+        else {
+          this.working.delete(port);
+          port.close();
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /** A pause while the helpers fold, once this thread has nothing else to do. */
+  pause(): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, RECOVERY_HANDOFF_POLL_MS));
+  }
 }

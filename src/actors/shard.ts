@@ -13,8 +13,14 @@ import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/lo
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameInSlices, type SnapshotBody } from './snapshot.js';
-import { foldPartition, type FoldedPartition, type LogRecord } from './fold.js';
-import type { Elsewhere } from './recovery.js';
+import {
+  foldPartition,
+  unframeFolded,
+  type FoldInto,
+  type FoldedPartition,
+  type LogRecord,
+} from './fold.js';
+import { Elsewhere } from './recovery.js';
 
 export { RecoveryError } from './fold.js';
 import {
@@ -126,30 +132,42 @@ export class Shard {
   /**
    * Rebuilds every owned partition from its snapshot and the records after it. Partitions in
    * `elsewhere` are folded by recovery helpers meanwhile (recovery-helper.ts): this shard folds
-   * the others, then takes theirs.
+   * the others, reading the helpers' partitions into its slots as they come, then any left.
    */
-  async recover(
-    elsewhere: Elsewhere = { partitions: new Set(), folded: Promise.resolve(new Map()) },
-  ): Promise<RecoveryStats> {
+  async recover(elsewhere = new Elsewhere()): Promise<RecoveryStats> {
     const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
-    for (const p of this.options.partitions)
-      if (!elsewhere.partitions.has(p))
-        this.install(p, foldPartition(this.options.log, this.deciders, p), stats);
+    const fold = (p: number) => foldPartition(this.options.log, this.deciders, p, this.into(p));
+    const helped = new Set<number>();
+    const handed = () => {
+      for (const [p, framed] of elsewhere.arrived()) {
+        this.install(p, unframeFolded(framed, p, this.into(p)), stats);
+        helped.add(p);
+      }
+    };
+    for (const p of this.options.partitions) {
+      if (!elsewhere.partitions.has(p)) this.install(p, fold(p), stats);
+      handed();
+    }
+    for (handed(); !elsewhere.finished; handed()) await elsewhere.pause();
     // A helper leaves out the partitions it would not fold faster (those with a snapshot).
-    const folded = await elsewhere.folded;
-    for (const p of elsewhere.partitions)
-      this.install(p, folded.get(p) ?? foldPartition(this.options.log, this.deciders, p), stats);
-    stats.helped = folded.size;
+    for (const p of elsewhere.partitions) if (!helped.has(p)) this.install(p, fold(p), stats);
+    stats.helped = helped.size;
     return stats;
   }
 
+  /** Where recovery puts a partition's states: its slots, each new one with an empty mailbox. */
+  private into(p: number): FoldInto<Slot> {
+    return {
+      held: this.slots.get(p)!,
+      hold: (type, state) => ({ type, state, queue: [], busy: false }),
+    };
+  }
+
+  /** Takes a partition recovered into its slots: its seq, and the deadlines of its states. */
   private install(p: number, folded: FoldedPartition, stats: RecoveryStats): void {
     const slots = this.slots.get(p)!;
-    for (const [key, type, state] of folded.body.aggregates)
-      slots.set(key, { type, state, queue: [], busy: false });
-    const last = folded.body.seq;
-    this.seq.set(p, last);
-    this.adopted.set(p, last);
+    this.seq.set(p, folded.seq);
+    this.adopted.set(p, folded.seq);
     // Records replayed since the snapshot count towards the next one (a shutdown writes it).
     this.sinceSnapshot.set(p, folded.records);
     for (const [key, slot] of slots) this.scheduleFor(key, slot);

@@ -67,7 +67,7 @@ export async function frameInSlices(
 }
 
 /** A plain state with a persistent map of more children than one slice. */
-function holdsLargeChildren(state: unknown, sliceValues: number): boolean {
+export function holdsLargeChildren(state: unknown, sliceValues: number): boolean {
   if (
     state === null ||
     typeof state !== 'object' ||

@@ -55,11 +55,14 @@ export interface NodeProcess {
   kill9(): Promise<void>;
 }
 
-export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
-  const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--external-port', '0', '--host', '127.0.0.1',
-    '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
-  // The operator's listener on a free port too (P21): ports are exclusive (P16).
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH_ADMIN_PORT: '0', ...options.env } });
+/**
+ * Spawns node with `args` and waits for its "listening" line. A process that ends first is
+ * reported with everything it wrote: the rejection waits for its output streams to close, not
+ * for its exit, which may be seen before the last lines written (why a start refuses) are read.
+ */
+export async function spawnUntilListening(args: string[], env: Record<string, string> = {}) {
+  const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+  const child = spawn(process.execPath, args, { stdio, env: { ...process.env, ...env } });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
@@ -71,8 +74,20 @@ export async function startNode(options: { dataDir: string; member?: string; wor
       if (m) { clearTimeout(timer); resolvePort(Number(m[1])); }
     };
     child.stdout!.on('data', check);
-    child.on('exit', () => { clearTimeout(timer); reject(new Error(`node exited before listening:\n${out}`)); });
+    child.on('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`node exited before listening:\n${out}`));
+    });
   });
+  return { child, port, output: () => out, exited };
+}
+
+export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
+  const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--external-port', '0', '--host', '127.0.0.1',
+    '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
+  // The operator's listener on a free port too (P21): ports are exclusive (P16).
+  const { child, port, output, exited } = await spawnUntilListening(args, { PATH_ADMIN_PORT: '0', ...options.env });
+  const out = output();
   const externalPort = Number(/"external_port":(\d+)/.exec(out)?.[1]);
   const adminPort = Number(/"admin_port":(\d+)/.exec(out)?.[1]);
   return {
@@ -82,7 +97,7 @@ export async function startNode(options: { dataDir: string; member?: string; wor
     baseUrl: `http://127.0.0.1:${port}`,
     dataDir: options.dataDir,
     process: child,
-    output: () => out,
+    output,
     async stop() { child.kill('SIGTERM'); return exited; },
     async kill9() { child.kill('SIGKILL'); await exited; },
   };
