@@ -166,6 +166,11 @@ export const LOOKUP_SPREAD_ITEMS_MIN = 64;
 /** `path-node lookup`: batches in flight by default, and how often a plain progress line. */
 export const LOOKUP_FILE_CONCURRENCY_DEFAULT = 2;
 export const LOOKUP_FILE_PROGRESS_INTERVAL_MS = 5_000;
+/**
+ * The first buffer of a request body (src/http/body.ts): a batch lookup of 500 keys (about 45 KB)
+ * fits; a larger declared body grows as its bytes arrive instead of being held before them.
+ */
+export const BODY_FIRST_BUFFER_BYTES = 64 * 1024;
 /** Public views kept decoded beside the bytes they came from (services.ts); about 1 KiB each. */
 export const VIEW_CACHE_ENTRIES_MAX = 4_096;
 /**

@@ -56,4 +56,21 @@ describe('a request body from its chunks (P12)', () => {
       expect(read.length).toBe(0);
     }
   });
+
+  it('a declared length is not held before its bytes arrive: the first buffer is bounded', () => {
+    const before = process.memoryUsage().arrayBuffers;
+    const waiting = Array.from({ length: 32 }, () => new BodyBytes(1024 * 1024, 1024 * 1024));
+    const held = process.memoryUsage().arrayBuffers - before;
+    expect(waiting).toHaveLength(32);
+    // 32 bodies declared at 1 MiB each would hold 32 MiB; the first buffers hold 2 MiB.
+    expect(held).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  it('a declared length beyond the first buffer grows to exactly that length', () => {
+    const large = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) & 0xff));
+    const sizes = [100_000, 100_000, 100_000];
+    const read = gather(new BodyBytes(large.length, 1024 * 1024), chunksOf(large, sizes));
+    expect(read.equals(large)).toBe(true);
+    expect(read.buffer.byteLength).toBe(large.length);
+  });
 });

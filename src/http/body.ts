@@ -8,7 +8,7 @@
 // Content-Length beside Transfer-Encoding, close the connection at once without an answer.
 // `Expect: 100-continue` is answered `100 Continue` before the handler runs.
 import type uws from 'uWebSockets.js';
-import type { Limits } from '../config.js';
+import { BODY_FIRST_BUFFER_BYTES, type Limits } from '../config.js';
 
 export interface Framing {
   /** More than one Content-Length header: where the body ends is ambiguous (RFC 9112 6.3). */
@@ -88,26 +88,27 @@ export class LingeringRefusal {
 
 /**
  * A request body as uWebSockets.js hands it over, each chunk copied once (the chunk's memory is
- * reused once its callback returns). With a declared length the bytes go straight into a buffer
- * of that length, which is the body; a chunked body goes into a buffer that doubles as it fills
- * (the caller has checked the size against the limit, the cap of each growth).
+ * reused once its callback returns). The bytes go into a buffer that doubles as it fills, up to
+ * the declared length (then the buffer is the body) or, for a chunked body, the limit (the caller
+ * has checked the size against it). The first buffer is at most BODY_FIRST_BUFFER_BYTES: a client
+ * that declares a megabyte and sends nothing holds no more than that.
  */
 export class BodyBytes {
   private bytes: Buffer;
   private size = 0;
+  /** The most the body may grow to. */
+  private readonly cap: number;
 
-  constructor(
-    declared: number | null,
-    private readonly limit: number,
-  ) {
-    this.bytes = Buffer.allocUnsafeSlow(declared ?? 0);
+  constructor(declared: number | null, limit: number) {
+    this.cap = declared ?? limit;
+    this.bytes = Buffer.allocUnsafeSlow(Math.min(declared ?? 0, BODY_FIRST_BUFFER_BYTES));
   }
 
   add(chunk: ArrayBuffer): void {
     const end = this.size + chunk.byteLength;
     if (end > this.bytes.length) {
       const grown = Buffer.allocUnsafeSlow(
-        Math.min(Math.max(end, this.bytes.length * 2), this.limit),
+        Math.max(end, Math.min(this.bytes.length * 2, this.cap)),
       );
       grown.set(this.bytes.subarray(0, this.size));
       this.bytes = grown;
