@@ -154,6 +154,19 @@ export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
  */
 export const WORKER_YOUNG_GENERATION_MB = 96;
 
+/**
+ * Messages the front end gathers for a shard worker before it posts them, without waiting for the
+ * end of its turn: the worker decides, signs and commits the first ones while the front end still
+ * authenticates the others, instead of the two threads taking turns on whole batches.
+ */
+export const WORKER_MESSAGE_CHUNK_MAX = 32;
+
+/**
+ * Signed calls the front end checks in one turn before it lets the event loop write the answers
+ * that came in meanwhile (src/http/server.ts verifyLater); the same size as a worker message.
+ */
+export const VERIFY_CHUNK_MAX = WORKER_MESSAGE_CHUNK_MAX;
+
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
 

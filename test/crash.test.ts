@@ -4,6 +4,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
+import { VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX } from '../src/config.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const body = (i: number) => ({
@@ -78,6 +79,40 @@ describe('crash safety', () => {
       expect(recovery.records).toBe(0);
       const reader = new Client(restarted.baseUrl);
       for (const r of [...created, ...answered]) expect((await reader.get(`/receipts/${r!.json.reference}`)).text).toBe(r!.text);
+    } finally {
+      await restarted.stop();
+    }
+  });
+
+  it('signed calls sent together in several chunks: each durable when answered, and its retry replays it', async () => {
+    const dataDir = tempDir();
+    dirs.push(dataDir);
+    const credential = createCredential(dataDir, 'local', { local: true });
+    const node = await startNode({ dataDir, workers: 1 });
+    const client = new Client(node.baseUrl, credential);
+    // More calls at once than one chunk of signature checks or one message to the worker holds.
+    const count = 3 * Math.max(VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX) + 5;
+    const key = (i: number) => `chunked-${i}`;
+    const first = await Promise.all(Array.from({ length: count }, (_, i) => client.post('/receipts', body(i), { idempotencyKey: key(i) })));
+    expect(first.map((r) => r.status)).toEqual(first.map(() => 201));
+    expect(new Set(first.map((r) => r.json.reference)).size).toBe(count);
+    // Killed at once after the last answer: whatever was answered was committed before it.
+    await node.kill9();
+
+    const restarted = await startNode({ dataDir, workers: 1 });
+    try {
+      const reader = new Client(restarted.baseUrl);
+      const issuer = await publishedKey(restarted.baseUrl);
+      const again = new Client(restarted.baseUrl, credential);
+      for (let i = 0; i < count; i++) {
+        const read = await reader.get(`/receipts/${first[i]!.json.reference}`);
+        expect(read.text).toBe(first[i]!.text);
+        expect(verifiesWith(read.json, issuer)).toBe(true);
+        const retry = await again.post('/receipts', body(i), { idempotencyKey: key(i) });
+        expect(retry.status).toBe(201);
+        expect(retry.headers.get('path-idempotent-replayed')).toBe('true');
+        expect(retry.text).toBe(first[i]!.text);
+      }
     } finally {
       await restarted.stop();
     }

@@ -3,6 +3,7 @@
 // detached), others are copied.
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/support/wait.js';
 import { turnBatcher } from './messages.js';
 
 const ports: MessagePort[] = [];
@@ -10,7 +11,7 @@ afterEach(() => {
   for (const port of ports.splice(0)) port.close();
 });
 
-function channel() {
+function channel(chunkMax?: number) {
   const { port1, port2 } = new MessageChannel();
   ports.push(port1, port2);
   const received: unknown[][] = [];
@@ -20,10 +21,12 @@ function channel() {
       resolve();
     }),
   );
-  const batcher = turnBatcher<{ n: number; bytes?: Uint8Array }>((messages, transfer) =>
-    port1.postMessage(messages, transfer),
-  );
-  return { batcher, received, arrived };
+  const posted: number[] = [];
+  const batcher = turnBatcher<{ n: number; bytes?: Uint8Array }>((messages, transfer) => {
+    posted.push(messages.length);
+    port1.postMessage(messages, transfer);
+  }, chunkMax);
+  return { batcher, received, arrived, posted };
 }
 
 describe('the turn batcher', () => {
@@ -56,5 +59,18 @@ describe('the turn batcher', () => {
     batcher.flush();
     expect(kept.byteLength).toBe(1);
     expect(received[0]).toHaveLength(1);
+  });
+
+  it('with a chunk size, posts each full chunk at once and the rest at the turn end', async () => {
+    const { batcher, received, posted } = channel(3);
+    for (let n = 1; n <= 7; n++) batcher.send({ n });
+    // Two full chunks left during the turn, while it was still sending; the seventh waits.
+    expect(posted).toEqual([3, 3]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(posted).toEqual([3, 3, 1]);
+    const order = () =>
+      received.flatMap((messages) => (messages as { n: number }[]).map((m) => m.n));
+    await waitFor('the three messages', () => received.length === 3);
+    expect(order()).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 });

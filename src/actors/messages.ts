@@ -44,8 +44,13 @@ export type FromWorker =
  * One side's outgoing messages: those sent in one turn leave together in one postMessage (the
  * fixed cost of a message is paid once per turn, not once per command), in order. A message may
  * name buffers to move rather than copy: the sender gives them up (they are detached on send).
+ * With `chunkMax`, a turn's messages leave as soon as that many wait, the rest at the turn's end:
+ * the receiver starts on the first ones while the sender is still producing the others.
  */
-export function turnBatcher<T>(post: (messages: T[], transfer: Transferable[]) => void): {
+export function turnBatcher<T>(
+  post: (messages: T[], transfer: Transferable[]) => void,
+  chunkMax = Infinity,
+): {
   send(message: T, transfer?: readonly Transferable[]): void;
   flush(): void;
 } {
@@ -62,7 +67,8 @@ export function turnBatcher<T>(post: (messages: T[], transfer: Transferable[]) =
   const send = (message: T, transfer?: readonly Transferable[]) => {
     outgoing.push(message);
     if (transfer !== undefined) moving.push(...transfer);
-    if (outgoing.length === 1) setImmediate(flush);
+    if (outgoing.length >= chunkMax) flush();
+    else if (outgoing.length === 1) setImmediate(flush);
   };
   return { send, flush };
 }

@@ -6,6 +6,7 @@ import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
 import {
   RECOVERY_HELPERS_PER_WORKER_MAX,
+  WORKER_MESSAGE_CHUNK_MAX,
   WORKER_YOUNG_GENERATION_MB,
   type Limits,
 } from '../config.js';
@@ -227,8 +228,9 @@ export class ShardPool {
       },
     });
     this.workers[index] = worker;
-    this.senders[index] = turnBatcher<ToWorker>((messages, transfer) =>
-      worker.postMessage(messages, transfer),
+    this.senders[index] = turnBatcher<ToWorker>(
+      (messages, transfer) => worker.postMessage(messages, transfer),
+      WORKER_MESSAGE_CHUNK_MAX,
     ).send;
     return new Promise((resolve, reject) => {
       worker.on('message', (messages: FromWorker[]) => {

@@ -8,7 +8,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import { API_PREFIXES, CORS_MAX_AGE_SECONDS, SERVED_API_VERSIONS, type Limits } from '../config.js';
+import {
+  API_PREFIXES,
+  CORS_MAX_AGE_SECONDS,
+  SERVED_API_VERSIONS,
+  VERIFY_CHUNK_MAX,
+  type Limits,
+} from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import type { Authenticator } from './auth.js';
 import { BodyBytes, framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
@@ -126,6 +132,18 @@ export function listenExclusive(
 const opensToBrowsers = (route: RouteSpec<Handler>): boolean =>
   route.auth === 'public' || route.auth === 'optional';
 
+/** The call is authenticated by its signature: its route is not public, or it offers one. */
+function checksSignature(
+  route: RouteSpec<Handler>,
+  signed: { keyId?: string | undefined; signature?: string | undefined; timestamp?: string },
+): boolean {
+  if (route.auth === 'public') return false;
+  if (route.auth !== 'optional') return true;
+  return (
+    signed.keyId !== undefined || signed.signature !== undefined || signed.timestamp !== undefined
+  );
+}
+
 /**
  * What every answer to one request carries: its id, whether it pinned a version (P10), whether
  * it went to a public path (CORS, P20), whether it was a HEAD (the head of the answer only), and
@@ -181,6 +199,8 @@ export class HttpServer {
   private readonly app = uws.App();
   private listenSocket: uws.us_listen_socket | null = null;
   private readonly inFlightScopes = new Set<string>();
+  /** Calls read whole and waiting for their signature check, in arrival order (verifyLater). */
+  private readonly unverified: (() => void)[] = [];
   /**
    * Request ids (P10): this process's random prefix and a count in decimal (which V8 writes in
    * half the time of base 36).
@@ -426,9 +446,29 @@ export class HttpServer {
       context.body = body;
       const { method, path, query } = context;
       const target = query === '' ? path : `${path}?${query}`;
-      this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
+      const run = () =>
+        this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
+      if (checksSignature(context.route, signed)) this.verifyLater(run);
+      else run();
     });
   }
+
+  /**
+   * A signature check costs far more than reading a request, and the requests of many
+   * connections arrive in one turn. They are checked a chunk at a time, a turn each, so that the
+   * answers their commits release in between are written at once (and the clients send again)
+   * instead of waiting until every request read in that turn is checked.
+   */
+  private verifyLater(run: () => void): void {
+    this.unverified.push(run);
+    if (this.unverified.length === 1) setImmediate(this.verifyChunk);
+  }
+
+  private readonly verifyChunk = (): void => {
+    const chunk = this.unverified.splice(0, VERIFY_CHUNK_MAX);
+    if (this.unverified.length > 0) setImmediate(this.verifyChunk);
+    for (const run of chunk) run();
+  };
 
   /**
    * P12: a declared length over the limit is refused before any of the body is read. The
@@ -471,14 +511,7 @@ export class HttpServer {
       this.active--;
       this.send(res, reply, base, false, state);
     };
-    const hasCredentialHeaders =
-      signed.keyId !== undefined ||
-      signed.signature !== undefined ||
-      signed.timestamp !== undefined;
-    if (
-      context.route.auth !== 'public' &&
-      (context.route.auth !== 'optional' || hasCredentialHeaders)
-    ) {
+    if (checksSignature(context.route, signed)) {
       const verdict = this.options.authenticator.authenticate(
         {
           ...signed,
