@@ -84,7 +84,7 @@ describe('crash safety', () => {
     }
   });
 
-  it('signed calls sent together in several chunks: each durable when answered, and its retry replays it', async () => {
+  it('calls sent in several chunks: each durable when answered, its retry replays it', async () => {
     const dataDir = tempDir();
     dirs.push(dataDir);
     const credential = createCredential(dataDir, 'local', { local: true });
@@ -93,7 +93,8 @@ describe('crash safety', () => {
     // More calls at once than one chunk of signature checks or one message to the worker holds.
     const count = 3 * Math.max(VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX) + 5;
     const key = (i: number) => `chunked-${i}`;
-    const first = await Promise.all(Array.from({ length: count }, (_, i) => client.post('/receipts', body(i), { idempotencyKey: key(i) })));
+    const post = (i: number) => client.post('/receipts', body(i), { idempotencyKey: key(i) });
+    const first = await Promise.all(Array.from({ length: count }, (_, i) => post(i)));
     expect(first.map((r) => r.status)).toEqual(first.map(() => 201));
     expect(new Set(first.map((r) => r.json.reference)).size).toBe(count);
     // Killed at once after the last answer: whatever was answered was committed before it.
