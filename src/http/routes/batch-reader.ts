@@ -47,11 +47,17 @@ const LITERALS: readonly [Uint8Array, boolean][] = [
   [latin1('true'), true],
   [latin1('false'), false],
 ];
-/** 1 for the bytes of lowercase hex digits. */
-const HEX_DIGIT = new Uint8Array(256);
-for (const c of latin1('0123456789abcdef')) HEX_DIGIT[c] = 1;
+/** The value of each byte that is a lowercase hex digit; NOT_HEX for every other byte. */
+const NOT_HEX = 16;
+const NIBBLE = new Uint8Array(256).fill(NOT_HEX);
+latin1('0123456789abcdef').forEach((c, value) => (NIBBLE[c] = value));
 /** Hex digits of a SHA-256 (P8). */
 const HASH_LENGTH = 64;
+/** What the index keeps of a hash (src/directory/index.ts): its first 128 bits, as words. */
+export const HASH_WORDS = 4;
+const DIGITS_PER_WORD = 8;
+/** The fewest bytes an item with a hash takes, to size the words before the items are counted. */
+const HASHED_ITEM_BYTES_MIN = HASH_LENGTH + 2;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -60,10 +66,25 @@ const COMMA = 0x2c;
 const PRINTABLE_FIRST = 0x20;
 const PRINTABLE_LAST = 0x7e;
 
+/**
+ * A body read by the scanner, with the first HASH_WORDS words of each item's `identifier_hash`
+ * decoded on the way (from `HASH_WORDS * i` for item i; unset for an item without a hash).
+ */
+export interface UsualBatch {
+  body: BatchBody;
+  words: Uint32Array;
+}
+
 /** The body as the route's schema would accept it, or null when it is not of the usual shape. */
 export function readUsualBatch(bytes: Buffer): BatchBody | null {
+  return readUsualBatchKeys(bytes)?.body ?? null;
+}
+
+/** readUsualBatch, with the hashes' words for the index (DirectoryIndex.findWords). */
+export function readUsualBatchKeys(bytes: Buffer): UsualBatch | null {
   const scanner = new Scanner(bytes);
-  return scanner.body();
+  const body = scanner.body();
+  return body === null ? null : { body, words: scanner.words };
 }
 
 /**
@@ -73,9 +94,14 @@ export function readUsualBatch(bytes: Buffer): BatchBody | null {
 class Scanner {
   private at = 0;
   private readonly text: string;
+  /** The hashes' words by item index, grown when a batch holds more items than first thought. */
+  words: Uint32Array;
 
   constructor(private readonly bytes: Buffer) {
     this.text = bytes.toString('latin1');
+    this.words = new Uint32Array(
+      HASH_WORDS * (1 + Math.floor(bytes.length / HASHED_ITEM_BYTES_MIN)),
+    );
   }
 
   body(): BatchBody | null {
@@ -100,7 +126,7 @@ class Scanner {
     if (!this.take(0x5b)) return null;
     const items: BatchItem[] = [];
     do {
-      const item = this.item();
+      const item = this.item(items.length);
       if (item === null) return null;
       items.push(item);
     } while (this.take(COMMA));
@@ -108,7 +134,7 @@ class Scanner {
   }
 
   /** One key; null unless it has a known type and each member at most once. */
-  private item(): BatchItem | null {
+  private item(index: number): BatchItem | null {
     if (!this.take(0x7b)) return null;
     let type: LookupKeyType | null = null;
     let identifier: string | null = null;
@@ -119,7 +145,7 @@ class Scanner {
       if (this.name(NAMES.identifier_type)) {
         if (type !== null || (type = this.keyType()) === null) return null;
       } else if (this.name(NAMES.identifier_hash)) {
-        if (hash !== null || (hash = this.hash()) === null) return null;
+        if (hash !== null || (hash = this.hash(index)) === null) return null;
       } else if (this.name(NAMES.identifier)) {
         if (identifier !== null || (identifier = this.string(IDENTIFIER_LENGTH_MAX)) === null)
           return null;
@@ -159,14 +185,28 @@ class Scanner {
     return null;
   }
 
-  /** 64 lowercase hex digits (the schema's Sha256Hex). */
-  private hash(): string | null {
+  /**
+   * 64 lowercase hex digits (the schema's Sha256Hex); the first HASH_WORDS words of their value
+   * go to the words of item `index` as each digit is checked.
+   */
+  private hash(index: number): string | null {
     if (!this.take(QUOTE)) return null;
     const start = this.at;
     const end = start + HASH_LENGTH;
     const bytes = this.bytes;
     if (end >= bytes.length) return null;
-    for (let i = start; i < end; i++) if (HEX_DIGIT[bytes[i]!] === 0) return null;
+    const words = this.wordsFor(index);
+    let i = start;
+    for (let w = 0; w < HASH_WORDS; w++) {
+      let word = 0;
+      for (const last = i + DIGITS_PER_WORD; i < last; i++) {
+        const nibble = NIBBLE[bytes[i]!]!;
+        if (nibble === NOT_HEX) return null;
+        word = (word << 4) | nibble;
+      }
+      words[index * HASH_WORDS + w] = word;
+    }
+    for (; i < end; i++) if (NIBBLE[bytes[i]!] === NOT_HEX) return null;
     if (bytes[end] !== QUOTE) return null;
     this.at = end + 1;
     return this.text.slice(start, end);
@@ -185,6 +225,16 @@ class Scanner {
     if (i === start || i - start > lengthMax) return null;
     this.at = i + 1;
     return this.text.slice(start, i);
+  }
+
+  /** The words, with room for item `index`. */
+  private wordsFor(index: number): Uint32Array {
+    if ((index + 1) * HASH_WORDS > this.words.length) {
+      const grown = new Uint32Array(Math.max(this.words.length * 2, (index + 1) * HASH_WORDS));
+      grown.set(this.words);
+      this.words = grown;
+    }
+    return this.words;
   }
 
   private boolean(): boolean | null {
