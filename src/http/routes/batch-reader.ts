@@ -6,7 +6,9 @@
 // unknown or repeated member, an empty list, a value of the wrong type or length) is not
 // recognised, and the caller reads the body with the strict reader and the schema as before, so
 // P2 (I-JSON), depth, limits and every refusal stay exactly theirs. The scanner only accepts a
-// subset of what they accept, with the same value (batch-reader.test.ts compares them).
+// subset of what they accept, with the same value (batch-reader.test.ts compares them). Bytes
+// are compared and hex digits checked four at a time, and each hash's first 128 bits are decoded
+// as they are checked, so the index is probed without parsing the hex again (findWords).
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js';
 import type { LookupKeyType } from '../../protocol/identifiers.js';
 
@@ -22,6 +24,8 @@ export interface BatchBody {
   signed?: boolean;
 }
 
+/** Bytes the scanner reads at once (a 32-bit word). */
+const BYTES_PER_QUAD = 4;
 /** The key types of lookup (SPEC D), each with its closing quote, to match in place. */
 const KEY_TYPES: readonly LookupKeyType[] = [
   'email',
@@ -32,7 +36,19 @@ const KEY_TYPES: readonly LookupKeyType[] = [
   'tax',
   'address',
 ];
-const latin1 = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+/** Text to find in place: its bytes four at a time (little-endian words), then the rest. */
+interface Written {
+  length: number;
+  quads: Uint32Array;
+  tail: Uint8Array;
+}
+const latin1 = (text: string): Written => {
+  const bytes = Buffer.from(text, 'latin1');
+  const whole = bytes.length - (bytes.length % BYTES_PER_QUAD);
+  const quads = new Uint32Array(whole / BYTES_PER_QUAD);
+  quads.forEach((_, q) => (quads[q] = bytes.readUInt32LE(q * BYTES_PER_QUAD)));
+  return { length: bytes.length, quads, tail: bytes.subarray(whole) };
+};
 const QUOTED_KEY_TYPES = KEY_TYPES.map((t) => latin1(`${t}"`));
 /** Member names with their closing quote, as bytes to compare in place. */
 const NAMES = {
@@ -43,19 +59,32 @@ const NAMES = {
   identifier: latin1('identifier"'),
   nonce: latin1('nonce"'),
 };
-const LITERALS: readonly [Uint8Array, boolean][] = [
+const LITERALS: readonly [Written, boolean][] = [
   [latin1('true'), true],
   [latin1('false'), false],
 ];
-/** The value of each byte that is a lowercase hex digit; NOT_HEX for every other byte. */
-const NOT_HEX = 16;
-const NIBBLE = new Uint8Array(256).fill(NOT_HEX);
-latin1('0123456789abcdef').forEach((c, value) => (NIBBLE[c] = value));
+/**
+ * The value of four lowercase hex digits read as one little-endian 32-bit word (the first digit
+ * in the low byte), or -1 if any of the four is not one: each byte is tested for '0'-'9' and
+ * 'a'-'f' by adding to it the distance to a bound and reading bit 7, four bytes at a time (no
+ * carry crosses a byte, every byte being below 0x80 when the answer counts).
+ */
+export function hexQuad(x: number): number {
+  // tidy: format (per-byte distances to '0', past '9', 'a' and past 'f', and masks)
+  const digit = (x + 0x50505050) & ~(x + 0x46464646);
+  const letter = (x + 0x1f1f1f1f) & ~(x + 0x19191919);
+  const high = 0x80808080 | 0;
+  if ((x & high) !== 0 || ((digit | letter) & high) !== high) return -1;
+  // Low nibble, plus 9 for a letter (bit 6 set).
+  const v = (x & 0x0f0f0f0f) + ((x >>> 6) & 0x01010101) * 9;
+  return ((v & 0xf) << 12) | (((v >>> 8) & 0xf) << 8) | (((v >>> 16) & 0xf) << 4) | (v >>> 24);
+}
 /** Hex digits of a SHA-256 (P8). */
 const HASH_LENGTH = 64;
 /** What the index keeps of a hash (src/directory/index.ts): its first 128 bits, as words. */
 export const HASH_WORDS = 4;
 const DIGITS_PER_WORD = 8;
+const QUAD_BITS = 16;
 /** The fewest bytes an item with a hash takes, to size the words before the items are counted. */
 const HASHED_ITEM_BYTES_MIN = HASH_LENGTH + 2;
 
@@ -94,11 +123,14 @@ export function readUsualBatchKeys(bytes: Buffer): UsualBatch | null {
 class Scanner {
   private at = 0;
   private readonly text: string;
+  /** The bytes four at a time (hex digits, see hexQuad). */
+  private readonly view: DataView;
   /** The hashes' words by item index, grown when a batch holds more items than first thought. */
   words: Uint32Array;
 
   constructor(private readonly bytes: Buffer) {
     this.text = bytes.toString('latin1');
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     this.words = new Uint32Array(
       HASH_WORDS * (1 + Math.floor(bytes.length / HASHED_ITEM_BYTES_MIN)),
     );
@@ -165,7 +197,7 @@ class Scanner {
    * A member name already opened by its quote, its closing quote and the colon after it; the
    * position moves only when all three are there.
    */
-  private name(quoted: Uint8Array): boolean {
+  private name(quoted: Written): boolean {
     if (!this.matches(quoted)) return false;
     const start = this.at;
     this.at += quoted.length;
@@ -196,17 +228,15 @@ class Scanner {
     const bytes = this.bytes;
     if (end >= bytes.length) return null;
     const words = this.wordsFor(index);
+    const view = this.view;
     let i = start;
-    for (let w = 0; w < HASH_WORDS; w++) {
-      let word = 0;
-      for (const last = i + DIGITS_PER_WORD; i < last; i++) {
-        const nibble = NIBBLE[bytes[i]!]!;
-        if (nibble === NOT_HEX) return null;
-        word = (word << 4) | nibble;
-      }
-      words[index * HASH_WORDS + w] = word;
+    for (let w = 0; w < HASH_WORDS; w++, i += DIGITS_PER_WORD) {
+      const high = hexQuad(view.getUint32(i, true));
+      const low = hexQuad(view.getUint32(i + BYTES_PER_QUAD, true));
+      if ((high | low) < 0) return null;
+      words[index * HASH_WORDS + w] = (high << QUAD_BITS) | low;
     }
-    for (; i < end; i++) if (NIBBLE[bytes[i]!] === NOT_HEX) return null;
+    for (; i < end; i += BYTES_PER_QUAD) if (hexQuad(view.getUint32(i, true)) < 0) return null;
     if (bytes[end] !== QUOTE) return null;
     this.at = end + 1;
     return this.text.slice(start, end);
@@ -248,12 +278,16 @@ class Scanner {
     return null;
   }
 
-  /** Whether `expected` is written at the position. */
-  private matches(expected: Uint8Array): boolean {
+  /** Whether `expected` is written at the position (compared four bytes at a time). */
+  private matches(expected: Written): boolean {
     const bytes = this.bytes;
-    const at = this.at;
+    const view = this.view;
+    const { quads, tail } = expected;
+    let at = this.at;
     if (at + expected.length > bytes.length) return false;
-    for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+    for (let q = 0; q < quads.length; q++, at += BYTES_PER_QUAD)
+      if (view.getUint32(at, true) !== quads[q]) return false;
+    for (let i = 0; i < tail.length; i++) if (bytes[at + i] !== tail[i]) return false;
     return true;
   }
 
