@@ -164,7 +164,21 @@ export class DirectoryIndex {
 
   /** The holder of a visible key of this type, or null: one probe sequence whatever the answer. */
   find(hashHex: string, identifierType: string): Holder | null {
-    const value = this.values[this.slotOf(hashHex, false)]!;
+    return this.holderAt(this.slotOf(hashHex, false), identifierType);
+  }
+
+  /**
+   * `find` of a key given as the four 32-bit words of its hash's first 128 bits, from `at` in
+   * `words` (a reader that decoded the hex digits as it checked them): the same probe sequence.
+   */
+  findWords(words: Uint32Array, at: number, identifierType: string): Holder | null {
+    const p = this.probe;
+    for (let w = 0; w < WORDS_PER_KEY; w++) p[w] = words[at + w]!;
+    return this.holderAt(this.probedSlot(false), identifierType);
+  }
+
+  private holderAt(slot: number, identifierType: string): Holder | null {
+    const value = this.values[slot]!;
     const visible = (value & 3) !== 0 && ((value >>> 2) & 7) === typeCode(identifierType);
     return visible ? this.holders[value >>> HOLDER_SHIFT]! : null;
   }
@@ -183,6 +197,12 @@ export class DirectoryIndex {
     const p = this.probe;
     for (let w = 0; w < WORDS_PER_KEY; w++)
       p[w] = parseInt(hashHex.slice(w * 8, w * 8 + 8), 16) >>> 0;
+    return this.probedSlot(claim);
+  }
+
+  /** `slotOf` of the key already in `probe`. */
+  private probedSlot(claim: boolean): number {
+    const p = this.probe;
     let slot = (p[0]! ^ p[3]!) & this.mask;
     for (;;) {
       const base = slot * WORDS_PER_KEY;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js';
 import { validator } from '../../protocol/schemas.js';
 import { validBody } from '../services.js';
-import { readUsualBatch } from './batch-reader.js';
+import { hexQuad, readUsualBatch, readUsualBatchKeys } from './batch-reader.js';
 import { Batch, batchBody } from './sonar.js';
 import { mulberry32 } from '../../../bench/request-plans.js';
 
@@ -199,5 +199,62 @@ describe('the usual batch body (SPEC D) read by the scanner and by the strict re
       items: [{ identifier_type: 'email', identifier_hash: H }],
       signed: true,
     });
+  });
+});
+
+/** hexQuad's answer by a byte at a time: the digits' value, or -1 when one is not a digit. */
+function quadByBytes(x: number): number {
+  let value = 0;
+  for (let lane = 0; lane < 4; lane++) {
+    const digit = '0123456789abcdef'.indexOf(String.fromCharCode((x >>> (lane * 8)) & 0xff));
+    if (digit < 0) return -1;
+    value = (value << 4) | digit;
+  }
+  return value;
+}
+
+describe('the hashes read four digits at a time (hexQuad) and decoded as words', () => {
+  it('tests every byte value in every position of four, and random words', () => {
+    for (let lane = 0; lane < 4; lane++) {
+      for (let b = 0; b < 256; b++) {
+        // The other three bytes are digits ('7'), so the answer turns on this byte alone.
+        const x = ((0x37373737 & ~(0xff << (lane * 8))) | (b << (lane * 8))) >>> 0;
+        expect(hexQuad(x), `byte ${b} at ${lane}`).toBe(quadByBytes(x));
+      }
+    }
+    const random = seeded(0x4e4);
+    for (let n = 0; n < 20_000; n++) {
+      const x = Math.floor(random() * 2 ** 32);
+      expect(hexQuad(x)).toBe(quadByBytes(x));
+    }
+    const digits = '0123456789abcdef';
+    for (let n = 0; n < 20_000; n++) {
+      const text = Array.from({ length: 4 }, () => digits[Math.floor(random() * 16)]).join('');
+      expect(hexQuad(Buffer.from(text, 'latin1').readUInt32LE(0))).toBe(parseInt(text, 16));
+    }
+  });
+
+  it("gives each hashed item's first 128 bits at its index, however many items", () => {
+    const random = seeded(0x3017);
+    for (const n of [1, 7, 500, 2000]) {
+      // Short clear identifiers between the hashes: more items than the words were first sized for.
+      const items = Array.from({ length: n }, (_, i) =>
+        i % 4 === 0
+          ? `{"identifier_hash":"${hashOf(Math.floor(random() * 1e6))}","identifier_type":"lei"}`
+          : `{"identifier_type":"email","identifier":"u${i}"}`,
+      );
+      const read = readUsualBatchKeys(Buffer.from(`{"items":[${items.join(',')}]}`));
+      expect(read).not.toBeNull();
+      read!.body.items.forEach((item, i) => {
+        const hex = item.identifier_hash;
+        if (hex === undefined) return;
+        const words = Array.from({ length: 4 }, (_, w) =>
+          parseInt(hex.slice(w * 8, w * 8 + 8), 16),
+        );
+        expect(Array.from(read!.words.subarray(i * 4, i * 4 + 4)), `item ${i}`).toStrictEqual(
+          words,
+        );
+      });
+    }
   });
 });

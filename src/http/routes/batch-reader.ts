@@ -6,7 +6,9 @@
 // unknown or repeated member, an empty list, a value of the wrong type or length) is not
 // recognised, and the caller reads the body with the strict reader and the schema as before, so
 // P2 (I-JSON), depth, limits and every refusal stay exactly theirs. The scanner only accepts a
-// subset of what they accept, with the same value (batch-reader.test.ts compares them).
+// subset of what they accept, with the same value (batch-reader.test.ts compares them). Bytes
+// are compared and hex digits checked four at a time, and each hash's first 128 bits are decoded
+// as they are checked, so the index is probed without parsing the hex again (findWords).
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js';
 import type { LookupKeyType } from '../../protocol/identifiers.js';
 
@@ -22,6 +24,8 @@ export interface BatchBody {
   signed?: boolean;
 }
 
+/** Bytes the scanner reads at once (a 32-bit word). */
+const BYTES_PER_QUAD = 4;
 /** The key types of lookup (SPEC D), each with its closing quote, to match in place. */
 const KEY_TYPES: readonly LookupKeyType[] = [
   'email',
@@ -32,7 +36,19 @@ const KEY_TYPES: readonly LookupKeyType[] = [
   'tax',
   'address',
 ];
-const latin1 = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+/** Text to find in place: its bytes four at a time (little-endian words), then the rest. */
+interface Written {
+  length: number;
+  quads: Uint32Array;
+  tail: Uint8Array;
+}
+const latin1 = (text: string): Written => {
+  const bytes = Buffer.from(text, 'latin1');
+  const whole = bytes.length - (bytes.length % BYTES_PER_QUAD);
+  const quads = new Uint32Array(whole / BYTES_PER_QUAD);
+  quads.forEach((_, q) => (quads[q] = bytes.readUInt32LE(q * BYTES_PER_QUAD)));
+  return { length: bytes.length, quads, tail: bytes.subarray(whole) };
+};
 const QUOTED_KEY_TYPES = KEY_TYPES.map((t) => latin1(`${t}"`));
 /** Member names with their closing quote, as bytes to compare in place. */
 const NAMES = {
@@ -43,15 +59,34 @@ const NAMES = {
   identifier: latin1('identifier"'),
   nonce: latin1('nonce"'),
 };
-const LITERALS: readonly [Uint8Array, boolean][] = [
+const LITERALS: readonly [Written, boolean][] = [
   [latin1('true'), true],
   [latin1('false'), false],
 ];
-/** 1 for the bytes of lowercase hex digits. */
-const HEX_DIGIT = new Uint8Array(256);
-for (const c of latin1('0123456789abcdef')) HEX_DIGIT[c] = 1;
+/**
+ * The value of four lowercase hex digits read as one little-endian 32-bit word (the first digit
+ * in the low byte), or -1 if any of the four is not one: each byte is tested for '0'-'9' and
+ * 'a'-'f' by adding to it the distance to a bound and reading bit 7, four bytes at a time (no
+ * carry crosses a byte, every byte being below 0x80 when the answer counts).
+ */
+export function hexQuad(x: number): number {
+  // tidy: format (per-byte distances to '0', past '9', 'a' and past 'f', and masks)
+  const digit = (x + 0x50505050) & ~(x + 0x46464646);
+  const letter = (x + 0x1f1f1f1f) & ~(x + 0x19191919);
+  const high = 0x80808080 | 0;
+  if ((x & high) !== 0 || ((digit | letter) & high) !== high) return -1;
+  // Low nibble, plus 9 for a letter (bit 6 set).
+  const v = (x & 0x0f0f0f0f) + ((x >>> 6) & 0x01010101) * 9;
+  return ((v & 0xf) << 12) | (((v >>> 8) & 0xf) << 8) | (((v >>> 16) & 0xf) << 4) | (v >>> 24);
+}
 /** Hex digits of a SHA-256 (P8). */
 const HASH_LENGTH = 64;
+/** What the index keeps of a hash (src/directory/index.ts): its first 128 bits, as words. */
+export const HASH_WORDS = 4;
+const DIGITS_PER_WORD = 8;
+const QUAD_BITS = 16;
+/** The fewest bytes an item with a hash takes, to size the words before the items are counted. */
+const HASHED_ITEM_BYTES_MIN = HASH_LENGTH + 2;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -60,10 +95,25 @@ const COMMA = 0x2c;
 const PRINTABLE_FIRST = 0x20;
 const PRINTABLE_LAST = 0x7e;
 
+/**
+ * A body read by the scanner, with the first HASH_WORDS words of each item's `identifier_hash`
+ * decoded on the way (from `HASH_WORDS * i` for item i; unset for an item without a hash).
+ */
+export interface UsualBatch {
+  body: BatchBody;
+  words: Uint32Array;
+}
+
 /** The body as the route's schema would accept it, or null when it is not of the usual shape. */
 export function readUsualBatch(bytes: Buffer): BatchBody | null {
+  return readUsualBatchKeys(bytes)?.body ?? null;
+}
+
+/** readUsualBatch, with the hashes' words for the index (DirectoryIndex.findWords). */
+export function readUsualBatchKeys(bytes: Buffer): UsualBatch | null {
   const scanner = new Scanner(bytes);
-  return scanner.body();
+  const body = scanner.body();
+  return body === null ? null : { body, words: scanner.words };
 }
 
 /**
@@ -73,9 +123,17 @@ export function readUsualBatch(bytes: Buffer): BatchBody | null {
 class Scanner {
   private at = 0;
   private readonly text: string;
+  /** The bytes four at a time (hex digits, see hexQuad). */
+  private readonly view: DataView;
+  /** The hashes' words by item index, grown when a batch holds more items than first thought. */
+  words: Uint32Array;
 
   constructor(private readonly bytes: Buffer) {
     this.text = bytes.toString('latin1');
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+    this.words = new Uint32Array(
+      HASH_WORDS * (1 + Math.floor(bytes.length / HASHED_ITEM_BYTES_MIN)),
+    );
   }
 
   body(): BatchBody | null {
@@ -100,7 +158,7 @@ class Scanner {
     if (!this.take(0x5b)) return null;
     const items: BatchItem[] = [];
     do {
-      const item = this.item();
+      const item = this.item(items.length);
       if (item === null) return null;
       items.push(item);
     } while (this.take(COMMA));
@@ -108,7 +166,7 @@ class Scanner {
   }
 
   /** One key; null unless it has a known type and each member at most once. */
-  private item(): BatchItem | null {
+  private item(index: number): BatchItem | null {
     if (!this.take(0x7b)) return null;
     let type: LookupKeyType | null = null;
     let identifier: string | null = null;
@@ -119,7 +177,7 @@ class Scanner {
       if (this.name(NAMES.identifier_type)) {
         if (type !== null || (type = this.keyType()) === null) return null;
       } else if (this.name(NAMES.identifier_hash)) {
-        if (hash !== null || (hash = this.hash()) === null) return null;
+        if (hash !== null || (hash = this.hash(index)) === null) return null;
       } else if (this.name(NAMES.identifier)) {
         if (identifier !== null || (identifier = this.string(IDENTIFIER_LENGTH_MAX)) === null)
           return null;
@@ -139,7 +197,7 @@ class Scanner {
    * A member name already opened by its quote, its closing quote and the colon after it; the
    * position moves only when all three are there.
    */
-  private name(quoted: Uint8Array): boolean {
+  private name(quoted: Written): boolean {
     if (!this.matches(quoted)) return false;
     const start = this.at;
     this.at += quoted.length;
@@ -159,14 +217,26 @@ class Scanner {
     return null;
   }
 
-  /** 64 lowercase hex digits (the schema's Sha256Hex). */
-  private hash(): string | null {
+  /**
+   * 64 lowercase hex digits (the schema's Sha256Hex); the first HASH_WORDS words of their value
+   * go to the words of item `index` as each digit is checked.
+   */
+  private hash(index: number): string | null {
     if (!this.take(QUOTE)) return null;
     const start = this.at;
     const end = start + HASH_LENGTH;
     const bytes = this.bytes;
     if (end >= bytes.length) return null;
-    for (let i = start; i < end; i++) if (HEX_DIGIT[bytes[i]!] === 0) return null;
+    const words = this.wordsFor(index);
+    const view = this.view;
+    let i = start;
+    for (let w = 0; w < HASH_WORDS; w++, i += DIGITS_PER_WORD) {
+      const high = hexQuad(view.getUint32(i, true));
+      const low = hexQuad(view.getUint32(i + BYTES_PER_QUAD, true));
+      if ((high | low) < 0) return null;
+      words[index * HASH_WORDS + w] = (high << QUAD_BITS) | low;
+    }
+    for (; i < end; i += BYTES_PER_QUAD) if (hexQuad(view.getUint32(i, true)) < 0) return null;
     if (bytes[end] !== QUOTE) return null;
     this.at = end + 1;
     return this.text.slice(start, end);
@@ -187,6 +257,16 @@ class Scanner {
     return this.text.slice(start, i);
   }
 
+  /** The words, with room for item `index`. */
+  private wordsFor(index: number): Uint32Array {
+    if ((index + 1) * HASH_WORDS > this.words.length) {
+      const grown = new Uint32Array(Math.max(this.words.length * 2, (index + 1) * HASH_WORDS));
+      grown.set(this.words);
+      this.words = grown;
+    }
+    return this.words;
+  }
+
   private boolean(): boolean | null {
     this.space();
     for (const [written, value] of LITERALS) {
@@ -198,12 +278,16 @@ class Scanner {
     return null;
   }
 
-  /** Whether `expected` is written at the position. */
-  private matches(expected: Uint8Array): boolean {
+  /** Whether `expected` is written at the position (compared four bytes at a time). */
+  private matches(expected: Written): boolean {
     const bytes = this.bytes;
-    const at = this.at;
+    const view = this.view;
+    const { quads, tail } = expected;
+    let at = this.at;
     if (at + expected.length > bytes.length) return false;
-    for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+    for (let q = 0; q < quads.length; q++, at += BYTES_PER_QUAD)
+      if (view.getUint32(at, true) !== quads[q]) return false;
+    for (let i = 0; i < tail.length; i++) if (bytes[at + i] !== tail[i]) return false;
     return true;
   }
 
