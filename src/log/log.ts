@@ -63,7 +63,9 @@ export interface Log {
   /**
    * The same value handed to `use` as bytes valid only during the call (the next read may
    * overwrite them): a read that keeps nothing of them makes no copy. What `use` returns, or
-   * undefined when the key has no value.
+   * undefined when the key has no value. It sees every commit of this thread and every commit
+   * made before this thread's last `refresh`; another thread's later commit may stay unseen
+   * until the next refresh (READ_SNAPSHOT_HOLD_MS at most).
    */
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
