@@ -150,6 +150,8 @@ export class LmdbLog implements Log {
    */
   private held: Transaction | null = null;
   private heldTimer: NodeJS.Timeout | null = null;
+  /** Bumped when the held transaction is let go: every peek of one version reads through one. */
+  private heldVersion = 0;
 
   constructor(private readonly env: LmdbEnvironment) {}
 
@@ -178,8 +180,13 @@ export class LmdbLog implements Log {
     if (this.held === null) return;
     this.held.done();
     this.held = null;
+    this.heldVersion++;
     clearTimeout(this.heldTimer!);
     this.heldTimer = null;
+  }
+
+  peekVersion(): number {
+    return this.heldVersion;
   }
 
   private snapshot(): Transaction {

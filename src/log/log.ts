@@ -68,6 +68,11 @@ export interface Log {
    * until the next refresh (READ_SNAPSHOT_HOLD_MS at most).
    */
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined;
+  /**
+   * A number that changes before `peek` may answer differently: while it holds, a key peeks as
+   * the same bytes (or as none), so what was made of them may be used again without a read.
+   */
+  peekVersion(): number;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */
