@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 describe('read-your-writes on public reads', () => {
-  it('a public read right after a move answers the moved receipt, never the one before', async () => {
+  it('a public read right after a move answers the moved receipt, never the earlier', async () => {
     for (let i = 0; i < 12; i++) {
       const issued = await local.post('/receipts', { issued_by: 'payer', via: EUR });
       expect(issued.status).toBe(201);
