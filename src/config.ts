@@ -187,6 +187,12 @@ export const BODY_FIRST_BUFFER_BYTES = 64 * 1024;
 /** Public views kept decoded beside the bytes they came from (services.ts); about 1 KiB each. */
 export const VIEW_CACHE_ENTRIES_MAX = 4_096;
 /**
+ * Longest a thread holds the read transaction it answers public reads through (lmdb-log.ts). It
+ * is renewed on every commit the thread learns of; on a quiet node this bounds how long LMDB
+ * keeps the pages it pins from being reused.
+ */
+export const READ_SNAPSHOT_HOLD_MS = 1_000;
+/**
  * The access log is written in chunks of this size, or at this interval when quieter (P21).
  * Larger chunks make fewer writes, but 128 KiB measured slower than 32 KiB side by side (server
  * CPU per public GET, node / bare, 1.91 and 1.94 against 1.61 and 1.80; requests per second

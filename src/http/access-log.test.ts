@@ -118,6 +118,35 @@ describe('AccessLog', () => {
     });
   });
 
+  it('writes names and methods beyond ASCII as UTF-8, in every chunk they reach', async () => {
+    const file = join(dir, 'wide.log');
+    const fd = openSync(file, 'w');
+    const log = new AccessLog({ sample: 1, dest: fd });
+    const wide = { ...answers[3]!, member: 'bêta' };
+    // The member's name is kept from the first chunk; the second reaches beyond ASCII only by it.
+    log.record({ ...wide, requestId: 'w-0' });
+    log.flushSync();
+    log.record({ ...answers[0]!, requestId: 'w-1' });
+    log.record({ ...wide, requestId: 'w-2' });
+    log.flushSync();
+    log.record({ ...answers[2]!, requestId: 'w-3', method: 'PÜT' });
+    log.flushSync();
+    const text = await waitFor('the lines', () => {
+      const all = readFileSync(file, 'utf8');
+      return all.split('\n').length > 4 && all;
+    });
+    closeSync(fd);
+    const lines = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { request_id: string; member: string; method: string });
+    const by = new Map(lines.map((line) => [line.request_id, line]));
+    expect(by.get('w-0')?.member).toBe('bêta');
+    expect(by.get('w-1')?.member).toBeNull();
+    expect(by.get('w-2')?.member).toBe('bêta');
+    expect(by.get('w-3')?.method).toBe('PÜT');
+  });
+
   it('writes every line at the default sample, refusals only at sample 0', async () => {
     const many = Array.from({ length: 3000 }, (_, i) => ({
       ...answers[i % answers.length]!,

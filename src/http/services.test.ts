@@ -58,4 +58,21 @@ describe('viewReply on LMDB', () => {
     expect(text(viewReply({ log }, 'rcp_x'))).toBe(body('again'));
     expect(text(before)).toBe(body('first'));
   });
+
+  it("serves another writer's commit once refreshed, the old view read before or not", async () => {
+    await commit('rcp_y', body('first'));
+    const other = new LmdbLog(openEnvironment(dir));
+    try {
+      for (let i = 0; i < 3; i++) expect(text(viewReply({ log }, 'rcp_y'))).toBe(body('first'));
+      const bytes = encodeView({ status: 200, body: body('moved'), signed: true });
+      await other.write([{ table: 'views', key: 'rcp_y', bytes }]);
+      log.refresh();
+      expect(text(viewReply({ log }, 'rcp_y'))).toBe(body('moved'));
+      await other.write([{ table: 'views', key: 'rcp_y', bytes: null }]);
+      log.refresh();
+      expect(viewReply({ log }, 'rcp_y')).toBeNull();
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -43,19 +43,29 @@ export interface Services {
 }
 
 /**
- * Views last read, by key, with the stored bytes they were decoded from. A read still takes the
- * committed bytes from the log every time; when they are the very bytes decoded last time for
- * that key, their checksum and decoding are not done again (a public read is answered in a few
- * microseconds, and those were a fifth of it). Entries of any node in the process may share the
- * map: equal bytes decode to the same view wherever they come from.
+ * Views last read, by key, with the stored bytes they were decoded from and the log and its peek
+ * version they were read at. While that version holds, the key still has those bytes and the view
+ * is answered without a read (the read was a tenth of a public GET's CPU). Otherwise the committed
+ * bytes are read, and when they are the very bytes decoded last time for that key their checksum
+ * and decoding are not done again (those were a fifth). Entries of any node in the process may
+ * share the map: equal bytes decode to the same view wherever they come from.
  */
-const decodedViews = new Map<string, { bytes: Buffer; view: View; reply: HttpReply }>();
+const decodedViews = new Map<string, DecodedView>();
+
+interface DecodedView {
+  bytes: Buffer;
+  view: View;
+  reply: HttpReply;
+  /** The log and its peek version the bytes were last read at (set by viewReply). */
+  log: Log | null;
+  version: number;
+}
 
 /**
  * The view of the committed `bytes`, which the log lends for this call only: they are compared
  * where they lie, and copied only when they are new (the answer is written later, from the copy).
  */
-function decoded(bytes: Buffer, key: string): { view: View; reply: HttpReply } {
+function decoded(bytes: Buffer, key: string): DecodedView {
   const known = decodedViews.get(key);
   if (known !== undefined && known.bytes.equals(bytes)) return known;
   const own = Buffer.from(bytes);
@@ -65,15 +75,22 @@ function decoded(bytes: Buffer, key: string): { view: View; reply: HttpReply } {
   if (known === undefined && decodedViews.size >= VIEW_CACHE_ENTRIES_MAX) {
     decodedViews.delete(decodedViews.keys().next().value!);
   }
-  const entry = { bytes: own, view, reply };
+  const entry = { bytes: own, view, reply, log: null, version: 0 };
   decodedViews.set(key, entry);
   return entry;
 }
 
 /** A committed public answer, or null when there is none for the key. */
 export function viewReply(services: Pick<Services, 'log'>, key: string): HttpReply | null {
-  const found = services.log.peek('views', key, decoded);
-  if (found === undefined) return null;
+  const { log } = services;
+  const version = log.peekVersion();
+  let found = decodedViews.get(key);
+  if (found === undefined || found.log !== log || found.version !== version) {
+    found = log.peek('views', key, decoded);
+    if (found === undefined) return null;
+    found.log = log;
+    found.version = version;
+  }
   const { view, reply } = found;
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
     return failure(expiredRefusal(view.expiry.code as ErrorCode));

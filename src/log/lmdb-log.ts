@@ -10,8 +10,8 @@
 // group commit.
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { PRIVATE_DIR_MODE } from '../config.js';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { PRIVATE_DIR_MODE, READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
 export interface LmdbEnvironment {
@@ -131,11 +131,27 @@ export function checkDataFile(path: string): void {
   }
 }
 
+/** lmdb-js's getBinaryFast takes the read options of `get`; its types declare only the key. */
+interface ReadsInTransaction {
+  getBinaryFast(key: string, options: { transaction: Transaction }): Buffer | undefined;
+}
+
 export class LmdbLog implements Log {
   /** The log table read without a copy of each value (replay), opened when first asked for. */
   private replayTable: Database<unknown, [number, number]> | null = null;
   /** The decoder of the replay step under way: lmdb-js calls it inside the iterator's step. */
   private decoding: ((bytes: Buffer) => unknown) | null = null;
+  /**
+   * The read transaction `peek` reads through, held across event turns. lmdb-js's own reads
+   * renew a transaction in every turn they read in and schedule a timer to reset it (about a
+   * seventh of a public GET's CPU); this one is renewed only when the thread learns of a commit
+   * (`refresh`, and after this thread's own writes) or when it has been held for
+   * READ_SNAPSHOT_HOLD_MS, so that LMDB is not kept from reusing the pages it pins for long.
+   */
+  private held: Transaction | null = null;
+  private heldTimer: NodeJS.Timeout | null = null;
+  /** Bumped when the held transaction is let go: every peek of one version reads through one. */
+  private heldVersion = 0;
 
   constructor(private readonly env: LmdbEnvironment) {}
 
@@ -150,10 +166,36 @@ export class LmdbLog implements Log {
       last = w.bytes === null ? tables[w.table].remove(w.key) : tables[w.table].put(w.key, w.bytes);
     await last;
     await root.flushed;
+    // This thread reads its own writes (lmdb-js resets its shared read transaction itself).
+    this.release();
   }
 
   refresh(): void {
+    this.release();
     this.env.root.resetReadTxn();
+  }
+
+  /** Lets go of the held read transaction: the next `peek` starts one that sees every commit. */
+  private release(): void {
+    if (this.held === null) return;
+    this.held.done();
+    this.held = null;
+    this.heldVersion++;
+    clearTimeout(this.heldTimer!);
+    this.heldTimer = null;
+  }
+
+  peekVersion(): number {
+    return this.heldVersion;
+  }
+
+  private snapshot(): Transaction {
+    if (this.held !== null) return this.held;
+    this.held = this.env.root.useReadTransaction();
+    this.heldTimer = setTimeout(() => this.release(), READ_SNAPSHOT_HOLD_MS);
+    // A held snapshot never keeps the process alive.
+    this.heldTimer.unref();
+    return this.held;
   }
 
   get(table: Table, key: string): Buffer | undefined {
@@ -168,7 +210,8 @@ export class LmdbLog implements Log {
    * without an end) see all of it. `use` is handed a view cut to the value.
    */
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
-    const shared = this.env.tables[table].getBinaryFast(key);
+    const source = this.env.tables[table] as unknown as ReadsInTransaction;
+    const shared = source.getBinaryFast(key, { transaction: this.snapshot() });
     if (shared === undefined) return undefined;
     const size = shared.length;
     const exact =
@@ -247,6 +290,7 @@ export class LmdbLog implements Log {
 
   async close(): Promise<void> {
     await this.env.root.flushed;
+    this.release();
     await this.env.root.close();
   }
 }

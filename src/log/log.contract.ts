@@ -153,6 +153,24 @@ export function logContract(name: string, factory: LogFactory): void {
         expect(log.peek('views', 'v', (bytes) => bytes.toString())).toBeUndefined();
       }));
 
+    it('changes the peek version before a peek can answer differently', () =>
+      withLog(async (log) => {
+        await log.write([row('views', 'v', 'first')]);
+        log.refresh();
+        const first = log.peekVersion();
+        expect(log.peek('views', 'v', (bytes) => bytes.toString())).toBe('first');
+        expect(log.peekVersion()).toBe(first);
+        await log.write([row('views', 'v', 'again')]);
+        log.refresh();
+        const again = log.peekVersion();
+        expect(again).not.toBe(first);
+        expect(log.peek('views', 'v', (bytes) => bytes.toString())).toBe('again');
+        await log.write([row('views', 'v', null)]);
+        log.refresh();
+        expect(log.peekVersion()).not.toBe(again);
+        expect(log.peek('views', 'v', (bytes) => bytes.toString())).toBeUndefined();
+      }));
+
     it('lends a value larger than any read buffer whole', () =>
       withLog(async (log) => {
         // lmdb-js hands values over 16 MiB as a view of the map rather than a copy.

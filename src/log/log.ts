@@ -63,9 +63,16 @@ export interface Log {
   /**
    * The same value handed to `use` as bytes valid only during the call (the next read may
    * overwrite them): a read that keeps nothing of them makes no copy. What `use` returns, or
-   * undefined when the key has no value.
+   * undefined when the key has no value. It sees every commit of this thread and every commit
+   * made before this thread's last `refresh`; another thread's later commit may stay unseen
+   * until the next refresh (READ_SNAPSHOT_HOLD_MS at most).
    */
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined;
+  /**
+   * A number that changes before `peek` may answer differently: while it holds, a key peeks as
+   * the same bytes (or as none), so what was made of them may be used again without a read.
+   */
+  peekVersion(): number;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */

@@ -32,6 +32,8 @@ export class MemoryLog implements Log {
     resends: new Map(),
   };
   private pending: Pending[] = [];
+  /** Bumped by every change to the tables: peeks read them as they are. */
+  private version = 0;
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
   constructor(private readonly options: { autoFlush: boolean } = { autoFlush: true }) {}
@@ -47,6 +49,7 @@ export class MemoryLog implements Log {
   flush(): void {
     const batch = this.pending;
     this.pending = [];
+    this.version++;
     for (const p of batch) {
       for (const e of p.entries) {
         const list = this.records.get(e.partition) ?? [];
@@ -95,12 +98,17 @@ export class MemoryLog implements Log {
     return this.tables[table].get(key);
   }
 
+  peekVersion(): number {
+    return this.version;
+  }
+
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
     const bytes = this.tables[table].get(key);
     return bytes === undefined ? undefined : use(bytes, key);
   }
 
   async write(writes: readonly TableWrite[]): Promise<void> {
+    this.version++;
     for (const w of writes) {
       if (w.bytes === null) this.tables[w.table].delete(w.key);
       else this.tables[w.table].set(w.key, w.bytes);
