@@ -218,7 +218,8 @@ export class ShardPool {
       lent: this.helpersOf(index, partitions),
       operatorWebhooks: this.options.operatorWebhooks,
     };
-    const worker = new Worker(new URL('./worker.js', import.meta.url), {
+    // The entry as bundled into one file (scripts/bundle.ts): it loads in a fraction of the time.
+    const worker = new Worker(new URL('../bundled/worker.js', import.meta.url), {
       workerData: data,
       transferList: data.lent.map((l) => l.port),
       resourceLimits: {

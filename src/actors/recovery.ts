@@ -45,7 +45,8 @@ export function startHelpers(options: {
     const share = partitions.filter((_, i) => i % (helpers + 1) === h + 1);
     const { port1, port2 } = new MessageChannel();
     const workerData: RecoveryHelperData = { dataDir, partitions: share, port: port1 };
-    const thread = new Worker(new URL('./recovery-helper.js', import.meta.url), {
+    // The entry as bundled into one file (scripts/bundle.ts), as the worker's is.
+    const thread = new Worker(new URL('../bundled/recovery-helper.js', import.meta.url), {
       workerData,
       transferList: [port1],
       resourceLimits: {
