@@ -2,9 +2,15 @@
 // minified ES module under dist/assets/. A bundle is for browsers, so anything that pulls in a
 // Node built-in (`node:fs`, or `fs` written without the prefix) fails the build, naming the
 // importer. Other entry points (the pages' scripts) are added to BROWSER_ENTRIES.
+// Server bundles: the node's command line and its thread entries, each bundled from the compiled
+// modules into one file under dist/src/bundled/, which is what runs. Node loads one file in a
+// fraction of the time it takes to resolve and load several hundred modules one by one, and a
+// start waits for that load three times over (the main thread, then the worker and the recovery
+// helpers it spawns).
 // Usage: node dist/scripts/bundle.js   (run by `npm run build` after tsc)
+import { readFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
@@ -67,16 +73,82 @@ export async function bundle(
   });
 }
 
+/** The server's entry points (compiled modules), and their bundles' names under dist/src/bundled/. */
+export const SERVER_ENTRIES: Record<string, string> = {
+  command: 'dist/src/cli/command.js',
+  worker: 'dist/src/actors/worker.js',
+  'recovery-helper': 'dist/src/actors/recovery-helper.js',
+};
+
+/**
+ * Packages left out of the server bundles and loaded as they are: native addons (lmdb and the
+ * msgpackr it shares, uWebSockets.js, fs-native-extensions) and pino, whose transports load
+ * files of their own by path.
+ */
+const SERVER_EXTERNAL = ['lmdb', 'msgpackr', 'uWebSockets.js', 'fs-native-extensions', 'pino'];
+
+/**
+ * A module's `import.meta.url` names the file it was compiled to, not the bundle it lands in:
+ * the files it finds beside it (page assets, the shipped connectors, the thread entries) are
+ * where they were.
+ */
+function ownUrl(outdir: string): Plugin {
+  return {
+    name: 'own-url',
+    setup(on) {
+      on.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        if (!text.includes('import.meta.url')) return undefined;
+        const own = JSON.stringify(relative(outdir, args.path).split('\\').join('/'));
+        return {
+          contents: text.replaceAll('import.meta.url', `new URL(${own}, import.meta.url).href`),
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        };
+      });
+    },
+  };
+}
+
+/** Bundles the server's entries (after tsc) into dist/src/bundled/. */
+export async function bundleServer(root: string = ROOT): Promise<void> {
+  const outdir = join(root, 'dist', 'src', 'bundled');
+  await build({
+    absWorkingDir: root,
+    entryPoints: SERVER_ENTRIES,
+    outdir,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // A package's ES module build where it has one: a CommonJS build may require its own files
+    // by computed paths, which a bundle cannot follow.
+    mainFields: ['module', 'main'],
+    external: SERVER_EXTERNAL,
+    // CommonJS packages bundled into an ES module still call `require` for Node's built-ins.
+    banner: {
+      js:
+        "import { createRequire as bundleRequire } from 'node:module';\n" +
+        'const require = bundleRequire(import.meta.url);',
+    },
+    sourcemap: true,
+    logLevel: 'silent',
+    plugins: [ownUrl(outdir)],
+  });
+}
+
 async function main(): Promise<void> {
   try {
     await bundle();
+    await bundleServer();
   } catch (error) {
     process.stderr.write(`bundle: ${(error as Error).message}\n`);
     process.exit(1);
   }
   const extension = (e: BrowserEntry) => (e.in.endsWith('.css') ? 'css' : 'js');
   const names = BROWSER_ENTRIES.map((e) => `dist/assets/${e.out}.${extension(e)}`).join(', ');
-  process.stdout.write(`bundle: wrote ${names}\n`);
+  const server = Object.keys(SERVER_ENTRIES).map((name) => `dist/src/bundled/${name}.js`);
+  process.stdout.write(`bundle: wrote ${names}, ${server.join(', ')}\n`);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href)

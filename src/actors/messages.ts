@@ -4,7 +4,7 @@ import type { Transferable } from 'node:worker_threads';
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
-import type { Lent } from './recovery.js';
+import type { Helped } from './recovery.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
@@ -18,8 +18,8 @@ export interface WorkerData {
   pepperHex: string;
   limits: Limits;
   dev: boolean;
-  /** Partitions helper threads fold at start, and where they hand them over (recovery.ts). */
-  lent: Lent[];
+  /** The claims of the partitions shared with helper threads at start, and their channels. */
+  helped: Helped;
   operatorWebhooks: boolean;
 }
 

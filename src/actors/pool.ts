@@ -10,7 +10,7 @@ import {
   WORKER_YOUNG_GENERATION_MB,
   type Limits,
 } from '../config.js';
-import { startHelpers, type Lent } from './recovery.js';
+import { startHelpers, type Helped } from './recovery.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
@@ -193,7 +193,7 @@ export class ShardPool {
   }
 
   /** Threads that fold some of a worker's partitions beside it at start (recovery.ts). */
-  private helpersOf(index: number, partitions: number[]): Lent[] {
+  private helpersOf(index: number, partitions: number[]): Helped {
     return startHelpers({
       dataDir: this.options.dataDir,
       partitions,
@@ -216,12 +216,13 @@ export class ShardPool {
       pepperHex: this.options.pepperHex,
       limits: this.options.limits,
       dev: this.options.dev,
-      lent: this.helpersOf(index, partitions),
+      helped: this.helpersOf(index, partitions),
       operatorWebhooks: this.options.operatorWebhooks,
     };
-    const worker = new Worker(new URL('./worker.js', import.meta.url), {
+    // The entry as bundled into one file (scripts/bundle.ts): it loads in a fraction of the time.
+    const worker = new Worker(new URL('../bundled/worker.js', import.meta.url), {
       workerData: data,
-      transferList: data.lent.map((l) => l.port),
+      transferList: data.helped.ports,
       resourceLimits: {
         maxOldGenerationSizeMb: this.options.limits.worker_heap_mb,
         maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB,

@@ -1,23 +1,32 @@
-// Thread entry of a recovery helper: folds the partitions it is given that have no snapshot (the
+// Thread entry of a recovery helper: folds the partitions it claims that have no snapshot (the
 // records, every checksum checked) on a core the shards leave idle at start, and hands each
-// partition's states to its shard, framed, as soon as it is folded, then exits.
+// partition's states to its shard, framed, as soon as it is folded, until none is left to claim.
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { foldPartition, frameFolded, type Held } from './fold.js';
-import type { FromRecoveryHelper, RecoveryHelperData } from './recovery.js';
+import { Claims, type FromRecoveryHelper, type RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
 const port = data.port;
 const env = openEnvironment(data.dataDir);
 const log = new LmdbLog(env);
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
+const claims = new Claims(data.claims, data.partitions);
 
 try {
   // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
   // again and decoded there, which costs the worker more than decoding the snapshot itself.
-  for (const p of data.partitions) {
-    if (env.snapshots.doesExist(p)) continue;
+  for (
+    let p: number | undefined = claims.given(data.helper);
+    p !== undefined;
+    p = claims.fromBack()
+  ) {
+    if (env.snapshots.doesExist(p)) {
+      const left: FromRecoveryHelper = { t: 'left', partition: p };
+      port.postMessage(left);
+      continue;
+    }
     const held = new Map<string, Held>();
     const partition = foldPartition(log, deciders, p, {
       held,

@@ -130,28 +130,28 @@ export class Shard {
   }
 
   /**
-   * Rebuilds every owned partition from its snapshot and the records after it. Partitions in
-   * `elsewhere` are folded by recovery helpers meanwhile (recovery-helper.ts): this shard folds
-   * the others, reading the helpers' partitions into its slots as they come, then any left.
+   * Rebuilds every owned partition from its snapshot and the records after it. Partitions are
+   * claimed from `elsewhere`, shared with recovery helpers (recovery-helper.ts) that fold some
+   * meanwhile: this shard folds those it claims, reading the helpers' partitions into its slots
+   * as they come (and folding those they leave to it), until none is left.
    */
-  async recover(elsewhere = new Elsewhere()): Promise<RecoveryStats> {
+  async recover(elsewhere = Elsewhere.none(this.options.partitions)): Promise<RecoveryStats> {
     const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
     const fold = (p: number) => foldPartition(this.options.log, this.deciders, p, this.into(p));
-    const helped = new Set<number>();
     const handed = () => {
       for (const [p, framed] of elsewhere.arrived()) {
-        this.install(p, unframeFolded(framed, p, this.into(p)), stats);
-        helped.add(p);
+        if (framed === undefined) this.install(p, fold(p), stats);
+        else {
+          this.install(p, unframeFolded(framed, p, this.into(p)), stats);
+          stats.helped++;
+        }
       }
     };
-    for (const p of this.options.partitions) {
-      if (!elsewhere.partitions.has(p)) this.install(p, fold(p), stats);
+    for (let p = elsewhere.claims.fromFront(); p !== undefined; p = elsewhere.claims.fromFront()) {
+      this.install(p, fold(p), stats);
       handed();
     }
     for (handed(); !elsewhere.finished; handed()) await elsewhere.pause();
-    // A helper leaves out the partitions it would not fold faster (those with a snapshot).
-    for (const p of elsewhere.partitions) if (!helped.has(p)) this.install(p, fold(p), stats);
-    stats.helped = helped.size;
     return stats;
   }
 

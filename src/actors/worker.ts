@@ -9,7 +9,7 @@ import { signingKeyFromSeed } from '../protocol/signing.js';
 import { unseal } from '../protocol/sealing.js';
 import { hashKeys } from '../protocol/identifiers.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
-import { Elsewhere } from './recovery.js';
+import { Claims, Elsewhere } from './recovery.js';
 import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
@@ -93,4 +93,7 @@ async function drain(): Promise<void> {
   send({ t: 'drained' });
 }
 
-shard.recover(new Elsewhere(data.lent)).then((stats) => send({ t: 'ready', stats }), fatal);
+const claims = new Claims(data.helped.claims, data.partitions);
+shard
+  .recover(new Elsewhere(claims, data.helped.ports))
+  .then((stats) => send({ t: 'ready', stats }), fatal);

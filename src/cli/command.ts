@@ -1,0 +1,318 @@
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, bulk
+// lookups from a file, the webhook secret, and the network's external clients and members;
+// `--help` or `-h` on any of them prints its usage. It runs bundled into one file (main.ts).
+import { resolve } from 'node:path';
+import {
+  ConfigError,
+  DEFAULT_LIMITS,
+  LOOKUP_FILE_CONCURRENCY_DEFAULT,
+  PRIVATE_UMASK,
+  loadConfig,
+  parseFlags,
+} from '../config.js';
+import { createLogger } from '../logger.js';
+import { BackupRefused, backupDataDir } from '../log/backup.js';
+import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
+import { listen } from './listen.js';
+import { LookupUsageError, lookupFile } from './lookup.js';
+import { withEnvironment } from '../log/lmdb-log.js';
+import { flushAccessLogs, startNode } from '../node.js';
+import { generateSeedHex } from '../protocol/signing.js';
+import { NodeStore } from '../store.js';
+
+/** Each command and its flags (P15); `--help` prints the entries its words name. */
+const COMMANDS: readonly { command: string; flags: string }[] = [
+  {
+    command: 'serve',
+    flags: `[--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
+                  [--base-url URL] [--external-port 8081] [--workers N] [--dev]
+                  [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log-sample 1]
+                  [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
+                  [--connectors-file F] [--log-level info]`,
+  },
+  { command: 'credentials add', flags: '--data-dir D --member NAME --public-key HEX [--local]' },
+  { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
+  { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
+  { command: 'keys rotate', flags: '--data-dir D' },
+  { command: 'backup', flags: '--data-dir D --out DIR' },
+  {
+    command: 'lookup',
+    flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
+                  [--concurrency 2] [--signed] [--resume]`,
+  },
+  { command: 'events list', flags: '--data-dir D [--undelivered]' },
+  { command: 'events show', flags: 'EVENT_ID --data-dir D' },
+  { command: 'events resend', flags: 'EVENT_ID --data-dir D' },
+  {
+    command: 'listen',
+    flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
+                  [--forward-to URL]`,
+  },
+  { command: 'webhooks secret', flags: '--data-dir D' },
+  { command: 'webhooks rotate-secret', flags: '--data-dir D' },
+  {
+    command: 'external-clients add',
+    flags: '--data-dir D --client NAME --public-key HEX --registries R1,R2',
+  },
+  { command: 'external-clients revoke', flags: '--data-dir D --key-id ID' },
+  { command: 'members add', flags: '--data-dir D --member NAME --base-url URL' },
+  { command: 'members remove', flags: '--data-dir D --member NAME' },
+];
+
+const usageOf = (entries: readonly { command: string; flags: string }[]): string =>
+  `usage:\n${entries.map((e) => `  path-node ${e.command} ${e.flags}`).join('\n')}`;
+const USAGE = usageOf(COMMANDS);
+
+class UsageError extends Error {}
+
+type Flags = Record<string, string | true>;
+
+/** `path-node [command [sub]] --help`: the usage of what the words name, or of everything. */
+function helpFor(positional: readonly string[]): string {
+  const named = COMMANDS.filter((c) => positional.every((w, i) => c.command.split(' ')[i] === w));
+  if (named.length === 0) throw new UsageError(`unknown command '${positional.join(' ')}'`);
+  return usageOf(named);
+}
+
+/** A yes-or-no flag: given bare, or as `--name true`. */
+function flag(flags: Flags, name: string): boolean {
+  return flags[name] === true || flags[name] === 'true';
+}
+
+function need(flags: Flags, name: string): string {
+  const v = flags[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+const dataDirOf = (flags: Flags): string =>
+  typeof flags['data-dir'] === 'string'
+    ? flags['data-dir']
+    : (process.env.PATH_DATA_DIR ?? './data');
+
+async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
+  return withEnvironment(dataDirOf(flags), (env) => action(new NodeStore(env)));
+}
+
+async function serve(flags: Flags): Promise<void> {
+  const config = loadConfig(flags);
+  const logger = createLogger(config.logLevel);
+  const fatal = (message: string) => {
+    logger.fatal({ reason: message }, 'cannot continue safely; exiting');
+    flushAccessLogs();
+    process.exit(1);
+  };
+  const node = await startNode(config, logger, fatal);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    node.stop().then(
+      () => {
+        flushAccessLogs();
+        process.exit(0);
+      },
+      (error: unknown) => fatal((error as Error).message),
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function main(argv: string[]): Promise<void> {
+  // P16: every command may create the data directory and its files; they are private from birth.
+  process.umask(PRIVATE_UMASK);
+  const { positional, flags } = parseFlags(argv);
+  if (flags.help === true) {
+    process.stdout.write(`${helpFor(positional)}\n`);
+    return;
+  }
+  const [command, sub] = positional;
+  if (command === 'serve' || command === undefined) return serve(flags);
+  if (command === 'credentials' && (sub === 'add' || sub === 'create'))
+    return addCredential(flags, sub);
+  if (command === 'credentials' && sub === 'revoke') return revokeCredential(flags);
+  if (command === 'external-clients' && sub === 'add') return addExternalClient(flags);
+  if (command === 'external-clients' && sub === 'revoke') return revokeExternalClient(flags);
+  if (command === 'members' && sub === 'add') return addMember(flags);
+  if (command === 'members' && sub === 'remove') return removeMember(flags);
+  if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
+  if (command === 'backup') return backup(flags);
+  if (command === 'lookup') return lookup(flags);
+  if (command === 'events') return events(sub, positional[2], flags);
+  if (command === 'listen') return listenCommand(flags);
+  if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
+  if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
+  throw new UsageError(`unknown command '${positional.join(' ')}'`);
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+/** `credentials add` takes the caller's public key; `credentials create` makes the key pair. */
+async function addCredential(flags: Flags, sub: 'add' | 'create'): Promise<void> {
+  const member = need(flags, 'member');
+  const local = flag(flags, 'local');
+  const generated = sub === 'create' ? generateSeedHex() : null;
+  const publicKeyHex = generated?.publicKeyHex ?? need(flags, 'public-key').toLowerCase();
+  const credential = await withStore(flags, (store) =>
+    store.addCredential({ member, publicKeyHex, local, now: Date.now() }),
+  );
+  return print(
+    generated === null
+      ? { key_id: credential.key_id }
+      : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex },
+  );
+}
+
+async function revokeCredential(flags: Flags): Promise<void> {
+  const keyId = need(flags, 'key-id');
+  const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
+  if (!revoked) throw new UsageError('no credential with that key id');
+  return print({ key_id: keyId, revoked: true });
+}
+
+async function addExternalClient(flags: Flags): Promise<void> {
+  const client = need(flags, 'client');
+  const publicKeyHex = need(flags, 'public-key').toLowerCase();
+  const registries = need(flags, 'registries')
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  const added = await withStore(flags, (store) =>
+    store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }),
+  );
+  return print({ key_id: added.key_id });
+}
+
+async function revokeExternalClient(flags: Flags): Promise<void> {
+  const keyId = need(flags, 'key-id');
+  const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
+  if (!revoked) throw new UsageError('no external client with that key id');
+  return print({ key_id: keyId, revoked: true });
+}
+
+async function addMember(flags: Flags): Promise<void> {
+  const member = need(flags, 'member');
+  const baseUrl = need(flags, 'base-url');
+  if (!/^https?:\/\/[^/]+\/?$/.test(baseUrl))
+    throw new UsageError('--base-url must be an absolute http(s) origin');
+  const added = await withStore(flags, (store) =>
+    store.addMember({ member, baseUrl, now: Date.now() }),
+  );
+  return print({ member: added.member, base_url: added.base_url });
+}
+
+async function removeMember(flags: Flags): Promise<void> {
+  const member = need(flags, 'member');
+  if (!(await withStore(flags, (store) => store.removeMember(member))))
+    throw new UsageError('no such member');
+  return print({ member, removed: true });
+}
+
+async function rotateKeys(flags: Flags): Promise<void> {
+  const key = await withStore(flags, (store) => store.rotateSigningKey(Date.now()));
+  return print({ kid: key.kid, public_key: key.public_key });
+}
+
+/** A consistent copy of the data directory, taken while the node runs or not. */
+async function backup(flags: Flags): Promise<void> {
+  const out = need(flags, 'out');
+  const started = new Date().toISOString();
+  try {
+    const { bytes } = await backupDataDir(dataDirOf(flags), out);
+    return print({ out: resolve(out), bytes, started_at: started });
+  } catch (error) {
+    if (error instanceof BackupRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Bulk lookups from a CSV file; the exit code says whether it finished or where it stopped. */
+async function lookup(flags: Flags): Promise<void> {
+  const concurrency = Number(flags.concurrency ?? LOOKUP_FILE_CONCURRENCY_DEFAULT);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new UsageError('--concurrency must be a whole number of at least 1');
+  try {
+    process.exitCode = await lookupFile({
+      baseUrl: need(flags, 'base-url'),
+      keyId: need(flags, 'key-id'),
+      privateKeyFile: need(flags, 'private-key-file'),
+      in: need(flags, 'in'),
+      out: need(flags, 'out'),
+      concurrency,
+      signed: flag(flags, 'signed'),
+      resume: flag(flags, 'resume'),
+    });
+  } catch (error) {
+    if (error instanceof LookupUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** `events list|show|resend`: the operator's view of webhook events (P11). */
+async function events(sub: string | undefined, id: string | undefined, flags: Flags) {
+  const dataDir = dataDirOf(flags);
+  try {
+    if (sub === 'list') {
+      const undelivered = flag(flags, 'undelivered');
+      for (const line of await listEvents(dataDir, { undelivered })) print(line);
+      return;
+    }
+    if ((sub === 'show' || sub === 'resend') && id === undefined)
+      throw new UsageError(`events ${sub} needs the event id`);
+    if (sub === 'show') return print(await showEvent(dataDir, id!));
+    if (sub === 'resend') return print(await resendEvent(dataDir, id!, Date.now()));
+  } catch (error) {
+    if (error instanceof EventsUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  throw new UsageError(`unknown command 'events ${sub ?? ''}'`);
+}
+
+/** A local receiver that verifies and prints each delivery; runs until stopped. */
+async function listenCommand(flags: Flags): Promise<void> {
+  const text = (name: string) => (typeof flags[name] === 'string' ? flags[name] : undefined);
+  const port = Number(need(flags, 'port'));
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError('--port must be an integer from 0 to 65535');
+  if (text('data-dir') === undefined && text('base-url') === undefined)
+    throw new UsageError('listen needs --data-dir or --base-url to verify deliveries');
+  const bound = await listen({
+    port,
+    host: text('host') ?? '127.0.0.1',
+    dataDir: text('data-dir'),
+    baseUrl: text('base-url'),
+    secret: text('secret'),
+    forwardTo: text('forward-to'),
+  });
+  process.stderr.write(
+    `path-node listen: receiving on http://${text('host') ?? '127.0.0.1'}:${bound}\n`,
+  );
+}
+
+/** The secret receivers verify `v1` signatures with (P11); made on first use. */
+async function webhookSecret(flags: Flags): Promise<void> {
+  const secret = await withStore(flags, (store) => store.ensureWebhookSecret(Date.now()));
+  return print({ secret: secret.secret, created_at: secret.created_at });
+}
+
+/** A new secret; the previous one still signs beside it for the overlap (P11). */
+async function rotateWebhookSecret(flags: Flags): Promise<void> {
+  const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
+  const now = Date.now();
+  const secret = await withStore(flags, (store) => store.rotateWebhookSecret(now, overlapMs));
+  const previousUntil = new Date(now + overlapMs).toISOString();
+  return print({ secret: secret.secret, previous_signs_until: previousUntil });
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof RangeError) {
+    process.stderr.write(`path-node: ${error.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  // Whatever failed at start (data directory in use, port in use), one line and no stack.
+  process.stderr.write(`path-node: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
