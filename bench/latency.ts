@@ -44,11 +44,14 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
       warmup: Math.round(paced * c.paced_warmup_seconds), count: Math.round(paced * c.paced_seconds), connections: c.paced_connections, drainMs: 10_000,
     };
     report.line(`  paced: ${job.count} lookups at ${rate(paced)}/s (after ${job.warmup} warm-up on the same schedule), ${job.connections} keep-alive connections, latency from each request's due time`);
+    const commitsBefore = await commitBuckets(node);
     const { result, cpu } = await withCpuWatch(node.pid, (onMeasuring) => runPacedLoad<PacedResult>(job, config.child_timeout_ms, onMeasuring));
+    const commitsDuring = subtractBuckets(await commitBuckets(node), commitsBefore);
     const statuses = Object.entries(result.statusCounts).map(([s, n]) => `${s}: ${n}`).join(', ');
     report.line(`    answered ${result.answered} of ${job.count} (${statuses}) in ${ms(result.durationMs)} ms; p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms, p99.9 ${ms(result.latencyP999Ms)} ms, max ${ms(result.latencyMaxMs)} ms`);
     report.line(`    the generator's own lateness in sending: p50 ${ms(result.sendLagP50Ms)} ms, p99 ${ms(result.sendLagP99Ms)} ms`);
     if (cpu !== null) report.line(`      ${cpuText(cpu)}`);
+    report.line(`    the node's durable commits during the paced run (warm-up included), by duration: ${slowCommitsText(commitsDuring)}`);
     if (result.ok !== job.count) throw new Error(`paced lookups: ${job.count - result.ok} of ${job.count} not answered 2xx (${statuses}; ${result.unanswered} unanswered)`);
 
     // The disk's floor, measured right after on the same disk: a lookup is answered once its
@@ -67,4 +70,36 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
     await node?.stop();
     removeDir(dataDir);
   }
+}
+
+// A lookup due while a commit is under way waits for it and then for its own, so one slow commit
+// of the disk delays every lookup that falls due during it: at this rate a 50 ms commit alone
+// holds back about 1 % of the run. The node's own histogram of commit durations (append to
+// synced, path_commit_duration_seconds on the operator's listener), read before and after the
+// paced run, says whether the run met such commits, which the disk's floor measured alone rarely
+// shows.
+const COMMIT_BUCKET = /^path_commit_duration_seconds_bucket\{le="([^"]+)"\} (\d+)$/;
+const SLOW_COMMIT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1];
+
+/** Cumulative commit counts by upper bound in seconds (`+Inf` as Infinity). */
+async function commitBuckets(node: RunningServer): Promise<Map<number, number>> {
+  const admin = node.announcement.admin_port as number;
+  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const buckets = new Map<number, number>();
+  for (const line of text.split('\n')) {
+    const m = COMMIT_BUCKET.exec(line);
+    if (m !== null) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  }
+  if (!buckets.has(Infinity)) throw new Error('the node\'s /metrics has no path_commit_duration_seconds histogram');
+  return buckets;
+}
+
+function subtractBuckets(after: Map<number, number>, before: Map<number, number>): Map<number, number> {
+  return new Map([...after].map(([le, n]) => [le, n - (before.get(le) ?? 0)]));
+}
+
+function slowCommitsText(during: Map<number, number>): string {
+  const total = during.get(Infinity)!;
+  const over = SLOW_COMMIT_SECONDS.map((le) => `over ${ms(le * 1000)} ms: ${total - (during.get(le) ?? 0)}`);
+  return `${total} commits; ${over.join(', ')}`;
 }
