@@ -25,7 +25,8 @@ const HOLDER_SHIFT = 5;
 const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] ?? 7;
 export type IndexVisibility = keyof typeof VISIBILITY;
 
-const WORDS_PER_KEY = 4;
+/** What the index keeps of a key: its hash's first 128 bits, as 32-bit words. */
+export const WORDS_PER_KEY = 4;
 const INITIAL_SLOTS = 1 << 16;
 
 export interface Holder {

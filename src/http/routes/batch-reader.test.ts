@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js';
 import { validator } from '../../protocol/schemas.js';
 import { validBody } from '../services.js';
-import { hexQuad, readUsualBatch, readUsualBatchKeys } from './batch-reader.js';
+import { hexQuad, readUsualBatch } from './batch-reader.js';
 import { Batch, batchBody } from './sonar.js';
 import { mulberry32 } from '../../../bench/request-plans.js';
 
@@ -157,7 +157,7 @@ const HOSTILE: string[] = [
 /** The route's reading and the strict one agree: the same value, or the same refusal. */
 function expectAgreement(text: string | Buffer): void {
   const body = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-  const route = batchBody({ body });
+  const route = batchBody({ body }).body;
   const strict = validBody({ body }, validateBatch);
   expect(route, body.toString('utf8').slice(0, 200)).toStrictEqual(strict);
 }
@@ -168,7 +168,7 @@ describe('the usual batch body (SPEC D) read by the scanner and by the strict re
     for (let b = 0; b < 300; b++) {
       const text = usualBody(random, 1 + Math.floor(random() * 20));
       const bytes = Buffer.from(text, 'utf8');
-      const usual = readUsualBatch(bytes);
+      const usual = readUsualBatch(bytes)?.body ?? null;
       expect(usual, text).not.toBeNull();
       expect({ ok: true, value: usual }).toStrictEqual(validBody({ body: bytes }, validateBatch));
     }
@@ -195,7 +195,7 @@ describe('the usual batch body (SPEC D) read by the scanner and by the strict re
     const refused = HOSTILE.filter((t) => !validBody({ body: Buffer.from(t) }, validateBatch).ok);
     expect(refused.length).toBeGreaterThan(40);
     for (const text of refused) expect(readUsualBatch(Buffer.from(text)), text).toBeNull();
-    expect(readUsualBatch(Buffer.from(`{"items":[${item}],"signed":true}`))).toStrictEqual({
+    expect(readUsualBatch(Buffer.from(`{"items":[${item}],"signed":true}`))?.body).toStrictEqual({
       items: [{ identifier_type: 'email', identifier_hash: H }],
       signed: true,
     });
@@ -243,7 +243,7 @@ describe('the hashes read four digits at a time (hexQuad) and decoded as words',
           ? `{"identifier_hash":"${hashOf(Math.floor(random() * 1e6))}","identifier_type":"lei"}`
           : `{"identifier_type":"email","identifier":"u${i}"}`,
       );
-      const read = readUsualBatchKeys(Buffer.from(`{"items":[${items.join(',')}]}`));
+      const read = readUsualBatch(Buffer.from(`{"items":[${items.join(',')}]}`));
       expect(read).not.toBeNull();
       read!.body.items.forEach((item, i) => {
         const hex = item.identifier_hash;

@@ -10,6 +10,7 @@
 // are compared and hex digits checked four at a time, and each hash's first 128 bits are decoded
 // as they are checked, so the index is probed without parsing the hex again (findWords).
 import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js';
+import { WORDS_PER_KEY } from '../../directory/index.js';
 import type { LookupKeyType } from '../../protocol/identifiers.js';
 
 export interface BatchItem {
@@ -81,8 +82,6 @@ export function hexQuad(x: number): number {
 }
 /** Hex digits of a SHA-256 (P8). */
 const HASH_LENGTH = 64;
-/** What the index keeps of a hash (src/directory/index.ts): its first 128 bits, as words. */
-export const HASH_WORDS = 4;
 const DIGITS_PER_WORD = 8;
 const QUAD_BITS = 16;
 /** The fewest bytes an item with a hash takes, to size the words before the items are counted. */
@@ -96,21 +95,19 @@ const PRINTABLE_FIRST = 0x20;
 const PRINTABLE_LAST = 0x7e;
 
 /**
- * A body read by the scanner, with the first HASH_WORDS words of each item's `identifier_hash`
- * decoded on the way (from `HASH_WORDS * i` for item i; unset for an item without a hash).
+ * A body read by the scanner, with the first WORDS_PER_KEY words of each item's `identifier_hash`
+ * decoded on the way (from `WORDS_PER_KEY * i` for item i; unset for an item without a hash).
  */
 export interface UsualBatch {
   body: BatchBody;
   words: Uint32Array;
 }
 
-/** The body as the route's schema would accept it, or null when it is not of the usual shape. */
-export function readUsualBatch(bytes: Buffer): BatchBody | null {
-  return readUsualBatchKeys(bytes)?.body ?? null;
-}
-
-/** readUsualBatch, with the hashes' words for the index (DirectoryIndex.findWords). */
-export function readUsualBatchKeys(bytes: Buffer): UsualBatch | null {
+/**
+ * The body as the route's schema would accept it, with the hashes' words for the index
+ * (DirectoryIndex.findWords), or null when it is not of the usual shape.
+ */
+export function readUsualBatch(bytes: Buffer): UsualBatch | null {
   const scanner = new Scanner(bytes);
   const body = scanner.body();
   return body === null ? null : { body, words: scanner.words };
@@ -132,7 +129,7 @@ class Scanner {
     this.text = bytes.toString('latin1');
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     this.words = new Uint32Array(
-      HASH_WORDS * (1 + Math.floor(bytes.length / HASHED_ITEM_BYTES_MIN)),
+      WORDS_PER_KEY * (1 + Math.floor(bytes.length / HASHED_ITEM_BYTES_MIN)),
     );
   }
 
@@ -218,7 +215,7 @@ class Scanner {
   }
 
   /**
-   * 64 lowercase hex digits (the schema's Sha256Hex); the first HASH_WORDS words of their value
+   * 64 lowercase hex digits (the schema's Sha256Hex); the first WORDS_PER_KEY words of their value
    * go to the words of item `index` as each digit is checked.
    */
   private hash(index: number): string | null {
@@ -230,11 +227,11 @@ class Scanner {
     const words = this.wordsFor(index);
     const view = this.view;
     let i = start;
-    for (let w = 0; w < HASH_WORDS; w++, i += DIGITS_PER_WORD) {
+    for (let w = 0; w < WORDS_PER_KEY; w++, i += DIGITS_PER_WORD) {
       const high = hexQuad(view.getUint32(i, true));
       const low = hexQuad(view.getUint32(i + BYTES_PER_QUAD, true));
       if ((high | low) < 0) return null;
-      words[index * HASH_WORDS + w] = (high << QUAD_BITS) | low;
+      words[index * WORDS_PER_KEY + w] = (high << QUAD_BITS) | low;
     }
     for (; i < end; i += BYTES_PER_QUAD) if (hexQuad(view.getUint32(i, true)) < 0) return null;
     if (bytes[end] !== QUOTE) return null;
@@ -259,8 +256,8 @@ class Scanner {
 
   /** The words, with room for item `index`. */
   private wordsFor(index: number): Uint32Array {
-    if ((index + 1) * HASH_WORDS > this.words.length) {
-      const grown = new Uint32Array(Math.max(this.words.length * 2, (index + 1) * HASH_WORDS));
+    if ((index + 1) * WORDS_PER_KEY > this.words.length) {
+      const grown = new Uint32Array(Math.max(this.words.length * 2, (index + 1) * WORDS_PER_KEY));
       grown.set(this.words);
       this.words = grown;
     }

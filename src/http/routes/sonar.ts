@@ -30,9 +30,10 @@ import {
   type Limits,
 } from '../../config.js';
 import type { LocalDirectory } from '../../directory/directory.js';
+import { WORDS_PER_KEY } from '../../directory/index.js';
 import { failure, json, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
-import { HASH_WORDS, readUsualBatchKeys } from './batch-reader.js';
+import { readUsualBatch } from './batch-reader.js';
 import { unsignedBatchBytes } from './batch-writer.js';
 import type { Handler, RequestContext } from '../server.js';
 import { submit, validBody, type Services } from '../services.js';
@@ -153,7 +154,7 @@ function batchHandler(
   charge: Charge,
 ): Handler {
   return async (context) => {
-    const { body, words } = batchRead(context);
+    const { body, words } = batchBody(context);
     if (!body.ok) return failure(body.refusal);
     const { items, signed = false } = body.value;
     if (items.length === 0 || items.length > limits.lookup_batch_max) {
@@ -166,7 +167,7 @@ function batchHandler(
     items.forEach((item, i) => {
       const hash = hashed[i]!;
       if (typeof hash === 'string')
-        answers.push(answerFor(directory, item, hash, words, i * HASH_WORDS));
+        answers.push(answerFor(directory, item, hash, words, i * WORDS_PER_KEY));
     });
     let headers: Record<string, string> | undefined;
     let signedText = '[]';
@@ -185,19 +186,15 @@ function batchHandler(
 }
 
 /**
- * The body of a batch: read by the scanner fitted to the usual shape when it has that shape,
- * otherwise by the strict reader and the schema, whose refusals are the route's (P2, P7).
+ * The body of a batch: read by the scanner fitted to the usual shape when it has that shape, with
+ * the words of its hashes (see answerFor), otherwise by the strict reader and the schema, whose
+ * refusals are the route's (P2, P7).
  */
-export function batchBody(context: Pick<RequestContext, 'body'>): ReturnType<typeof validateBatch> {
-  return batchRead(context).body;
-}
-
-/** batchBody, with the words of the hashes when the scanner read it (see answerFor). */
-function batchRead(context: Pick<RequestContext, 'body'>): {
+export function batchBody(context: Pick<RequestContext, 'body'>): {
   body: ReturnType<typeof validateBatch>;
   words: Uint32Array | null;
 } {
-  const usual = readUsualBatchKeys(context.body);
+  const usual = readUsualBatch(context.body);
   if (usual === null) return { body: validBody(context, validateBatch), words: null };
   return { body: { ok: true, value: usual.body }, words: usual.words };
 }
