@@ -101,6 +101,26 @@ export class Router<H> {
     return { kind: 'found', route: entry.route, params };
   }
 
+  /**
+   * For each parameter of `pattern` (a mounted route's whole path), the literal segments this
+   * table tries first in its place: a value equal to one of them takes the literal's branch here,
+   * whatever follows (the match does not go back), so it never reaches the parameter.
+   */
+  literalsBeside(pattern: string): ReadonlySet<string>[] {
+    const beside: ReadonlySet<string>[] = [];
+    let node: Node<H> | null = this.root;
+    for (const segment of pattern.split('/').slice(1)) {
+      if (node === null) break;
+      if (segment.startsWith(':')) {
+        beside.push(new Set(node.literals.map((literal) => literal.text)));
+        node = node.param;
+      } else {
+        node = node.literals.find((literal) => literal.text === segment)?.node ?? null;
+      }
+    }
+    return beside;
+  }
+
   private add(path: string, route: RouteSpec<H>): void {
     let node = this.root;
     const names: string[] = [];

@@ -174,6 +174,25 @@ const ALLOWED_REQUEST_HEADERS = [
   'path-idempotency-key',
 ].join(', ');
 
+/** A public read routed by uWebSockets.js (mountPublicReads). */
+interface PublicRead {
+  route: RouteSpec<Handler>;
+  /** The names of the path's parameters, in order. */
+  names: readonly string[];
+  /** Per parameter, the literals the route table takes in its place (Router.literalsBeside). */
+  beside: readonly ReadonlySet<string>[];
+}
+
+/** Whether `path` is one `pattern` (segments, `:name` for any non-empty one) matches. */
+function patternMatches(pattern: string, path: string): boolean {
+  const want = pattern.split('/');
+  const have = path.split('/');
+  return (
+    want.length === have.length &&
+    want.every((segment, i) => (segment.startsWith(':') ? have[i] !== '' : segment === have[i]))
+  );
+}
+
 /** The answer being written, between send and its corked callback. */
 interface Sending {
   res: uws.HttpResponse | null;
@@ -228,7 +247,83 @@ export class HttpServer {
   constructor(private readonly options: ServerOptions) {
     this.router = new Router(options.routes, options.prefixes ?? API_PREFIXES);
     this.assetLengths = new Set([...(options.assets?.keys() ?? [])].map((path) => path.length));
+    this.mountPublicReads(options.prefixes ?? API_PREFIXES);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  /**
+   * Public reads are routed by uWebSockets.js itself, in native code, ahead of the route table
+   * (which took a tenth of a public GET's CPU in JavaScript). uWebSockets.js tries a
+   * parameter route before the catch-all and never matches an empty parameter or a trailing
+   * slash; a route whose path an asset also matches stays with the table.
+   */
+  private mountPublicReads(prefixes: readonly string[]): void {
+    const assets = [...(this.options.assets?.keys() ?? [])];
+    for (const route of this.options.routes) {
+      if (route.auth !== 'public' || route.method !== 'GET') continue;
+      for (const prefix of route.root ? [''] : prefixes) {
+        const pattern = prefix + route.path;
+        if (assets.some((path) => patternMatches(pattern, path))) continue;
+        const read: PublicRead = {
+          route,
+          names: pattern
+            .split('/')
+            .filter((segment) => segment.startsWith(':'))
+            .map((segment) => segment.slice(1)),
+          beside: this.router.literalsBeside(pattern),
+        };
+        this.app.get(pattern, (res, req) => this.onPublicRead(res, req, read));
+      }
+    }
+  }
+
+  /**
+   * A GET routed natively to a public read: answered as onRequest would answer it (the same
+   * handler, context and head), or handed back to onRequest (setYield) wherever onRequest's
+   * answer could differ: while shutting down, with a pinned version (P10) or a declared body,
+   * or when a parameter is one of the literals the route table would take in its place.
+   */
+  private onPublicRead(res: uws.HttpResponse, req: uws.HttpRequest, read: PublicRead): void {
+    if (
+      this.closing ||
+      req.getHeader('path-version') !== '' ||
+      req.getHeader('content-length') !== ''
+    ) {
+      req.setYield(true);
+      return;
+    }
+    const { route, names, beside } = read;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < names.length; i++) {
+      const value = req.getParameter(i);
+      if (beside[i]!.has(value)) {
+        req.setYield(true);
+        return;
+      }
+      params[names[i]!] = value;
+    }
+    const base: Base = {
+      requestId: this.requestIdPrefix + this.requestCounter++,
+      pinned: false,
+      cors: true,
+      head: false,
+      method: 'GET',
+      started: performance.now(),
+      operation: route.operation,
+      member: null,
+    };
+    const context: RequestContext = {
+      method: 'GET',
+      path: req.getUrl(),
+      query: req.getQuery() ?? '',
+      params,
+      accept: route.pages === true ? req.getHeader('accept') : '',
+      body: EMPTY,
+      caller: null,
+      now: this.options.now(),
+      route,
+    };
+    this.finish(res, context, base, null);
   }
 
   /**
