@@ -193,6 +193,31 @@ function patternMatches(pattern: string, path: string): boolean {
   );
 }
 
+/**
+ * The context of a call as it arrives, before any body is read or caller known. `seen`: what
+ * the caller already took from the request (the binding's getters copy each time), else read.
+ */
+function arrived(
+  req: uws.HttpRequest,
+  route: RouteSpec<Handler>,
+  params: Record<string, string>,
+  now: number,
+  seen?: { method: string; path: string; query: string },
+): RequestContext {
+  return {
+    method: seen?.method ?? 'GET',
+    path: seen?.path ?? req.getUrl(),
+    query: seen?.query ?? req.getQuery() ?? '',
+    params,
+    // Only a route with pages reads it (P20); the others are spared the header's copy.
+    accept: route.pages === true ? req.getHeader('accept') : '',
+    body: EMPTY,
+    caller: null,
+    now,
+    route,
+  };
+}
+
 /** The answer being written, between send and its corked callback. */
 interface Sending {
   res: uws.HttpResponse | null;
@@ -312,17 +337,7 @@ export class HttpServer {
       operation: route.operation,
       member: null,
     };
-    const context: RequestContext = {
-      method: 'GET',
-      path: req.getUrl(),
-      query: req.getQuery() ?? '',
-      params,
-      accept: route.pages === true ? req.getHeader('accept') : '',
-      body: EMPTY,
-      caller: null,
-      now: this.options.now(),
-      route,
-    };
+    const context = arrived(req, route, params, this.options.now());
     this.finish(res, context, base, null);
   }
 
@@ -404,18 +419,7 @@ export class HttpServer {
     const { route, params } = admission;
     base.operation = route.operation;
     if (head && !base.cors) return this.send(res, this.notAllowed(path), base);
-    const context: RequestContext = {
-      method,
-      path,
-      query,
-      params,
-      // Only a route with pages reads it (P20); the others are spared the header's copy.
-      accept: route.pages === true ? req.getHeader('accept') : '',
-      body: EMPTY,
-      caller: null,
-      now: this.options.now(),
-      route,
-    };
+    const context = arrived(req, route, params, this.options.now(), { method, path, query });
 
     // Public reads without a body answer at once, from committed bytes.
     if (route.auth === 'public' && route.method === 'GET')
