@@ -6,7 +6,12 @@ import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
 import { SNAPSHOT_SLICE_VALUES } from '../config.js';
 import { ChecksumError, frameHandoff, unframe, unframeHandoff } from '../log/record.js';
-import { frameInSlices, holdsLargeChildren, type SnapshotBody } from './snapshot.js';
+import {
+  frameInSlices,
+  holdsLargeChildren,
+  unframeSnapshot,
+  type SnapshotBody,
+} from './snapshot.js';
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -54,9 +59,12 @@ export function foldPartition<H extends Held>(
   let last = 0;
   const snapshot = log.readSnapshot(p);
   if (snapshot !== undefined) {
-    const body = unframeOrFail<SnapshotBody>(snapshot, `snapshot of partition ${p}`);
-    for (const [key, type, state] of body.aggregates) into.held.set(key, into.hold(type, state));
-    last = body.seq;
+    const take = (slice: SnapshotBody) => {
+      for (const [key, type, state] of slice.aggregates) into.held.set(key, into.hold(type, state));
+    };
+    last = unframeOrFail(snapshot, `snapshot of partition ${p}`, (bytes) =>
+      unframeSnapshot(bytes, take),
+    );
   }
   // Records are read one at a time (a partition's log is never held whole in memory). An LMDB
   // commit is atomic, so a record that fails its checksum, even the last one, is damage at

@@ -12,7 +12,7 @@ import { DamagedRowError, frame } from '../log/record.js';
 import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
-import { frameInSlices, type SnapshotBody } from './snapshot.js';
+import { frameSnapshot, type SnapshotBody } from './snapshot.js';
 import {
   foldPartition,
   unframeFolded,
@@ -471,7 +471,7 @@ export class Shard {
       if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
     const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
     this.sinceSnapshot.set(p, 0);
-    const written = frameInSlices(body)
+    const written = frameSnapshot(body)
       .then((bytes) => this.options.log.writeSnapshot(p, bytes))
       .finally(() => this.snapshotting.delete(p));
     this.snapshotting.set(p, written);

@@ -11,9 +11,9 @@ import { MemoryLog } from '../log/memory-log.js';
 import { frame, unframe } from '../log/record.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
-import { foldPartition, frameFolded, unframeFolded, type Held } from './fold.js';
+import { RecoveryError, foldPartition, frameFolded, unframeFolded, type Held } from './fold.js';
 import { Shard } from './shard.js';
-import { frameInSlices, type SnapshotBody } from './snapshot.js';
+import { frameInSlices, frameSnapshot, type SnapshotBody } from './snapshot.js';
 
 const CHILDREN = 100_000;
 const EVENTS_PER_RECORD = 1_000;
@@ -55,15 +55,31 @@ function expectSameChildren(read: unknown, written: OrderedMap<string, unknown>)
 const subjectOf = (id: string, identifiers: number) =>
   subjectEvents(id, identifiers).reduce<SubjectState | null>(evolveSubject, null)!;
 
+/** Small states, one of many children, one with a nested persistent map, then small again. */
+function mixedBody(seq: number): SnapshotBody {
+  const big = subjectOf('sub_big', 5_000);
+  const nested = { ...subjectOf('sub_nested', 3), extra: { inner: OrderedMap({ a: 1, b: 2 }) } };
+  const aggregates: SnapshotBody['aggregates'] = [];
+  for (let i = 0; i < 250; i++) aggregates.push([`rcp_${i}`, 'receipt', { n: i, steps: [i] }]);
+  aggregates.push(['sub_big', 'subject', big], ['sub_nested', 'subject', nested]);
+  for (let i = 0; i < 20; i++) aggregates.push([`small_${i}`, 'subject', subjectOf(`s${i}`, i)]);
+  return { seq, aggregates };
+}
+
+/** A partition recovered from `snapshot` alone: its seq and its states in order. */
+async function recoveredFrom(snapshot: Buffer, p = 7) {
+  const log = new MemoryLog();
+  await log.writeSnapshot(p, snapshot);
+  const held = new Map<string, Held>();
+  const hold = (type: string, state: unknown) => ({ type, state });
+  const folded = foldPartition(log, new Map(), p, { held, hold });
+  return { seq: folded.seq, states: [...held] };
+}
+
 describe('snapshots in slices', () => {
   it('decode to the value one frame gives: small aggregates, large children', async () => {
-    const big = subjectOf('sub_big', 5_000);
-    const nested = { ...subjectOf('sub_nested', 3), extra: { inner: OrderedMap({ a: 1, b: 2 }) } };
-    const aggregates: SnapshotBody['aggregates'] = [];
-    for (let i = 0; i < 250; i++) aggregates.push([`rcp_${i}`, 'receipt', { n: i, steps: [i] }]);
-    aggregates.push(['sub_big', 'subject', big], ['sub_nested', 'subject', nested]);
-    for (let i = 0; i < 20; i++) aggregates.push([`small_${i}`, 'subject', subjectOf(`s${i}`, i)]);
-    const body: SnapshotBody = { seq: 123_456, aggregates };
+    const body = mixedBody(123_456);
+    const big = body.aggregates.find(([key]) => key === 'sub_big')![2] as SubjectState;
     const sliced = unframe<SnapshotBody>(await frameInSlices(body, 64));
     const whole = unframe<SnapshotBody>(frame(body));
     expect(JSON.stringify(sliced)).toBe(JSON.stringify(whole));
@@ -125,5 +141,47 @@ describe('snapshots in slices', () => {
       identifiers: null,
       addresses: null,
     });
+  });
+});
+
+describe('stored snapshot forms', () => {
+  it('pieces recover what the one-map form of earlier builds does; both are read', async () => {
+    const body = mixedBody(98_765);
+    const pieces = await recoveredFrom(await frameSnapshot(body, 64));
+    const oneMap = await recoveredFrom(frame(body));
+    expect(pieces.seq).toBe(98_765);
+    expect(oneMap.seq).toBe(98_765);
+    expect(JSON.stringify(pieces.states)).toBe(JSON.stringify(oneMap.states));
+    expect(pieces.states.map(([key, held]) => [key, held.type])).toEqual(
+      body.aggregates.map(([key, type]) => [key, type]),
+    );
+    // Children come back as persistent maps from either form.
+    const stateOf = (states: [string, Held][], key: string) =>
+      states.find(([k]) => k === key)![1].state as SubjectState;
+    const big = body.aggregates.find(([key]) => key === 'sub_big')![2] as SubjectState;
+    expectSameChildren(stateOf(pieces.states, 'sub_big').identifiers, big.identifiers);
+    const nested = stateOf(pieces.states, 'sub_nested') as unknown as {
+      extra: { inner: OrderedMap<string, unknown> };
+    };
+    expectSameChildren(nested.extra.inner, OrderedMap({ a: 1, b: 2 }));
+  });
+
+  it('a partition snapshotted with no states still carries its seq', async () => {
+    expect(await recoveredFrom(await frameSnapshot({ seq: 42, aggregates: [] }))).toEqual({
+      seq: 42,
+      states: [],
+    });
+  });
+
+  it('a damaged byte anywhere in the pieces form refuses the start (P14)', async () => {
+    const bytes = await frameSnapshot(mixedBody(5), 64);
+    // The checksum, the marker, the first piece's kind and length, the middle, the last byte.
+    for (const at of [0, 4, 5, 7, bytes.length >> 1, bytes.length - 1]) {
+      const damaged = Buffer.from(bytes);
+      damaged[at]! ^= 0x01;
+      const read = recoveredFrom(damaged, 9);
+      await expect(read).rejects.toBeInstanceOf(RecoveryError);
+      await expect(read).rejects.toThrow('snapshot of partition 9 fails its checksum');
+    }
   });
 });

@@ -80,15 +80,30 @@ export function framePieces(pieces: readonly Uint8Array[]): Buffer {
 }
 
 export function unframe<T>(bytes: Uint8Array): T {
-  return packr.unpack(checkedPayload(bytes)) as T;
+  return packr.unpack(framedPayload(bytes)) as T;
+}
+
+/** The msgpackr records encoding of a value, in a buffer of its own (no frame: see readRecords). */
+export function packRecords(value: unknown): Buffer {
+  return Buffer.from(handoffPackr.pack(value));
+}
+
+/** Reads what packRecords wrote, inside a frame whose checksum was checked (framedPayload). */
+export function readRecords<T>(payload: Uint8Array): T {
+  return handoffUnpackr.unpack(payload) as T;
+}
+
+/** Reads what packValue wrote, inside a frame whose checksum was checked (framedPayload). */
+export function readValue<T>(payload: Uint8Array): T {
+  return packr.unpack(payload) as T;
 }
 
 export function unframeHandoff<T>(bytes: Uint8Array): T {
-  return handoffUnpackr.unpack(checkedPayload(bytes)) as T;
+  return handoffUnpackr.unpack(framedPayload(bytes)) as T;
 }
 
-/** The payload of a frame whose checksum matches it. */
-function checkedPayload(bytes: Uint8Array): Buffer {
+/** The payload of a frame whose checksum matches it (ChecksumError otherwise). */
+export function framedPayload(bytes: Uint8Array): Buffer {
   const buffer = Buffer.isBuffer(bytes)
     ? bytes
     : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

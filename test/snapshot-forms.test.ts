@@ -1,0 +1,71 @@
+// Snapshots are stored in pieces behind a marker byte (src/actors/snapshot.ts); a data directory
+// whose snapshots an earlier build wrote as one msgpack map still starts, from those snapshots,
+// and serves every receipt byte for byte as before.
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { describe, expect, it } from 'vitest';
+import { unframeSnapshot, type SnapshotBody } from '../src/actors/snapshot.js';
+import { frame, framedPayload } from '../src/log/record.js';
+import { Client, createCredential, startNode, tempDir } from './support/harness.js';
+import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
+
+const { running, dirs } = cleanedUpAfterEach();
+const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
+const RECEIPTS = 60;
+/** msgpack's never-used type byte, which opens a snapshot stored in pieces. */
+const PIECES_MARKER = 0xc1;
+
+/**
+ * Rewrites every snapshot of a stopped node's directory in the one-map form of earlier builds
+ * (`frame(body)`); answers the count, after checking that each was stored in pieces.
+ */
+async function rewriteSnapshotsAsOneMap(dir: string): Promise<number> {
+  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+  const snapshots = env.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' });
+  let count = 0;
+  for (const { key, value } of [...snapshots.getRange()]) {
+    expect(framedPayload(value)[0]).toBe(PIECES_MARKER);
+    const aggregates: SnapshotBody['aggregates'] = [];
+    const seq = unframeSnapshot(value, (slice) => aggregates.push(...slice.aggregates));
+    await snapshots.put(key, frame({ seq, aggregates }));
+    count++;
+  }
+  await env.flushed;
+  await env.close();
+  return count;
+}
+
+describe('stored snapshot forms', () => {
+  it('one-map snapshots: the node starts from them, every receipt the same', async () => {
+    const dataDir = tempDir('path-snapshot-forms');
+    dirs.push(dataDir);
+    const credential = createCredential(dataDir, 'local', { local: true });
+    const first = await startNode({ dataDir, workers: 1 });
+    running.push(first);
+    const client = new Client(first.baseUrl, credential);
+    const issued = new Map<string, string>();
+    for (let i = 0; i < RECEIPTS; i++) {
+      const received = { value: `${i}.25`, asset_type: 'fiat', asset_code: 'EUR' };
+      const rail_references = [{ type: 'book_entry', value: `BE-${i}` }];
+      const body = { issued_by: 'payee', via: EUR, received, rail_references };
+      const res = await client.post('/receipts', body, { timestamp: stamp() });
+      expect(res.status, res.text).toBe(201);
+      issued.set(res.json.reference, res.text);
+    }
+    // The shutdown snapshots every partition written to.
+    expect(await first.stop()).toBe(0);
+    const rewritten = await rewriteSnapshotsAsOneMap(dataDir);
+    expect(rewritten).toBeGreaterThan(0);
+    const node = await startNode({ dataDir, workers: 1 });
+    running.push(node);
+    const line = node.output().split('\n').find((l) => l.includes('"listening"'))!;
+    const { recovery } = JSON.parse(line);
+    expect(recovery.snapshots).toBe(rewritten);
+    expect(recovery.records).toBe(0);
+    expect(recovery.aggregates).toBeGreaterThanOrEqual(RECEIPTS);
+    const reader = new Client(node.baseUrl);
+    for (const [reference, text] of issued) {
+      expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
+    }
+  });
+});
