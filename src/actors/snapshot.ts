@@ -70,23 +70,15 @@ export async function frameSnapshot(
     pieces.push(head, bytes);
     pieceCount++;
   };
-  let small: SnapshotBody['aggregates'] = [];
-  const flush = async () => {
-    add(PIECE.records, packRecords({ seq, aggregates: small }));
-    small = [];
-    await nextTurn();
-  };
-  for (const aggregate of body.aggregates) {
-    if (!holdsLargeChildren(aggregate[2], sliceValues)) {
-      small.push(aggregate);
-      if (small.length >= sliceValues) await flush();
+  for await (const slice of slicesOf(body.aggregates, sliceValues)) {
+    if (slice.small !== null) {
+      add(PIECE.records, packRecords({ seq, aggregates: slice.small }));
       continue;
     }
-    if (small.length > 0) await flush();
-    const large = await bodyPieces({ seq, aggregates: [aggregate] }, sliceValues);
+    const large = await bodyPieces({ seq, aggregates: [slice.large] }, sliceValues);
     add(PIECE.value, Buffer.concat(large));
   }
-  if (small.length > 0 || pieceCount === 0) await flush();
+  if (pieceCount === 0) add(PIECE.records, packRecords({ seq, aggregates: [] }));
   return framePieces(pieces);
 }
 
@@ -139,26 +131,43 @@ async function bodyPieces(body: SnapshotBody, sliceValues: number): Promise<Buff
     packValue('aggregates'),
     header(MSGPACK.arrayFix, MSGPACK.array16, MSGPACK.array32, body.aggregates.length),
   ];
-  let small: unknown[] = [];
-  const flush = async () => {
-    if (small.length === 0) return;
-    pieces.push(items(small));
-    small = [];
-    await nextTurn();
-  };
-  for (const aggregate of body.aggregates) {
-    if (!holdsLargeChildren(aggregate[2], sliceValues)) {
-      small.push(aggregate);
-      if (small.length >= sliceValues) await flush();
+  for await (const slice of slicesOf(body.aggregates, sliceValues)) {
+    if (slice.small !== null) {
+      pieces.push(items(slice.small));
       continue;
     }
-    await flush();
-    const [key, type, state] = aggregate;
+    const [key, type, state] = slice.large;
     pieces.push(header(MSGPACK.arrayFix, MSGPACK.array16, MSGPACK.array32, 3), items([key, type]));
     await encodeState(state as Record<string, unknown>, pieces, sliceValues);
   }
-  await flush();
   return pieces;
+}
+
+type Aggregate = SnapshotBody['aggregates'][number];
+
+/**
+ * The aggregates in order: runs of up to `sliceValues` small states, the event loop free after
+ * each run is taken, and each state of many children (holdsLargeChildren) alone.
+ */
+async function* slicesOf(
+  aggregates: readonly Aggregate[],
+  sliceValues: number,
+): AsyncGenerator<{ small: Aggregate[]; large: null } | { small: null; large: Aggregate }> {
+  let small: Aggregate[] = [];
+  for (const aggregate of aggregates) {
+    const large = holdsLargeChildren(aggregate[2], sliceValues);
+    if (small.length > 0 && (large || small.length >= sliceValues)) {
+      yield { small, large: null };
+      small = [];
+      await nextTurn();
+    }
+    if (large) yield { small: null, large: aggregate };
+    else small.push(aggregate);
+  }
+  if (small.length > 0) {
+    yield { small, large: null };
+    await nextTurn();
+  }
 }
 
 /** A plain state with a persistent map of more children than one slice. */
