@@ -131,9 +131,11 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve' || command === undefined) return serve(flags);
   if (command === 'credentials' && (sub === 'add' || sub === 'create'))
     return addCredential(flags, sub);
-  if (command === 'credentials' && sub === 'revoke') return revokeCredential(flags);
+  if (command === 'credentials' && sub === 'revoke')
+    return revokeKey(flags, 'credential', (st, key, now) => st.revokeCredential(key, now));
   if (command === 'external-clients' && sub === 'add') return addExternalClient(flags);
-  if (command === 'external-clients' && sub === 'revoke') return revokeExternalClient(flags);
+  if (command === 'external-clients' && sub === 'revoke')
+    return revokeKey(flags, 'external client', (st, key, now) => st.revokeExternalClient(key, now));
   if (command === 'members' && sub === 'add') return addMember(flags);
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
@@ -166,10 +168,15 @@ async function addCredential(flags: Flags, sub: 'add' | 'create'): Promise<void>
   );
 }
 
-async function revokeCredential(flags: Flags): Promise<void> {
+/** Revokes the key named by --key-id through `revoke`; `what` names its kind when unknown. */
+async function revokeKey(
+  flags: Flags,
+  what: string,
+  revoke: (store: NodeStore, keyId: string, now: number) => Promise<boolean>,
+): Promise<void> {
   const keyId = need(flags, 'key-id');
-  const revoked = await withStore(flags, (store) => store.revokeCredential(keyId, Date.now()));
-  if (!revoked) throw new UsageError('no credential with that key id');
+  const revoked = await withStore(flags, (store) => revoke(store, keyId, Date.now()));
+  if (!revoked) throw new UsageError(`no ${what} with that key id`);
   return print({ key_id: keyId, revoked: true });
 }
 
@@ -184,13 +191,6 @@ async function addExternalClient(flags: Flags): Promise<void> {
     store.addExternalClient({ client, publicKeyHex, registries, now: Date.now() }),
   );
   return print({ key_id: added.key_id });
-}
-
-async function revokeExternalClient(flags: Flags): Promise<void> {
-  const keyId = need(flags, 'key-id');
-  const revoked = await withStore(flags, (store) => store.revokeExternalClient(keyId, Date.now()));
-  if (!revoked) throw new UsageError('no external client with that key id');
-  return print({ key_id: keyId, revoked: true });
 }
 
 async function addMember(flags: Flags): Promise<void> {

@@ -183,16 +183,6 @@ interface PublicRead {
   beside: readonly ReadonlySet<string>[];
 }
 
-/** Whether `path` is one `pattern` (segments, `:name` for any non-empty one) matches. */
-function patternMatches(pattern: string, path: string): boolean {
-  const want = pattern.split('/');
-  const have = path.split('/');
-  return (
-    want.length === have.length &&
-    want.every((segment, i) => (segment.startsWith(':') ? have[i] !== '' : segment === have[i]))
-  );
-}
-
 /**
  * The context of a call as it arrives, before any body is read or caller known. `seen`: what
  * the caller already took from the request (the binding's getters copy each time), else read.
@@ -288,7 +278,8 @@ export class HttpServer {
       if (route.auth !== 'public' || route.method !== 'GET') continue;
       for (const prefix of route.root ? [''] : prefixes) {
         const pattern = prefix + route.path;
-        if (assets.some((path) => patternMatches(pattern, path))) continue;
+        const alone = new Router([route], [prefix]);
+        if (assets.some((path) => alone.match('GET', path).kind === 'found')) continue;
         const read: PublicRead = {
           route,
           names: pattern

@@ -22,10 +22,11 @@ addExtension({
 // copyBuffers: a record may be unframed straight from LMDB's shared read buffer (Log.replay), so
 // no decoded value may keep a view of the bytes it came from.
 const packr = new Packr({ useRecords: false, moreTypes: false, copyBuffers: true });
-// What one thread hands to another and never stores (recovery helpers' folded states): msgpackr
-// records, whose structures each frame carries inline, decode in half the time of plain maps.
-const handoffPackr = new Packr({ useRecords: true, moreTypes: false });
-const handoffUnpackr = new Unpackr({ useRecords: true, moreTypes: false, copyBuffers: true });
+// msgpackr records, whose structures each encoding carries inline, decode in half the time of
+// plain maps: the states recovery helpers hand to a worker, and the slices of a snapshot
+// (snapshot.ts). Such an encoding is only ever read as one (packRecords, readRecords).
+const recordsPackr = new Packr({ useRecords: true, moreTypes: false });
+const recordsUnpackr = new Unpackr({ useRecords: true, moreTypes: false, copyBuffers: true });
 const CHECKSUM_BYTES = 4; // tidy: format (CRC-32)
 
 export class ChecksumError extends Error {
@@ -52,7 +53,7 @@ export function frame(value: unknown): Buffer {
 
 /** The frame of a value handed to another thread, never stored: read it with unframeHandoff. */
 export function frameHandoff(value: unknown): Buffer {
-  return framePayload(handoffPackr.pack(value));
+  return framePayload(recordsPackr.pack(value));
 }
 
 function framePayload(payload: Buffer): Buffer {
@@ -80,17 +81,17 @@ export function framePieces(pieces: readonly Uint8Array[]): Buffer {
 }
 
 export function unframe<T>(bytes: Uint8Array): T {
-  return packr.unpack(framedPayload(bytes)) as T;
+  return readValue(framedPayload(bytes));
 }
 
 /** The msgpackr records encoding of a value, in a buffer of its own (no frame: see readRecords). */
 export function packRecords(value: unknown): Buffer {
-  return Buffer.from(handoffPackr.pack(value));
+  return Buffer.from(recordsPackr.pack(value));
 }
 
 /** Reads what packRecords wrote, inside a frame whose checksum was checked (framedPayload). */
 export function readRecords<T>(payload: Uint8Array): T {
-  return handoffUnpackr.unpack(payload) as T;
+  return recordsUnpackr.unpack(payload) as T;
 }
 
 /** Reads what packValue wrote, inside a frame whose checksum was checked (framedPayload). */
@@ -99,7 +100,7 @@ export function readValue<T>(payload: Uint8Array): T {
 }
 
 export function unframeHandoff<T>(bytes: Uint8Array): T {
-  return handoffUnpackr.unpack(framedPayload(bytes)) as T;
+  return readRecords(framedPayload(bytes));
 }
 
 /** The payload of a frame whose checksum matches it (ChecksumError otherwise). */
