@@ -262,6 +262,55 @@ describe('P15 usage errors', () => {
     }
     expect(await exited).toBe(0);
   });
+
+  it('a SIGTERM while serve starts ends it at once with exit code 0, and the data directory starts again', async () => {
+    const dir = tempDir('cli-early-stop');
+    dirs.push(dir);
+    const serveArgs = [CLI, 'serve', '--data-dir', dir, '--port', '0', '--external-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--member', 'early', '--workers', '1'];
+    const child = spawn(process.execPath, serveArgs, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let signalled = false;
+    // The first line (the data directory's announcement) comes before recovery, the worker
+    // threads and the listeners: the signal is sent while the node is still starting.
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (!signalled) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+    expect(signalled).toBe(true);
+    // Without handlers in place during the start, the process dies of the signal itself.
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(out).toContain('"msg":"stopped before it was ready"');
+    expect(out).toContain('"signal":"SIGTERM"');
+    expect(out).not.toContain('"msg":"listening"');
+
+    // The lock went with the process; the directory serves on the next start.
+    const again = await startNode({ dataDir: dir });
+    nodes.push(again);
+    expect((await fetch(`${again.baseUrl}/.well-known/path-configuration`)).status).toBe(200);
+  });
+
+  it('a SIGTERM sent as soon as serve says it is listening drains and stops it with exit code 0', async () => {
+    const dir = tempDir('cli-prompt-stop');
+    dirs.push(dir);
+    const serveArgs = [CLI, 'serve', '--data-dir', dir, '--port', '0', '--external-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--member', 'prompt', '--workers', '1'];
+    const child = spawn(process.execPath, serveArgs, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      const before = out;
+      out += d.toString();
+      if (!before.includes('"msg":"listening"') && out.includes('"msg":"listening"')) child.kill('SIGTERM');
+    });
+    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(out).toContain('"msg":"stopped"');
+    expect(out).not.toContain('stopped before it was ready');
+  });
 });
 
 /** A credential added while the node runs is accepted within the poll interval: issue a receipt with it. */

@@ -16,7 +16,7 @@ import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.j
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { withEnvironment } from '../log/lmdb-log.js';
-import { flushAccessLogs, startNode } from '../node.js';
+import { flushAccessLogs, startNode, type RunningNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 
@@ -102,11 +102,20 @@ async function serve(flags: Flags): Promise<void> {
     flushAccessLogs();
     process.exit(1);
   };
-  const node = await startNode(config, logger, fatal);
+  // The handlers are in place before the start: a stop asked for while the node starts ends it
+  // at once, before it answers anyone (what the start committed is as durable as after a kill,
+  // P14); one asked for once it listens drains it. A signal handled after the `listening` line
+  // always finds the node, which is assigned in the same turn as that line is written.
+  let node: RunningNode | undefined;
   let stopping = false;
-  const stop = () => {
+  const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
+    if (node === undefined) {
+      logger.info({ signal }, 'stopped before it was ready');
+      flushAccessLogs();
+      process.exit(0);
+    }
     node.stop().then(
       () => {
         flushAccessLogs();
@@ -117,6 +126,7 @@ async function serve(flags: Flags): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  node = await startNode(config, logger, fatal);
 }
 
 async function main(argv: string[]): Promise<void> {
