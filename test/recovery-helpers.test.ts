@@ -71,19 +71,53 @@ describe('recovery helpers at start', () => {
     for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
   });
 
-  it('after a SIGTERM, partitions with a snapshot that a helper claims are folded by the worker', async () => {
+  it('after a SIGTERM, partitions that a helper claims with nothing after their snapshot are folded by the worker', async () => {
     const dataDir = tempDir('path-helpers-snapshots');
     dirs.push(dataDir);
     const credential = createCredential(dataDir, 'local', { local: true });
     const { node: first, issued } = await receiptsOn(dataDir, credential);
     expect(await first.stop()).toBe(0);
     const { node, recovery } = await oneWorker(dataDir);
-    // The shutdown snapshotted every partition written to; a helper leaves those to the worker.
+    // The shutdown snapshotted every partition written to, and no record follows any snapshot:
+    // a helper leaves those to the worker, and the partitions never written to as well.
     const written = new Set([...issued.keys()].map(partitionOf));
     expect(recovery.snapshots).toBeGreaterThanOrEqual(written.size);
     expect(recovery.records).toBe(0);
+    expect(recovery.helped).toBe(0);
     const reader = new Client(node.baseUrl);
     for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
+  });
+
+  it('after a kill -9 with a record after a snapshot, a helper folds that partition and leaves the rest', async () => {
+    const dataDir = tempDir('path-helpers-after-snapshot');
+    dirs.push(dataDir);
+    const credential = createCredential(dataDir, 'local', { local: true });
+    // Pending receipts until one is in the helper's first partition, then a SIGTERM: every
+    // partition written to is snapshotted, no record after any snapshot.
+    const { node: first } = await oneWorker(dataDir);
+    const payer = new Client(first.baseUrl, credential);
+    let target: string | undefined;
+    for (let i = 0; target === undefined && i < RECEIPTS_MAX; i += 20) {
+      const batch = await Promise.all(Array.from({ length: 20 }, () => payer.post('/receipts', { issued_by: 'payer', via: EUR }, { timestamp: stamp() })));
+      for (const res of batch) expect(res.status, res.text).toBe(201);
+      target = batch.map((res) => res.json.reference as string).find((r) => !SPARE || partitionOf(r) === GIVEN);
+    }
+    if (target === undefined) throw new Error(`no receipt in partition ${GIVEN}`);
+    expect(await first.stop()).toBe(0);
+    // One record after that partition's snapshot, and a kill -9.
+    const { node: second } = await oneWorker(dataDir);
+    const moved = await new Client(second.baseUrl, credential).post(`/receipts/${target}/transitions`, { to: 'failed', reason_code: 'expired' }, { timestamp: stamp() });
+    expect(moved.status, moved.text).toBe(201);
+    await second.kill9();
+
+    const { node, recovery } = await oneWorker(dataDir);
+    expect(recovery.records).toBe(1);
+    // The helper folds the one partition with a record to replay, its first, and leaves the
+    // others (snapshots with nothing after them, or nothing at all) to the worker.
+    expect(recovery.helped).toBe(SPARE ? 1 : 0);
+    const read = await new Client(node.baseUrl).get(`/receipts/${target}`);
+    expect(read.status).toBe(200);
+    expect(read.json.status).toBe('failed');
   });
 
   it('a damaged record in the partition a helper folds refuses the start, naming its partition and sequence', async () => {

@@ -9,6 +9,7 @@ import { ChecksumError, frameHandoff, unframe, unframeHandoff } from '../log/rec
 import {
   frameInSlices,
   holdsLargeChildren,
+  snapshotSeq,
   unframeSnapshot,
   type SnapshotBody,
 } from './snapshot.js';
@@ -78,6 +79,23 @@ export function foldPartition<H extends Held>(
     records++;
   }
   return { seq: last, snapshot: snapshot !== undefined, records };
+}
+
+/**
+ * A partition has records to replay: any, with no snapshot; any after its snapshot's seq. A
+ * snapshot that cannot be read counts as having them, so that the fold which reads it refuses
+ * the start with the message every damaged snapshot gives.
+ */
+export function recordsToReplay(log: Log, p: number): boolean {
+  const last = log.lastSeq(p);
+  if (last === 0) return false;
+  const snapshot = log.readSnapshot(p);
+  if (snapshot === undefined) return true;
+  try {
+    return last > snapshotSeq(snapshot);
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -1,10 +1,11 @@
-// Thread entry of a recovery helper: folds the partitions it claims that have no snapshot (the
-// records, every checksum checked) on a core the shards leave idle at start, and hands each
-// partition's states to its shard, framed, as soon as it is folded, until none is left to claim.
+// Thread entry of a recovery helper: folds the partitions it claims that have records to replay
+// (after their snapshot, if any; every checksum checked) on a core the shards leave idle at
+// start, and hands each partition's states to its shard, framed, as soon as it is folded, until
+// none is left to claim.
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { foldPartition, frameFolded, type Held } from './fold.js';
+import { foldPartition, frameFolded, recordsToReplay, type Held } from './fold.js';
 import { Claims, type FromRecoveryHelper, type RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
@@ -15,14 +16,17 @@ const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 const claims = new Claims(data.claims, data.partitions);
 
 try {
-  // A partition with a snapshot is left to its worker: the states would be decoded here, encoded
-  // again and decoded there, which costs the worker more than decoding the snapshot itself.
   for (
     let p: number | undefined = claims.given(data.helper);
     p !== undefined;
     p = claims.fromBack()
   ) {
-    if (env.snapshots.doesExist(p)) {
+    // A partition with nothing to replay is left to its worker: its snapshot's states would be
+    // read here, encoded again and read there, which costs the worker what reading the snapshot
+    // itself does. One with records to replay (a kill -9 between snapshots leaves every written
+    // partition so) is folded here: the worker reads the states handed over instead of folding
+    // the records, which costs it several times less.
+    if (!recordsToReplay(log, p)) {
       const left: FromRecoveryHelper = { t: 'left', partition: p };
       port.postMessage(left);
       continue;

@@ -1,8 +1,9 @@
 // Recovery spread over spare cores. At start a shard folds its partitions one after another;
 // where cores would otherwise sit idle (fewer workers than cores, the front end waiting), the
-// pool starts helper threads beside the worker that fold partitions with no snapshot (replay is
-// the long part) at the same time and hand the states to the worker over a channel of their
-// own, framed (their checksum checked on arrival). Replay's checks are the helpers' own: a
+// pool starts helper threads beside the worker that fold partitions with records to replay (the
+// long part; a partition whose snapshot no record follows is the worker's) at the same time and
+// hand the states to the worker over a channel of their own, framed (their checksum checked on
+// arrival). Replay's checks are the helpers' own: a
 // damaged record refuses the start with the same message. Partitions are claimed one at a time
 // (Claims), so that the worker and its helpers finish together whatever the partitions hold.
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
@@ -79,8 +80,8 @@ export interface RecoveryHelperData {
 }
 
 /**
- * One message per partition claimed, folded or `left` to the worker (it has a snapshot), then
- * `done`; or `failed` at the first damage found.
+ * One message per partition claimed, folded or `left` to the worker (no record follows its
+ * snapshot), then `done`; or `failed` at the first damage found.
  */
 export type FromRecoveryHelper =
   | { t: 'folded'; partition: number; framed: FramedFold }

@@ -8,12 +8,25 @@ import { subjectDecider } from '../domain/subject/subject.js';
 import { evolveSubject, type SubjectEvent, type SubjectState } from '../domain/subject/state.js';
 import { partitionOf } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
-import { frame, unframe } from '../log/record.js';
+import { ChecksumError, frame, framePieces, packRecords, unframe } from '../log/record.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
-import { RecoveryError, foldPartition, frameFolded, unframeFolded, type Held } from './fold.js';
+import {
+  RecoveryError,
+  foldPartition,
+  frameFolded,
+  recordsToReplay,
+  unframeFolded,
+  type Held,
+} from './fold.js';
 import { Shard } from './shard.js';
-import { frameInSlices, frameSnapshot, type SnapshotBody } from './snapshot.js';
+import {
+  frameInSlices,
+  frameSnapshot,
+  snapshotSeq,
+  unframeSnapshot,
+  type SnapshotBody,
+} from './snapshot.js';
 
 const CHILDREN = 100_000;
 const EVENTS_PER_RECORD = 1_000;
@@ -183,5 +196,70 @@ describe('stored snapshot forms', () => {
       await expect(read).rejects.toBeInstanceOf(RecoveryError);
       await expect(read).rejects.toThrow('snapshot of partition 9 fails its checksum');
     }
+  });
+});
+
+describe("a snapshot's seq, and what a recovery helper takes (recordsToReplay)", () => {
+  it('the seq is read from the first piece alone, which holds no state', async () => {
+    const bytes = await frameSnapshot(mixedBody(777), 64);
+    expect(snapshotSeq(bytes)).toBe(777);
+    const first: SnapshotBody[] = [];
+    unframeSnapshot(bytes, (slice) => first.push(slice));
+    expect(first[0]).toEqual({ seq: 777, aggregates: [] });
+    // The rest replaced by a piece no reader knows, checksum made good: the seq is still read,
+    // since nothing after the first piece is.
+    const payload = bytes.subarray(4);
+    const firstEnd = 1 + 5 + payload.readUInt32BE(2);
+    const unknownPiece = Buffer.from([9, 0, 0, 0, 1, 0]);
+    const cut = framePieces([payload.subarray(0, firstEnd), unknownPiece]);
+    expect(snapshotSeq(cut)).toBe(777);
+    expect(() => unframeSnapshot(cut, () => undefined)).toThrow('unknown snapshot piece');
+  });
+
+  it("is read from earlier builds' forms: one map, and pieces without the seq piece", () => {
+    const body = mixedBody(31);
+    expect(snapshotSeq(frame(body))).toBe(31);
+    const slice = packRecords({ seq: 31, aggregates: body.aggregates.slice(0, 10) });
+    const head = Buffer.alloc(6);
+    head[0] = 0xc1;
+    head[1] = 0;
+    head.writeUInt32BE(slice.length, 2);
+    expect(snapshotSeq(framePieces([head, slice]))).toBe(31);
+  });
+
+  it('a damaged snapshot fails its checksum', async () => {
+    const bytes = await frameSnapshot(mixedBody(5), 64);
+    bytes[bytes.length - 1]! ^= 0x01;
+    expect(() => snapshotSeq(bytes)).toThrow(ChecksumError);
+  });
+
+  it('records to replay: any with no snapshot, any after it; a damaged snapshot counts', async () => {
+    const log = new MemoryLog();
+    const record = (p: number, seq: number) => ({
+      partition: p,
+      seq,
+      bytes: frame({ a: 'receipt', k: `rcp_${p}_${seq}`, e: [], t: 0 }),
+    });
+    const snapshotAt = (seq: number) => frameSnapshot({ seq, aggregates: [] });
+    // 1 nothing; 2 records; 3 a snapshot of all; 4 a record after it; 5 a snapshot alone;
+    // 6 records after a damaged snapshot.
+    await log.append(
+      [record(2, 1), record(3, 1), record(3, 2), record(4, 1), record(4, 2), record(6, 1)],
+      [],
+    );
+    await log.writeSnapshot(3, await snapshotAt(2));
+    await log.writeSnapshot(4, await snapshotAt(1));
+    await log.writeSnapshot(5, await snapshotAt(0));
+    const damaged = await snapshotAt(0);
+    damaged[damaged.length - 1]! ^= 0x01;
+    await log.writeSnapshot(6, damaged);
+    expect([1, 2, 3, 4, 5, 6].map((p) => recordsToReplay(log, p))).toEqual([
+      false,
+      true,
+      false,
+      true,
+      false,
+      true,
+    ]);
   });
 });

@@ -54,7 +54,8 @@ const PIECE_HEADER_BYTES = 5; // tidy: format (its kind, then its length in 32 b
 
 /**
  * The framed snapshot in the form written now (the module header): slices of `sliceValues`
- * states, the event loop free between them. One piece at least: it carries the seq.
+ * states, the event loop free between them. The first piece holds no state, only the seq, so
+ * that the seq is read without the states (snapshotSeq); a reader takes it as an empty slice.
  */
 export async function frameSnapshot(
   body: SnapshotBody,
@@ -62,14 +63,13 @@ export async function frameSnapshot(
 ): Promise<Buffer> {
   const seq = body.seq;
   const pieces: Buffer[] = [Buffer.from([PIECES_MARKER])];
-  let pieceCount = 0;
   const add = (kind: number, bytes: Buffer) => {
     const head = Buffer.alloc(PIECE_HEADER_BYTES);
     head[0] = kind;
     head.writeUInt32BE(bytes.length, 1);
     pieces.push(head, bytes);
-    pieceCount++;
   };
+  add(PIECE.records, packRecords({ seq, aggregates: [] }));
   for await (const slice of slicesOf(body.aggregates, sliceValues)) {
     if (slice.small !== null) {
       add(PIECE.records, packRecords({ seq, aggregates: slice.small }));
@@ -78,7 +78,6 @@ export async function frameSnapshot(
     const large = await bodyPieces({ seq, aggregates: [slice.large] }, sliceValues);
     add(PIECE.value, Buffer.concat(large));
   }
-  if (pieceCount === 0) add(PIECE.records, packRecords({ seq, aggregates: [] }));
   return framePieces(pieces);
 }
 
@@ -95,20 +94,38 @@ export function unframeSnapshot(bytes: Uint8Array, take: (slice: SnapshotBody) =
   }
   let seq: number | undefined;
   for (let at = 1; at < payload.length;) {
-    if (at + PIECE_HEADER_BYTES > payload.length) throw new Error('snapshot piece cut short');
-    const kind = payload[at]!;
-    const end = at + PIECE_HEADER_BYTES + payload.readUInt32BE(at + 1);
-    if (end > payload.length) throw new Error('snapshot piece cut short');
-    const piece = payload.subarray(at + PIECE_HEADER_BYTES, end);
-    if (kind !== PIECE.records && kind !== PIECE.value) throw new Error('unknown snapshot piece');
-    const slice =
-      kind === PIECE.records ? readRecords<SnapshotBody>(piece) : readValue<SnapshotBody>(piece);
+    const { slice, end } = pieceAt(payload, at);
     take(slice);
     seq = slice.seq;
     at = end;
   }
   if (seq === undefined) throw new Error('snapshot without a piece');
   return seq;
+}
+
+/**
+ * The seq a stored snapshot is the fold up to, its checksum checked (ChecksumError): read from
+ * its first piece alone, which holds no state in snapshots written since the seq piece came in
+ * (frameSnapshot); of an older one, the first slice of states is read for it.
+ */
+export function snapshotSeq(bytes: Uint8Array): number {
+  const payload = framedPayload(bytes);
+  if (payload[0] !== PIECES_MARKER) return readValue<SnapshotBody>(payload).seq;
+  if (payload.length === 1) throw new Error('snapshot without a piece');
+  return pieceAt(payload, 1).slice.seq;
+}
+
+/** The piece of a payload in the form written now that starts at `at`, and where it ends. */
+function pieceAt(payload: Buffer, at: number): { slice: SnapshotBody; end: number } {
+  if (at + PIECE_HEADER_BYTES > payload.length) throw new Error('snapshot piece cut short');
+  const kind = payload[at]!;
+  const end = at + PIECE_HEADER_BYTES + payload.readUInt32BE(at + 1);
+  if (end > payload.length) throw new Error('snapshot piece cut short');
+  const piece = payload.subarray(at + PIECE_HEADER_BYTES, end);
+  if (kind !== PIECE.records && kind !== PIECE.value) throw new Error('unknown snapshot piece');
+  const slice =
+    kind === PIECE.records ? readRecords<SnapshotBody>(piece) : readValue<SnapshotBody>(piece);
+  return { slice, end };
 }
 
 /**

@@ -19,7 +19,7 @@ import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { DIRECTORY_IMAGE_CHUNK_BYTES, PRIVATE_FILE_MODE } from '../config.js';
-import type { LmdbEnvironment } from '../log/lmdb-log.js';
+import { lastRecord, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { imageArrayLengths, type Holder, type IndexImage } from './index.js';
 
@@ -64,14 +64,9 @@ export type ImageRead =
 export function partitionTails(env: LmdbEnvironment): number[] {
   const tails: number[] = [];
   for (let p = 0; p < PARTITION_COUNT; p++) {
-    let seq = 0;
-    let crc = 0;
-    const last = env.log.getRange({ start: [p + 1, 0], end: [p, 0], reverse: true, limit: 1 });
-    for (const { key, value } of last) {
-      if (key[0] !== p) continue;
-      seq = key[1];
-      crc = value.length >= U32 ? value.readUInt32BE(0) : 0;
-    }
+    const last = lastRecord(env, p);
+    const seq = last?.seq ?? 0;
+    const crc = last !== undefined && last.bytes.length >= U32 ? last.bytes.readUInt32BE(0) : 0;
     tails.push(seq, crc);
   }
   return tails;

@@ -279,6 +279,10 @@ export class LmdbLog implements Log {
     }
   }
 
+  lastSeq(partition: number): number {
+    return lastRecord(this.env, partition)?.seq ?? 0;
+  }
+
   readSnapshot(partition: number): Buffer | undefined {
     return this.env.snapshots.get(partition);
   }
@@ -293,4 +297,19 @@ export class LmdbLog implements Log {
     this.release();
     await this.env.root.close();
   }
+}
+
+/** A partition's last record, read without walking the partition. */
+export function lastRecord(
+  env: LmdbEnvironment,
+  partition: number,
+): { seq: number; bytes: Buffer } | undefined {
+  const last = env.log.getRange({
+    start: [partition + 1, 0],
+    end: [partition, 0],
+    reverse: true,
+    limit: 1,
+  });
+  for (const { key, value } of last) if (key[0] === partition) return { seq: key[1], bytes: value };
+  return undefined;
 }

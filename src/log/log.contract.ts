@@ -56,6 +56,16 @@ export function logContract(name: string, factory: LogFactory): void {
         }),
     );
 
+    it("gives a partition's last seq, 0 for a partition with no record, apart from others", () =>
+      withLog(async (log) => {
+        await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
+        await log.append([entry(5, 3, 'c')], []);
+        expect([log.lastSeq(4), log.lastSeq(5), log.lastSeq(6), log.lastSeq(7)]).toEqual([
+          0, 3, 1, 0,
+        ]);
+        expect(log.lastSeq(0)).toBe(0);
+      }));
+
     it('replays the same records through a decoder, each decoded as it is read', () =>
       withLog(async (log) => {
         const long = 'l'.repeat(5000);

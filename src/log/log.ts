@@ -84,6 +84,8 @@ export interface Log {
   scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;
+  /** The seq of a partition's last record (0 with none), read without walking the partition. */
+  lastSeq(partition: number): number;
   /**
    * The same records, each handed to `decode` as bytes valid only during the call (recovery
    * reads millions: no copy of each); yields what `decode` made of them.

@@ -131,6 +131,10 @@ export class MemoryLog implements Log {
     for (const r of this.records.get(partition) ?? []) if (r.seq > afterSeq) yield r;
   }
 
+  lastSeq(partition: number): number {
+    return this.records.get(partition)?.at(-1)?.seq ?? 0;
+  }
+
   *replay<T>(
     partition: number,
     afterSeq: number,
