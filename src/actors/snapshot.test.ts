@@ -233,7 +233,7 @@ describe("a snapshot's seq, and what a recovery helper takes (recordsToReplay)",
     expect(() => snapshotSeq(bytes)).toThrow(ChecksumError);
   });
 
-  it('records to replay: any with no snapshot, any after it; a damaged snapshot counts', async () => {
+  it('records to replay: any with no snapshot, any after it; damage counts', async () => {
     const log = new MemoryLog();
     const record = (p: number, seq: number) => ({
       partition: p,
