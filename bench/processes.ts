@@ -142,6 +142,8 @@ export interface RunningServer {
   announcement: Record<string, unknown>;
   /** SIGTERM, then wait for the exit; resolves with the exit code and how long the stop took. */
   stop(): Promise<{ code: number | null; stopMs: number }>;
+  /** SIGKILL (a crash: no drain, no shutdown snapshots), then wait for the exit. */
+  kill(): Promise<void>;
 }
 
 /** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
@@ -162,6 +164,10 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
     const { code } = await tracked.exited;
     return { code, stopMs: performance.now() - stoppingAt };
   };
+  const kill = async () => {
+    tracked.child.kill('SIGKILL');
+    await tracked.exited;
+  };
   return new Promise<RunningServer>((resolve, reject) => {
     const timer = setTimeout(() => {
       tracked.child.kill('SIGKILL');
@@ -174,7 +180,7 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
     void announced.then((announcement) => {
       clearTimeout(timer);
       const port = announcement.port as number;
-      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop });
+      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop, kill });
     });
   });
 }

@@ -3,11 +3,17 @@
 // [partition, seq], seq consecutive per partition, records arriving in random partition order).
 // Then the node is started three times, each measured from spawn to its "listening" line:
 //   1. on the bare log (pure replay);
+//   then, after a kill -9, with the snapshots the node's own policy would have left (one every
+//   snapshot_every_records records of a partition) and the records after them to replay;
 //   2. after a SIGTERM with no writes in between;
 //   3. after some signed POSTs and a SIGTERM, whose shutdown snapshots the touched partitions.
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
 import { PARTITION_COUNT, partitionOf, type LogEntry } from '../src/log/log.js';
-import { frame } from '../src/log/record.js';
+import { frame, unframe } from '../src/log/record.js';
+import type { LogRecord } from '../src/actors/fold.js';
+import { frameSnapshot } from '../src/actors/snapshot.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
+import { DECIDERS } from '../src/domain/index.js';
 import { newReference } from '../src/protocol/ids.js';
 import type { BenchConfig } from './config.js';
 import { postJob, statusText } from './http-post.js';
@@ -60,6 +66,41 @@ async function buildLog(dataDir: string, config: BenchConfig): Promise<{ bytes: 
   return { bytes, ms: performance.now() - started };
 }
 
+/**
+ * Writes each partition's snapshot where the node's own policy would have left its last one: the
+ * fold, through the deciders, of the partition's records up to the largest multiple of `every`,
+ * encoded as a shard encodes it. Records after it are left to replay, as after a kill -9.
+ */
+async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ states: number; after: number; ms: number }> {
+  const started = performance.now();
+  const deciders = new Map(DECIDERS.map((d) => [d.type, d] as const));
+  const log = new LmdbLog(openEnvironment(dataDir));
+  let states = 0;
+  let after = 0;
+  try {
+    for (let p = 0; p < PARTITION_COUNT; p++) {
+      const last = log.lastSeq(p);
+      const cut = last - (last % every);
+      after += last - cut;
+      if (cut === 0) continue;
+      const held = new Map<string, { type: string; state: unknown }>();
+      for (const { seq, value } of log.replay(p, 0, (bytes) => unframe<LogRecord>(bytes))) {
+        if (seq > cut) continue;
+        const decider = deciders.get(value.a)!;
+        const slot = held.get(value.k) ?? { type: decider.type, state: null };
+        for (const event of value.e) slot.state = decider.evolve(slot.state, event);
+        held.set(value.k, slot);
+      }
+      const aggregates = [...held].map(([key, { type, state }]) => [key, type, state] as [string, string, unknown]);
+      await log.writeSnapshot(p, await frameSnapshot({ seq: cut, aggregates }));
+      states += held.size;
+    }
+  } finally {
+    await log.close();
+  }
+  return { states, after, ms: performance.now() - started };
+}
+
 function startLine(label: string, node: RunningServer): string {
   const recovery = JSON.stringify(node.announcement.recovery);
   const rss = residentMiB(node.pid);
@@ -82,6 +123,16 @@ export async function runRestart(config: BenchConfig, report: Report): Promise<v
     node = await startNode();
     report.line(`  ${startLine('first start', node)}`);
     report.add({ section: '5 restart', figure: 'first start, pure replay: ms spawn -> listening', value: ms(node.startMs), target: target(node.startMs) });
+    await node.kill();
+    node = null;
+
+    // A node that wrote this log itself would have left a snapshot of each partition every
+    // snapshot_every_records records; a kill -9 leaves the records after the last ones to replay.
+    const policy = await snapshotsAtPolicy(dataDir, DEFAULT_LIMITS.snapshot_every_records);
+    report.line(`  kill -9; then the snapshots the node's policy leaves (every ${rate(DEFAULT_LIMITS.snapshot_every_records)} records of a partition): ${rate(policy.states)} states, ${rate(policy.after)} records after them, written in ${ms(policy.ms)} ms`);
+    node = await startNode();
+    report.line(`  ${startLine('start after a kill -9 between snapshots', node)}`);
+    report.add({ section: '5 restart', figure: 'start after a kill -9 between snapshots: ms', value: ms(node.startMs), target: target(node.startMs) });
     let stopped = await node.stop();
     node = null;
     report.line(`  SIGTERM with no writes since start: stopped in ${ms(stopped.stopMs)} ms (exit ${stopped.code})`);
