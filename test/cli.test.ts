@@ -266,22 +266,9 @@ describe('P15 usage errors', () => {
   it('a SIGTERM while serve starts ends it at once with exit code 0, and the data directory starts again', async () => {
     const dir = tempDir('cli-early-stop');
     dirs.push(dir);
-    const serveArgs = [CLI, 'serve', '--data-dir', dir, '--port', '0', '--external-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--member', 'early', '--workers', '1'];
-    const child = spawn(process.execPath, serveArgs, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let signalled = false;
     // The first line (the data directory's announcement) comes before recovery, the worker
     // threads and the listeners: the signal is sent while the node is still starting.
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (!signalled) {
-        signalled = true;
-        child.kill('SIGTERM');
-      }
-    });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
-    expect(signalled).toBe(true);
+    const { code, signal, out } = await serveSignalledWhen(dir, () => true);
     // Without handlers in place during the start, the process dies of the signal itself.
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     expect(out).toContain('"msg":"stopped before it was ready"');
@@ -297,21 +284,34 @@ describe('P15 usage errors', () => {
   it('a SIGTERM sent as soon as serve says it is listening drains and stops it with exit code 0', async () => {
     const dir = tempDir('cli-prompt-stop');
     dirs.push(dir);
-    const serveArgs = [CLI, 'serve', '--data-dir', dir, '--port', '0', '--external-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--member', 'prompt', '--workers', '1'];
-    const child = spawn(process.execPath, serveArgs, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => {
-      const before = out;
-      out += d.toString();
-      if (!before.includes('"msg":"listening"') && out.includes('"msg":"listening"')) child.kill('SIGTERM');
-    });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+    const { code, signal, out } = await serveSignalledWhen(dir, (out) => out.includes('"msg":"listening"'));
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     expect(out).toContain('"msg":"stopped"');
     expect(out).not.toContain('stopped before it was ready');
   });
 });
+
+/**
+ * `serve` on `dir`, sent one SIGTERM as soon as its standard output so far satisfies `when`;
+ * resolves with how it exited and all it wrote.
+ */
+function serveSignalledWhen(dir: string, when: (out: string) => boolean) {
+  const serveArgs = [CLI, 'serve', '--data-dir', dir, '--port', '0', '--external-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--member', 'early', '--workers', '1'];
+  const child = spawn(process.execPath, serveArgs, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let signalled = false;
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (!signalled && when(out)) {
+      signalled = true;
+      child.kill('SIGTERM');
+    }
+  });
+  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }>((resolve, reject) => {
+    child.on('exit', (code, signal) => (signalled ? resolve({ code, signal, out }) : reject(new Error(`serve exited unsignalled:\n${out}`))));
+  });
+}
 
 /** A credential added while the node runs is accepted within the poll interval: issue a receipt with it. */
 function firstAcceptedReceipt(client: Client) {
