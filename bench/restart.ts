@@ -9,8 +9,9 @@
 //   3. after some signed POSTs and a SIGTERM, whose shutdown snapshots the touched partitions.
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
 import { PARTITION_COUNT, partitionOf, type LogEntry } from '../src/log/log.js';
-import { frame, unframe } from '../src/log/record.js';
-import type { LogRecord } from '../src/actors/fold.js';
+import { MemoryLog } from '../src/log/memory-log.js';
+import { frame } from '../src/log/record.js';
+import { foldPartition, type Held } from '../src/actors/fold.js';
 import { frameSnapshot } from '../src/actors/snapshot.js';
 import { DEFAULT_LIMITS } from '../src/config.js';
 import { DECIDERS } from '../src/domain/index.js';
@@ -68,8 +69,9 @@ async function buildLog(dataDir: string, config: BenchConfig): Promise<{ bytes: 
 
 /**
  * Writes each partition's snapshot where the node's own policy would have left its last one: the
- * fold, through the deciders, of the partition's records up to the largest multiple of `every`,
- * encoded as a shard encodes it. Records after it are left to replay, as after a kill -9.
+ * partition's records up to the largest multiple of `every` folded as recovery folds them
+ * (foldPartition, over a copy of those records alone) and encoded as a shard encodes it. Records
+ * after it are left to replay, as after a kill -9.
  */
 async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ states: number; after: number; ms: number }> {
   const started = performance.now();
@@ -83,14 +85,12 @@ async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ stat
       const cut = last - (last % every);
       after += last - cut;
       if (cut === 0) continue;
-      const held = new Map<string, { type: string; state: unknown }>();
-      for (const { seq, value } of log.replay(p, 0, (bytes) => unframe<LogRecord>(bytes))) {
-        if (seq > cut) continue;
-        const decider = deciders.get(value.a)!;
-        const slot = held.get(value.k) ?? { type: decider.type, state: null };
-        for (const event of value.e) slot.state = decider.evolve(slot.state, event);
-        held.set(value.k, slot);
-      }
+      const upToCut = new MemoryLog();
+      // Read to the end: a range iterator left early keeps its read transaction.
+      const entries = [...log.read(p, 0)].filter((r) => r.seq <= cut).map((r) => ({ partition: p, ...r }));
+      await upToCut.append(entries, []);
+      const held = new Map<string, Held>();
+      foldPartition(upToCut, deciders, p, { held, hold: (type, state) => ({ type, state }) });
       const aggregates = [...held].map(([key, { type, state }]) => [key, type, state] as [string, string, unknown]);
       await log.writeSnapshot(p, await frameSnapshot({ seq: cut, aggregates }));
       states += held.size;

@@ -14,13 +14,18 @@ const body = (i: number) => ({
 const dirs: string[] = [];
 afterAll(() => { for (const d of dirs) removeDir(d); });
 
+/** A node on a data directory of its own, and a client signing as the operator's credential. */
+async function writingNode(workers?: number) {
+  const dataDir = tempDir();
+  dirs.push(dataDir);
+  const credential = createCredential(dataDir, 'local', { local: true });
+  const node = await startNode({ dataDir, ...(workers === undefined ? {} : { workers }) });
+  return { dataDir, credential, node, client: new Client(node.baseUrl, credential) };
+}
+
 describe('crash safety', () => {
   it('kill -9 under write load loses no acknowledged receipt', async () => {
-    const dataDir = tempDir();
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
-    const node = await startNode({ dataDir, workers: 2 });
-    const client = new Client(node.baseUrl, credential);
+    const { dataDir, node, client } = await writingNode(2);
     const acknowledged = new Map<string, string>();
     let stop = false;
     let serverErrors = 0;
@@ -60,11 +65,7 @@ describe('crash safety', () => {
   });
 
   it('SIGTERM drains in-flight writes, exits 0, and the next start reads snapshots', async () => {
-    const dataDir = tempDir();
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
-    const node = await startNode({ dataDir });
-    const client = new Client(node.baseUrl, credential);
+    const { dataDir, node, client } = await writingNode();
     const created = await Promise.all(Array.from({ length: 40 }, (_, i) => client.post('/receipts', body(i))));
     expect(created.every((r) => r.status === 201)).toBe(true);
     const inFlight = Array.from({ length: 20 }, (_, i) => client.post('/receipts', body(100 + i)).catch(() => null));
@@ -85,11 +86,7 @@ describe('crash safety', () => {
   });
 
   it('calls sent in several chunks: each durable when answered, its retry replays it', async () => {
-    const dataDir = tempDir();
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
-    const node = await startNode({ dataDir, workers: 1 });
-    const client = new Client(node.baseUrl, credential);
+    const { dataDir, credential, node, client } = await writingNode(1);
     // More calls at once than one chunk of signature checks or one message to the worker holds.
     const count = 3 * Math.max(VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX) + 5;
     const key = (i: number) => `chunked-${i}`;

@@ -20,6 +20,19 @@ const GIVEN = PARTITION_COUNT - 1;
 /** Receipts issued at most while waiting for one in a given partition (1 in 256 is). */
 const RECEIPTS_MAX = 4000;
 
+/** A data directory of its own, removed after the test, with the operator's credential. */
+function freshDir(name: string) {
+  const dataDir = tempDir(name);
+  dirs.push(dataDir);
+  return { dataDir, credential: createCredential(dataDir, 'local', { local: true }) };
+}
+
+/** Every receipt issued is served byte for byte as it was answered. */
+async function expectServed(node: { baseUrl: string }, issued: ReadonlyMap<string, string>) {
+  const reader = new Client(node.baseUrl);
+  for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
+}
+
 async function oneWorker(dataDir: string) {
   const node = await startNode({ dataDir, workers: 1 });
   running.push(node);
@@ -58,23 +71,18 @@ async function receiptsOn(
 
 describe('recovery helpers at start', () => {
   it('after kill -9, one worker and its helper recover every receipt byte for byte', async () => {
-    const dataDir = tempDir('path-helpers');
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
+    const { dataDir, credential } = freshDir('path-helpers');
     const issued = await receiptsThenKill9(dataDir, credential);
     const { node, recovery } = await oneWorker(dataDir);
     // The helper folds at least the partition it is given; the claims share out the others.
     if (SPARE) expect(recovery.helped).toBeGreaterThan(0);
     else expect(recovery.helped).toBe(0);
     expect(recovery.records).toBeGreaterThanOrEqual(RECEIPTS);
-    const reader = new Client(node.baseUrl);
-    for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
+    await expectServed(node, issued);
   });
 
   it('after a SIGTERM, partitions that a helper claims with nothing after their snapshot are folded by the worker', async () => {
-    const dataDir = tempDir('path-helpers-snapshots');
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
+    const { dataDir, credential } = freshDir('path-helpers-snapshots');
     const { node: first, issued } = await receiptsOn(dataDir, credential);
     expect(await first.stop()).toBe(0);
     const { node, recovery } = await oneWorker(dataDir);
@@ -84,14 +92,11 @@ describe('recovery helpers at start', () => {
     expect(recovery.snapshots).toBeGreaterThanOrEqual(written.size);
     expect(recovery.records).toBe(0);
     expect(recovery.helped).toBe(0);
-    const reader = new Client(node.baseUrl);
-    for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
+    await expectServed(node, issued);
   });
 
   it('after a kill -9 with a record after a snapshot, a helper folds that partition and leaves the rest', async () => {
-    const dataDir = tempDir('path-helpers-after-snapshot');
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
+    const { dataDir, credential } = freshDir('path-helpers-after-snapshot');
     // Pending receipts until one is in the helper's first partition, then a SIGTERM: every
     // partition written to is snapshotted, no record after any snapshot.
     const { node: first } = await oneWorker(dataDir);
@@ -121,9 +126,7 @@ describe('recovery helpers at start', () => {
   });
 
   it('a damaged record in the partition a helper folds refuses the start, naming its partition and sequence', async () => {
-    const dataDir = tempDir('path-helpers-damage');
-    dirs.push(dataDir);
-    const credential = createCredential(dataDir, 'local', { local: true });
+    const { dataDir, credential } = freshDir('path-helpers-damage');
     // The helper is given the worker's last partition; with no helper, any will do.
     const issued = await receiptsThenKill9(dataDir, credential, SPARE ? GIVEN : undefined);
     const partition = [...issued.keys()].map(partitionOf).find((p) => !SPARE || p === GIVEN);

@@ -50,15 +50,18 @@ export interface FoldedPartition {
   records: number;
 }
 
-/** Rebuilds one partition from its snapshot and the records after it. */
+/**
+ * Rebuilds one partition from its snapshot and the records after it; `snapshot` is the
+ * partition's, if its caller has read it already.
+ */
 export function foldPartition<H extends Held>(
   log: Log,
   deciders: ReadonlyMap<string, AnyDecider>,
   p: number,
   into: FoldInto<H>,
+  snapshot: Buffer | undefined = log.readSnapshot(p),
 ): FoldedPartition {
   let last = 0;
-  const snapshot = log.readSnapshot(p);
   if (snapshot !== undefined) {
     const take = (slice: SnapshotBody) => {
       for (const [key, type, state] of slice.aggregates) into.held.set(key, into.hold(type, state));
@@ -82,14 +85,14 @@ export function foldPartition<H extends Held>(
 }
 
 /**
- * A partition has records to replay: any, with no snapshot; any after its snapshot's seq. A
- * snapshot that cannot be read counts as having them, so that the fold which reads it refuses
- * the start with the message every damaged snapshot gives.
+ * A partition has records to replay: any, with no snapshot; any after its snapshot's seq
+ * (`snapshot` is the partition's, as read). A snapshot that cannot be read counts as having
+ * them, so that the fold which reads it refuses the start with the message every damaged
+ * snapshot gives.
  */
-export function recordsToReplay(log: Log, p: number): boolean {
+export function recordsToReplay(log: Log, p: number, snapshot: Buffer | undefined): boolean {
   const last = log.lastSeq(p);
   if (last === 0) return false;
-  const snapshot = log.readSnapshot(p);
   if (snapshot === undefined) return true;
   try {
     return last > snapshotSeq(snapshot);

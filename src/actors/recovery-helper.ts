@@ -26,16 +26,15 @@ try {
     // itself does. One with records to replay (a kill -9 between snapshots leaves every written
     // partition so) is folded here: the worker reads the states handed over instead of folding
     // the records, which costs it several times less.
-    if (!recordsToReplay(log, p)) {
+    const snapshot = log.readSnapshot(p);
+    if (!recordsToReplay(log, p, snapshot)) {
       const left: FromRecoveryHelper = { t: 'left', partition: p };
       port.postMessage(left);
       continue;
     }
     const held = new Map<string, Held>();
-    const partition = foldPartition(log, deciders, p, {
-      held,
-      hold: (type, state) => ({ type, state }),
-    });
+    const hold = (type: string, state: unknown) => ({ type, state });
+    const partition = foldPartition(log, deciders, p, { held, hold }, snapshot);
     // Handed over at once: the worker reads it between the partitions it folds itself.
     // Copied, not transferred: a small frame may share its memory with other buffers.
     const message: FromRecoveryHelper = {

@@ -3,9 +3,9 @@
 // pool starts helper threads beside the worker that fold partitions with records to replay (the
 // long part; a partition whose snapshot no record follows is the worker's) at the same time and
 // hand the states to the worker over a channel of their own, framed (their checksum checked on
-// arrival). Replay's checks are the helpers' own: a
-// damaged record refuses the start with the same message. Partitions are claimed one at a time
-// (Claims), so that the worker and its helpers finish together whatever the partitions hold.
+// arrival). Replay's checks are the helpers' own: a damaged record refuses the start with the
+// same message. Partitions are claimed one at a time (Claims), so that the worker and its
+// helpers finish together whatever the partitions hold.
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { RECOVERY_HANDOFF_POLL_MS, WORKER_YOUNG_GENERATION_MB } from '../config.js';
 import { RecoveryError, type FramedFold } from './fold.js';

@@ -253,7 +253,7 @@ describe("a snapshot's seq, and what a recovery helper takes (recordsToReplay)",
     const damaged = await snapshotAt(0);
     damaged[damaged.length - 1]! ^= 0x01;
     await log.writeSnapshot(6, damaged);
-    expect([1, 2, 3, 4, 5, 6].map((p) => recordsToReplay(log, p))).toEqual([
+    expect([1, 2, 3, 4, 5, 6].map((p) => recordsToReplay(log, p, log.readSnapshot(p)))).toEqual([
       false,
       true,
       false,
