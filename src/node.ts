@@ -97,7 +97,7 @@ export async function startNode(
       base_url: services.config.baseUrl,
       member: config.member,
       workers: config.workers,
-      recovery: runtime.stats,
+      recovery: runtime.checked,
       directory_rows: access.directoryRows,
       directory_image: access.directoryImage,
       replica_rows: access.replicaRows,
@@ -108,12 +108,25 @@ export async function startNode(
     },
     'listening',
   );
+  announceRecovered(logger, runtime.pool, started);
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
     stop: () =>
       stopNode(config, logger, { lock, env, log, runtime, access, listeners, followers, watch }),
   };
+}
+
+/**
+ * The line that says every partition is folded (the node answers from the check on: each
+ * partition is folded when a command first needs it, the rest in the background). A warm-up that
+ * fails is fatal, and reported so (onFatal); one cut short by a stop says nothing.
+ */
+function announceRecovered(logger: Logger, pool: ShardPool, started: number): void {
+  pool.recovered.then(
+    (stats) => logger.info({ recovery: stats, recovery_ms: Date.now() - started }, 'recovered'),
+    () => undefined,
+  );
 }
 
 /**
@@ -167,7 +180,7 @@ async function startPool(
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
-  const { pool, stats } = await ShardPool.start({
+  const { pool, checked } = await ShardPool.start({
     workers: config.workers,
     dataDir: config.dataDir,
     member: config.member,
@@ -185,7 +198,7 @@ async function startPool(
       if (result.directory.length > 0) directory.apply(result.directory);
     },
   });
-  return { events, localHolder, directory, pool, stats };
+  return { events, localHolder, directory, pool, checked };
 }
 
 /**

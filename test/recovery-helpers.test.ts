@@ -33,11 +33,11 @@ async function expectServed(node: { baseUrl: string }, issued: ReadonlyMap<strin
   for (const [reference, text] of issued) expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
 }
 
+/** A node of one worker, once every partition is folded: what recovery read, in all. */
 async function oneWorker(dataDir: string) {
   const node = await startNode({ dataDir, workers: 1 });
   running.push(node);
-  const line = node.output().split('\n').find((l) => l.includes('"listening"'))!;
-  return { node, recovery: JSON.parse(line).recovery };
+  return { node, recovery: (await node.line('recovered')).recovery };
 }
 
 /** Receipts, RECEIPTS at least and until one is in `partition` if given; then a kill -9. */
@@ -125,9 +125,9 @@ describe('recovery helpers at start', () => {
     expect(read.json.status).toBe('failed');
   });
 
-  it('a damaged record in the partition a helper folds refuses the start, naming its partition and sequence', async () => {
+  it('a damaged record in the partition a helper checks first refuses the start, naming its partition and sequence', async () => {
     const { dataDir, credential } = freshDir('path-helpers-damage');
-    // The helper is given the worker's last partition; with no helper, any will do.
+    // The helper checks from the worker's last partition; with no helper, any will do.
     const issued = await receiptsThenKill9(dataDir, credential, SPARE ? GIVEN : undefined);
     const partition = [...issued.keys()].map(partitionOf).find((p) => !SPARE || p === GIVEN);
     if (partition === undefined) throw new Error(`no receipt in partition ${GIVEN} of ${issued.size}`);

@@ -58,8 +58,7 @@ describe('stored snapshot forms', () => {
     expect(rewritten).toBeGreaterThan(0);
     const node = await startNode({ dataDir, workers: 1 });
     running.push(node);
-    const line = node.output().split('\n').find((l) => l.includes('"listening"'))!;
-    const { recovery } = JSON.parse(line);
+    const { recovery } = await node.line('recovered');
     expect(recovery.snapshots).toBe(rewritten);
     expect(recovery.records).toBe(0);
     expect(recovery.aggregates).toBeGreaterThanOrEqual(RECEIPTS);

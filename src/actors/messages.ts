@@ -4,7 +4,7 @@ import type { Transferable } from 'node:worker_threads';
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
 import type { RecoveryStats } from './shard.js';
-import type { Helped } from './recovery.js';
+import type { Checked, Helped } from './recovery.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 
@@ -31,7 +31,8 @@ export type ToWorker =
   | { t: 'drain' };
 
 export type FromWorker =
-  | { t: 'ready'; stats: RecoveryStats }
+  | { t: 'ready'; checked: Checked }
+  | { t: 'recovered'; stats: RecoveryStats }
   | { t: 'result'; id: number; result: CommandResult }
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }

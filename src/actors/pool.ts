@@ -1,5 +1,6 @@
 // The front end's side of the shards: starts one worker per shard, routes each command to the
 // worker that owns its aggregate's partition, and matches answers to callers.
+import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Worker, type Transferable } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
@@ -10,7 +11,7 @@ import {
   WORKER_YOUNG_GENERATION_MB,
   type Limits,
 } from '../config.js';
-import { startHelpers, type Helped } from './recovery.js';
+import { startHelpers, type Checked, type Helped } from './recovery.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
@@ -67,6 +68,10 @@ export class ShardPool {
   get pendingCount(): number {
     return this.pending.size;
   }
+  /** Each worker's warm-up: settled by its `recovered` message. */
+  private readonly folded: Settled<RecoveryStats>[] = [];
+  /** Recovery helper threads: they end once nothing is left to claim (at once on a drain). */
+  private readonly helpers: Promise<unknown>[] = [];
   private nextId = 1;
   /** Round robin for stateless work (any worker will do). */
   private nextStateless = 0;
@@ -74,20 +79,21 @@ export class ShardPool {
 
   private constructor(private readonly options: PoolOptions) {}
 
-  /** Starts the workers and waits until each has recovered its partitions. */
-  static async start(options: PoolOptions): Promise<{ pool: ShardPool; stats: RecoveryStats }> {
+  /**
+   * Starts the workers and waits until each has checked its partitions (P14); they fold them
+   * from then on, while the node answers (`recovered` says when all are).
+   */
+  static async start(options: PoolOptions): Promise<{ pool: ShardPool; checked: Checked }> {
     const pool = new ShardPool(options);
-    const recovered = await Promise.all(
+    const checked = await Promise.all(
       Array.from({ length: options.workers }, (_, i) => pool.spawn(i)),
     );
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
-    for (const s of recovered) {
-      stats.snapshots += s.snapshots;
-      stats.records += s.records;
-      stats.aggregates += s.aggregates;
-      stats.helped += s.helped;
-    }
-    return { pool, stats };
+    return { pool, checked: added(checked) };
+  }
+
+  /** Resolves once every worker has folded all its partitions, with what recovery read. */
+  get recovered(): Promise<RecoveryStats> {
+    return Promise.all(this.folded.map((f) => f.promise)).then(added);
   }
 
   /**
@@ -190,20 +196,25 @@ export class ShardPool {
       ),
     );
     await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.helpers);
   }
 
   /** Threads that fold some of a worker's partitions beside it at start (recovery.ts). */
   private helpersOf(index: number, partitions: number[]): Helped {
-    return startHelpers({
+    const { helped, threads } = startHelpers({
       dataDir: this.options.dataDir,
       partitions,
       helpers: recoveryHelpers(this.options.workers),
       heapMb: this.options.limits.worker_heap_mb,
       onFatal: (message) => this.options.onFatal(`shard ${index}: ${message}`),
     });
+    // Their ends, watched from the start: most have ended long before a drain.
+    for (const t of threads) this.helpers.push(once(t, 'exit').catch(() => undefined));
+    return helped;
   }
 
-  private spawn(index: number): Promise<RecoveryStats> {
+  private spawn(index: number): Promise<Checked> {
+    this.folded[index] = settled<RecoveryStats>();
     const partitions = [];
     for (let p = index; p < PARTITION_COUNT; p += this.options.workers) partitions.push(p);
     const data: WorkerData = {
@@ -251,7 +262,7 @@ export class ShardPool {
   private received(
     index: number,
     m: FromWorker,
-    started: { resolve: (stats: RecoveryStats) => void; reject: (error: Error) => void },
+    started: { resolve: (checked: Checked) => void; reject: (error: Error) => void },
   ): void {
     const { resolve, reject } = started;
     // The commit rides on the last result of its batch, committed or not (a read, a refusal).
@@ -259,7 +270,10 @@ export class ShardPool {
       this.options.onCommit?.(m.result.commit);
     switch (m.t) {
       case 'ready':
-        resolve(m.stats);
+        resolve(m.checked);
+        break;
+      case 'recovered':
+        this.folded[index]!.resolve(m.stats);
         break;
       case 'result':
         this.settle(m.id)?.resolve(m.result as never);
@@ -275,6 +289,7 @@ export class ShardPool {
         break;
       case 'fatal':
         reject(new Error(m.message));
+        this.folded[index]!.reject(new Error(m.message));
         this.options.onFatal(`shard ${index}: ${m.message}`);
         break;
       case 'effects':
@@ -291,6 +306,33 @@ export class ShardPool {
     this.pending.delete(id);
     return p;
   }
+}
+
+/** A promise and what settles it. */
+interface Settled<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: Error) => void;
+}
+
+function settled<T>(): Settled<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  // A warm-up that fails is reported as fatal (onFatal): nobody need be waiting on it.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** Counts of several workers added up, field by field. */
+function added<T extends { [K in keyof T]: number }>(counts: T[]): T {
+  const sum = { ...counts[0]! };
+  for (const c of counts.slice(1))
+    for (const k of Object.keys(sum) as (keyof T)[]) sum[k] = (sum[k] + c[k]) as T[keyof T];
+  return sum;
 }
 
 /**

@@ -10,32 +10,32 @@ import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:
 import { RECOVERY_HANDOFF_POLL_MS, WORKER_YOUNG_GENERATION_MB } from '../config.js';
 import { RecoveryError, type FramedFold } from './fold.js';
 
-/** The largest count of partitions a claim word holds (front and back, 16 bits each). */
-const CLAIMABLE_MAX = 0x7fff; // tidy: format (16 bits of a 32-bit word, its sign bit spared)
-const BACK_SHIFT = 16; // tidy: format (the back index's place in the claim word)
-const FRONT_MASK = 0xffff; // tidy: format (the front index's bits in the claim word)
-
 /**
- * A worker's partitions, each claimed once by whoever is free first: the worker from the front,
- * its helpers from the back, through one shared word (the next front and back indices) changed
- * atomically. Each helper is given one partition from the back before any claim, so that every
- * helper has work (and which partition a helper folds first is known).
+ * A worker's partitions, each claimed once by whoever takes it first: the worker from the front
+ * (or one partition a command is waiting for, out of turn), its helpers from the back. Each
+ * partition has a flag in shared memory, set atomically by its claimer. The last partitions can
+ * be given out before any claim, one to each helper, so that every helper has work (and which
+ * partition a helper takes first is known).
  */
 export class Claims {
-  private readonly word: Int32Array;
+  private readonly flags: Int32Array;
+  private readonly indexOf: Map<number, number>;
+  private front = 0;
+  private back: number;
 
   constructor(
     shared: SharedArrayBuffer,
     readonly partitions: readonly number[],
   ) {
-    this.word = new Int32Array(shared);
+    this.flags = new Int32Array(shared);
+    this.indexOf = new Map(partitions.map((p, i) => [p, i]));
+    this.back = partitions.length;
   }
 
-  /** The shared word of `count` partitions of which the last `given` are already given out. */
+  /** The shared flags of `count` partitions of which the last `given` are already given out. */
   static share(count: number, given = 0): SharedArrayBuffer {
-    if (count > CLAIMABLE_MAX) throw new RangeError(`${count} partitions to claim`);
-    const shared = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    new Int32Array(shared)[0] = (count - given) << BACK_SHIFT;
+    const shared = new SharedArrayBuffer(count * Int32Array.BYTES_PER_ELEMENT);
+    new Int32Array(shared).fill(1, count - given);
     return shared;
   }
 
@@ -44,46 +44,66 @@ export class Claims {
     return this.partitions[this.partitions.length - 1 - h]!;
   }
 
-  /** The next partition from the front; undefined once every one is claimed. */
+  /** The next unclaimed partition from the front; undefined once every one is claimed. */
   fromFront(): number | undefined {
-    return this.claim(true);
-  }
-
-  /** The next partition from the back; undefined once every one is claimed. */
-  fromBack(): number | undefined {
-    return this.claim(false);
-  }
-
-  private claim(front: boolean): number | undefined {
-    for (;;) {
-      const word = Atomics.load(this.word, 0);
-      const next = word & FRONT_MASK;
-      const back = word >>> BACK_SHIFT;
-      if (next >= back) return undefined;
-      const claimed = front ? next : back - 1;
-      const after = front ? (back << BACK_SHIFT) | (next + 1) : ((back - 1) << BACK_SHIFT) | next;
-      if (Atomics.compareExchange(this.word, 0, word, after) === word)
-        return this.partitions[claimed];
+    while (this.front < this.back) {
+      const i = this.front++;
+      if (this.take(i)) return this.partitions[i];
     }
+    return undefined;
+  }
+
+  /** The next unclaimed partition from the back; undefined once every one is claimed. */
+  fromBack(): number | undefined {
+    while (this.back > this.front) {
+      const i = --this.back;
+      if (this.take(i)) return this.partitions[i];
+    }
+    return undefined;
+  }
+
+  /** Claims partition `p` out of turn: false if somebody has claimed it already. */
+  claim(p: number): boolean {
+    const i = this.indexOf.get(p);
+    if (i === undefined) throw new RangeError(`partition ${p} is not among these claims`);
+    return this.take(i);
+  }
+
+  /** Claims every partition left (the node stops: nobody is to start another). */
+  claimAll(): void {
+    for (let i = 0; i < this.partitions.length; i++) this.take(i);
+  }
+
+  private take(i: number): boolean {
+    return Atomics.compareExchange(this.flags, i, 0, 1) === 0;
   }
 }
 
 export interface RecoveryHelperData {
   dataDir: string;
-  /** The worker's partitions, and their claims (Claims). */
+  /** The worker's partitions, the claims of their checks and of their folds (Claims). */
   partitions: number[];
-  claims: SharedArrayBuffer;
+  checks: SharedArrayBuffer;
+  folds: SharedArrayBuffer;
   /** Which helper this is: it folds Claims.given(helper) first. */
   helper: number;
   /** Where the folded partitions go: the worker that owns them. */
   port: MessagePort;
 }
 
+/** What checking partitions found: snapshots, and records after them, that verify. */
+export interface Checked {
+  snapshots: number;
+  records: number;
+}
+
 /**
- * One message per partition claimed, folded or `left` to the worker (no record follows its
- * snapshot), then `done`; or `failed` at the first damage found.
+ * A helper's messages: `checked` once no partition is left to check; then one message per
+ * partition it claims to fold, folded or `left` to the worker (no record follows its snapshot);
+ * then `done`. Or `failed`, at the first damage found.
  */
 export type FromRecoveryHelper =
+  | ({ t: 'checked' } & Checked)
   | { t: 'folded'; partition: number; framed: FramedFold }
   | { t: 'left'; partition: number }
   | { t: 'done' }
@@ -91,14 +111,16 @@ export type FromRecoveryHelper =
 
 /** What a worker is given of its helpers: the claims it shares with them, their channels. */
 export interface Helped {
-  claims: SharedArrayBuffer;
+  checks: SharedArrayBuffer;
+  folds: SharedArrayBuffer;
   ports: MessagePort[];
 }
 
 /**
  * Starts `helpers` threads (no more than there are partitions) that claim the worker's
- * partitions beside it; returns what the worker is to be given. A helper that dies without a
- * word (out of memory) is fatal: its worker would wait for it for ever.
+ * partitions beside it; returns what the worker is to be given, and the threads (they end on
+ * their own once no partition is left to claim). A helper that dies without a word (out of
+ * memory) is fatal: its worker would wait for it for ever.
  */
 export function startHelpers(options: {
   dataDir: string;
@@ -106,13 +128,22 @@ export function startHelpers(options: {
   helpers: number;
   heapMb: number;
   onFatal: (message: string) => void;
-}): Helped {
+}): { helped: Helped; threads: Worker[] } {
   const { dataDir, partitions, heapMb, onFatal } = options;
   const helpers = Math.min(options.helpers, partitions.length);
-  const claims = Claims.share(partitions.length, helpers);
+  const checks = Claims.share(partitions.length);
+  const folds = Claims.share(partitions.length, helpers);
+  const threads: Worker[] = [];
   const ports = Array.from({ length: helpers }, (_, helper) => {
     const { port1, port2 } = new MessageChannel();
-    const workerData: RecoveryHelperData = { dataDir, partitions, claims, helper, port: port1 };
+    const workerData: RecoveryHelperData = {
+      dataDir,
+      partitions,
+      checks,
+      folds,
+      helper,
+      port: port1,
+    };
     // The entry as bundled into one file (scripts/bundle.ts), as the worker's is.
     const thread = new Worker(new URL('../bundled/recovery-helper.js', import.meta.url), {
       workerData,
@@ -126,34 +157,49 @@ export function startHelpers(options: {
     thread.on('exit', (code) => {
       if (code !== 0) onFatal(`recovery helper exited with code ${code}`);
     });
+    threads.push(thread);
     return port2;
   });
-  return { claims, ports };
+  return { helped: { checks, folds, ports }, threads };
 }
 
 /**
- * What the worker's shard shares with its helpers: the claims of its partitions, and the states
- * of those the helpers fold as they hand them over, one partition at a time and still framed.
- * The shard reads each into its slots between the partitions it folds itself, so that reading
- * overlaps the helpers' folding.
+ * What the worker's shard shares with its helpers: the claims of its partitions' checks and
+ * folds, what the helpers found checking, and the states of the partitions they fold as they
+ * hand them over, one partition at a time and still framed. The shard reads each into its slots
+ * between the partitions it folds itself, so that reading overlaps the helpers' folding.
  */
 export class Elsewhere {
   private readonly working: Set<MessagePort>;
+  private readonly checking: Set<MessagePort>;
+  private readonly handed: [partition: number, framed: FramedFold | undefined][] = [];
+  /** What the helpers found checking, added up as each says it is done. */
+  readonly checked: Checked = { snapshots: 0, records: 0 };
 
   constructor(
-    readonly claims: Claims,
+    readonly checks: Claims,
+    readonly folds: Claims,
     ports: readonly MessagePort[] = [],
   ) {
     this.working = new Set(ports);
+    this.checking = new Set(ports);
   }
 
   /** No helpers: the shard claims every partition itself. */
   static none(partitions: readonly number[]): Elsewhere {
-    return new Elsewhere(new Claims(Claims.share(partitions.length), partitions));
+    const claims = () => new Claims(Claims.share(partitions.length), partitions);
+    return new Elsewhere(claims(), claims());
+  }
+
+  /** Every helper has said it has no partition left to check. */
+  get allChecked(): boolean {
+    this.receive();
+    return this.checking.size === 0;
   }
 
   /** Every helper has said it is done. */
   get finished(): boolean {
+    this.receive();
     return this.working.size === 0;
   }
 
@@ -162,24 +208,33 @@ export class Elsewhere {
    * left to the shard (undefined). A helper's failure throws.
    */
   arrived(): [partition: number, framed: FramedFold | undefined][] {
-    const out: [number, FramedFold | undefined][] = [];
+    this.receive();
+    return this.handed.splice(0);
+  }
+
+  /** Takes the helpers' messages waiting on their channels. */
+  private receive(): void {
     for (const port of this.working) {
       for (let r = receiveMessageOnPort(port); r !== undefined; r = receiveMessageOnPort(port)) {
         const message = r.message as FromRecoveryHelper;
         if (message.t === 'failed') throw new RecoveryError(message.message);
-        if (message.t === 'folded') out.push([message.partition, message.framed]);
-        else if (message.t === 'left') out.push([message.partition, undefined]);
+        if (message.t === 'checked') {
+          this.checked.snapshots += message.snapshots;
+          this.checked.records += message.records;
+          this.checking.delete(port);
+        } else if (message.t === 'folded') this.handed.push([message.partition, message.framed]);
+        else if (message.t === 'left') this.handed.push([message.partition, undefined]);
         else {
           this.working.delete(port);
+          this.checking.delete(port);
           port.close();
           break;
         }
       }
     }
-    return out;
   }
 
-  /** A pause while the helpers fold, once this thread has nothing else to do. */
+  /** A pause while the helpers work, once this thread has nothing else to do. */
   pause(): Promise<void> {
     return new Promise((resolve) => setTimeout(resolve, RECOVERY_HANDOFF_POLL_MS));
   }

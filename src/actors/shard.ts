@@ -14,15 +14,17 @@ import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
 import {
+  checkPartition,
   foldPartition,
   unframeFolded,
   type FoldInto,
   type FoldedPartition,
   type LogRecord,
 } from './fold.js';
-import { Elsewhere } from './recovery.js';
+import { Elsewhere, type Checked } from './recovery.js';
 
-export { RecoveryError } from './fold.js';
+import { RecoveryError } from './fold.js';
+export { RecoveryError };
 import {
   isRefusal,
   type AnyDecider,
@@ -85,6 +87,8 @@ interface Slot {
   busy: boolean;
 }
 
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** The views of a decision that reads none (never written to). */
 const NO_VIEWS: ReadonlyMap<string, ReadView> = new Map();
 
@@ -115,6 +119,19 @@ export class Shard {
   private readonly scheduler: Scheduler;
   private inFlight = 0;
   private idle: (() => void) | null = null;
+  /** Partitions folded (or read from a helper) and taking commands. */
+  private readonly installed = new Set<number>();
+  /** Commands of partitions a helper is still folding, waiting for its hand-over. */
+  private readonly waiting = new Map<number, Job[]>();
+  /** The claims shared with the helpers once the partitions are checked (check). */
+  private warming: Elsewhere | null = null;
+  private stopped = false;
+  private readonly recovered: RecoveryStats = {
+    snapshots: 0,
+    records: 0,
+    aggregates: 0,
+    helped: 0,
+  };
 
   constructor(private readonly options: ShardOptions) {
     for (const d of options.deciders) this.deciders.set(d.type, d);
@@ -130,29 +147,66 @@ export class Shard {
   }
 
   /**
-   * Rebuilds every owned partition from its snapshot and the records after it. Partitions are
-   * claimed from `elsewhere`, shared with recovery helpers (recovery-helper.ts) that fold some
-   * meanwhile: this shard folds those it claims, reading the helpers' partitions into its slots
-   * as they come (and folding those they leave to it), until none is left.
+   * Rebuilds every owned partition from its snapshot and the records after it: checks them all
+   * (check), then folds them all (warm). The node itself answers in between (worker.ts).
    */
   async recover(elsewhere = Elsewhere.none(this.options.partitions)): Promise<RecoveryStats> {
-    const stats: RecoveryStats = { snapshots: 0, records: 0, aggregates: 0, helped: 0 };
-    const fold = (p: number) => foldPartition(this.options.log, this.deciders, p, this.into(p));
-    const handed = () => {
+    await this.check(elsewhere);
+    const stats = await this.warm(elsewhere);
+    if (stats === null) throw new RecoveryError('stopped before every partition was folded');
+    return stats;
+  }
+
+  /**
+   * Checks every owned partition, with the helpers that share `elsewhere`: every snapshot's
+   * checksum and every record's after it (P14). Damage throws (RecoveryError): the node refuses
+   * to start. Nothing is folded yet; commands may come once this resolves, each partition folded
+   * when one first needs it (submit) or when the warm-up reaches it.
+   */
+  async check(elsewhere: Elsewhere): Promise<Checked> {
+    const checked: Checked = { snapshots: 0, records: 0 };
+    const { checks } = elsewhere;
+    for (let p = checks.fromFront(); p !== undefined; p = checks.fromFront()) {
+      const partition = checkPartition(this.options.log, p);
+      if (partition.snapshot) checked.snapshots++;
+      checked.records += partition.records;
+    }
+    while (!elsewhere.allChecked) await elsewhere.pause();
+    this.warming = elsewhere;
+    return {
+      snapshots: checked.snapshots + elsewhere.checked.snapshots,
+      records: checked.records + elsewhere.checked.records,
+    };
+  }
+
+  /**
+   * Folds every checked partition not yet folded, one per event turn so that commands go on
+   * meanwhile, and reads those the helpers fold as they come (folding those they leave to it),
+   * until all are. Resolves with what recovery read, in all; or null if the shard stopped first.
+   */
+  async warm(elsewhere: Elsewhere): Promise<RecoveryStats | null> {
+    const owned = this.options.partitions.length;
+    while (!this.stopped && this.installed.size < owned) {
       for (const [p, framed] of elsewhere.arrived()) {
-        if (framed === undefined) this.install(p, fold(p), stats);
+        if (framed === undefined) this.install(p, this.fold(p));
         else {
-          this.install(p, unframeFolded(framed, p, this.into(p)), stats);
-          stats.helped++;
+          this.install(p, unframeFolded(framed, p, this.into(p)));
+          this.recovered.helped++;
         }
       }
-    };
-    for (let p = elsewhere.claims.fromFront(); p !== undefined; p = elsewhere.claims.fromFront()) {
-      this.install(p, fold(p), stats);
-      handed();
+      const p = elsewhere.folds.fromFront();
+      if (p === undefined) await elsewhere.pause();
+      else {
+        this.install(p, this.fold(p));
+        await nextTurn();
+      }
     }
-    for (handed(); !elsewhere.finished; handed()) await elsewhere.pause();
-    return stats;
+    while (!this.stopped && !elsewhere.finished) await elsewhere.pause();
+    return this.stopped ? null : this.recovered;
+  }
+
+  private fold(p: number): FoldedPartition {
+    return foldPartition(this.options.log, this.deciders, p, this.into(p));
   }
 
   /** Where recovery puts a partition's states: its slots, each new one with an empty mailbox. */
@@ -163,17 +217,43 @@ export class Shard {
     };
   }
 
-  /** Takes a partition recovered into its slots: its seq, and the deadlines of its states. */
-  private install(p: number, folded: FoldedPartition, stats: RecoveryStats): void {
+  /**
+   * Takes a partition recovered into its slots: its seq, and the deadlines of its states (those
+   * passed while it waited fire now); then the commands that waited for it.
+   */
+  private install(p: number, folded: FoldedPartition): void {
     const slots = this.slots.get(p)!;
     this.seq.set(p, folded.seq);
     this.adopted.set(p, folded.seq);
     // Records replayed since the snapshot count towards the next one (a shutdown writes it).
     this.sinceSnapshot.set(p, folded.records);
     for (const [key, slot] of slots) this.scheduleFor(key, slot);
+    const stats = this.recovered;
     if (folded.snapshot) stats.snapshots++;
     stats.records += folded.records;
     stats.aggregates += slots.size;
+    this.installed.add(p);
+    const waited = this.waiting.get(p) ?? [];
+    this.waiting.delete(p);
+    for (const job of waited) this.submit(job.routed).then(job.resolve, job.reject);
+    this.settled(waited.length);
+  }
+
+  /**
+   * Whether partition `p` can take commands now: folded already, or folded here at once if no
+   * helper has claimed it (a fold that fails is fatal, as in the warm-up). False while a helper
+   * folds it: its commands wait for the hand-over.
+   */
+  private folded(p: number): boolean {
+    if (this.installed.has(p)) return true;
+    if (this.warming === null || !this.warming.folds.claim(p)) return false;
+    try {
+      this.install(p, this.fold(p));
+    } catch (error) {
+      this.options.onFatal(error);
+      throw error;
+    }
+    return true;
   }
 
   /** Runs a command on its aggregate's mailbox. */
@@ -181,6 +261,15 @@ export class Shard {
     const p = partitionOf(routed.key);
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
+    if (!this.folded(p)) {
+      // Counted as in flight, so that a drain waits for it too.
+      this.inFlight++;
+      return new Promise((resolve, reject) => {
+        const waiting = this.waiting.get(p) ?? [];
+        waiting.push({ routed, resolve, reject });
+        this.waiting.set(p, waiting);
+      });
+    }
     let slot = slots.get(routed.key);
     if (slot === undefined) {
       slot = { type: routed.aggregate, state: null, queue: [], busy: false };
@@ -218,8 +307,21 @@ export class Shard {
     }
   }
 
+  /** Stops the deadlines, and the warm-up: no partition is folded from now on. */
   stop(): void {
     this.scheduler.stop();
+    this.stopped = true;
+    this.warming?.checks.claimAll();
+    this.warming?.folds.claimAll();
+  }
+
+  /** `count` commands in flight are answered (or moved on): a drain may be waiting for none. */
+  private settled(count: number): void {
+    this.inFlight -= count;
+    if (this.inFlight === 0 && this.idle !== null) {
+      this.idle();
+      this.idle = null;
+    }
   }
 
   /** The state of one aggregate (tests and diagnostics). */
@@ -250,11 +352,7 @@ export class Shard {
       } catch (error) {
         for (const job of jobs) job.reject(error);
       } finally {
-        this.inFlight -= jobs.length;
-        if (this.inFlight === 0 && this.idle !== null) {
-          this.idle();
-          this.idle = null;
-        }
+        this.settled(jobs.length);
       }
     }
     slot.busy = false;

@@ -93,7 +93,20 @@ async function drain(): Promise<void> {
   send({ t: 'drained' });
 }
 
-const claims = new Claims(data.helped.claims, data.partitions);
+// The partitions are checked before the node answers anyone ('ready'); they are folded while it
+// answers, each at once if a command needs it first ('recovered' once all are).
+const { checks, folds, ports } = data.helped;
+const elsewhere = new Elsewhere(
+  new Claims(checks, data.partitions),
+  new Claims(folds, data.partitions),
+  ports,
+);
 shard
-  .recover(new Elsewhere(claims, data.helped.ports))
-  .then((stats) => send({ t: 'ready', stats }), fatal);
+  .check(elsewhere)
+  .then((checked) => {
+    send({ t: 'ready', checked });
+    return shard.warm(elsewhere);
+  })
+  .then((stats) => {
+    if (stats !== null) send({ t: 'recovered', stats });
+  }, fatal);

@@ -49,6 +49,8 @@ export interface NodeProcess {
   dataDir: string;
   process: ChildProcess;
   output: () => string;
+  /** The first log line with message `msg`, parsed, once written (within 30 s). */
+  line(msg: string): Promise<any>;
   /** SIGTERM and wait for exit; resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL, no chance to flush anything. */
@@ -98,9 +100,30 @@ export async function startNode(options: { dataDir: string; member?: string; wor
     dataDir: options.dataDir,
     process: child,
     output,
+    line: (msg) => lineOf(child, output, msg),
     async stop() { child.kill('SIGTERM'); return exited; },
     async kill9() { child.kill('SIGKILL'); await exited; },
   };
+}
+
+/** Waits for the first line of `output` whose message is `msg`, and parses it. */
+function lineOf(child: ChildProcess, output: () => string, msg: string): Promise<any> {
+  const find = () => output().split('\n').find((l) => l.includes(`"msg":${JSON.stringify(msg)}`));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(new Error(`no "${msg}" line in 30 s:\n${output()}`)), 30_000);
+    const check = () => {
+      const line = find();
+      if (line !== undefined) done(null, JSON.parse(line));
+    };
+    const done = (error: Error | null, value?: unknown) => {
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      if (error === null) resolve(value);
+      else reject(error);
+    };
+    child.stdout!.on('data', check);
+    check();
+  });
 }
 
 export interface Answer {
