@@ -125,6 +125,33 @@ describe('recovery helpers at start', () => {
     expect(read.json.status).toBe('failed');
   });
 
+  it('answers as soon as the records are checked: transitions sent at once act on the recovered receipts', async () => {
+    const { dataDir, credential } = freshDir('path-helpers-at-once');
+    const { node: first } = await oneWorker(dataDir);
+    const payer = new Client(first.baseUrl, credential);
+    const pending = await Promise.all(Array.from({ length: RECEIPTS }, () => payer.post('/receipts', { issued_by: 'payer', via: EUR }, { timestamp: stamp() })));
+    for (const res of pending) expect(res.status, res.text).toBe(201);
+    const issued = new Set(pending.map((res) => res.json.reference as string));
+    await first.kill9();
+    const node = await startNode({ dataDir, workers: 1 });
+    running.push(node);
+    // Sent on the listening line, while partitions are still being folded (each folded for the
+    // first command that needs it): a transition is valid only from the receipt's state.
+    const client = new Client(node.baseUrl, credential);
+    const moved = await Promise.all([...issued].map((reference) => client.post(`/receipts/${reference}/transitions`, {
+      to: 'settled', rail_references: [{ type: 'book_entry', value: `BE-${reference}` }],
+    }, { timestamp: stamp() })));
+    for (const res of moved) expect(res.status, res.text).toBe(201);
+    const listening = await node.line('listening');
+    const { recovery } = await node.line('recovered');
+    // The listening line counts the records checked; the recovered line, those folded: the same.
+    expect(listening.recovery.records).toBeGreaterThanOrEqual(RECEIPTS);
+    expect(recovery.records).toBe(listening.recovery.records);
+    expect(recovery.aggregates).toBe(issued.size);
+    const reader = new Client(node.baseUrl);
+    for (const reference of issued) expect((await reader.get(`/receipts/${reference}`)).json.status).toBe('settled');
+  });
+
   it('a damaged record in the partition a helper checks first refuses the start, naming its partition and sequence', async () => {
     const { dataDir, credential } = freshDir('path-helpers-damage');
     // The helper checks from the worker's last partition; with no helper, any will do.

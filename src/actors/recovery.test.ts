@@ -71,3 +71,19 @@ describe('claims of partitions at start', () => {
     expect(all.flat().sort((a, b) => a - b)).toEqual(many);
   });
 });
+
+describe('claims out of turn', () => {
+  it('a partition claimed out of turn is skipped by both ends; claimAll leaves none', () => {
+    const claims = new Claims(Claims.share(PARTITIONS.length), PARTITIONS);
+    expect(claims.claim(PARTITIONS[0]!)).toBe(true);
+    expect(claims.claim(PARTITIONS[0]!)).toBe(false);
+    expect(claims.claim(PARTITIONS[63]!)).toBe(true);
+    expect(claims.fromFront()).toBe(PARTITIONS[1]);
+    expect(claims.fromBack()).toBe(PARTITIONS[62]);
+    expect(claims.claim(PARTITIONS[1]!)).toBe(false);
+    expect(() => claims.claim(0)).toThrow(RangeError);
+    claims.claimAll();
+    expect(claims.fromFront()).toBeUndefined();
+    expect(claims.fromBack()).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 // The actor runtime over the in-memory log: answers only after durability (P14), power loss,
 // torn tails, damaged records, snapshots, the mailbox and the scheduler. Given events / when
 // command / then events, with a simulated clock.
+import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../clock.js';
 import { receiptDecider, type ReceiptState } from '../domain/receipt/receipt.js';
@@ -11,6 +12,7 @@ import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { RecoveryError, Shard } from './shard.js';
 import { keptOutbox } from './decision.js';
+import { Claims, Elsewhere } from './recovery.js';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_LIMITS } from '../config.js';
 import type { Decider } from '../domain/decider.js';
@@ -329,5 +331,114 @@ describe('P11: the outbox keeps the events that have somewhere to go', () => {
     };
     expect(keptOutbox(decision, false).map((e) => e.id)).toEqual(['own']);
     expect(keptOutbox(decision, true).map((e) => e.id)).toEqual(['own', 'none', 'empty']);
+  });
+});
+
+describe('a start answers once every partition is checked, folding each when first needed', () => {
+  /** A receipt reference in partition `p`. */
+  function inPartition(p: number): string {
+    for (;;) {
+      const candidate = newReference('rcp');
+      if (partitionOf(candidate) === p) return candidate;
+    }
+  }
+
+  it('check folds nothing; a command folds its partition first, warm folds the rest', async () => {
+    const log = new MemoryLog();
+    const first = shardOver(log);
+    await first.recover();
+    const issued = await Promise.all(Array.from({ length: 40 }, () => issue(first)));
+    const started = shardOver(log);
+    const elsewhere = Elsewhere.none(ALL);
+    expect(await started.check(elsewhere)).toEqual({ snapshots: 0, records: 40 });
+    for (const { reference } of issued) expect(started.stateOf(reference)).toBeNull();
+    // A transition needs the receipt's state: its partition is folded for it, and only it.
+    const [moved, ...others] = issued.map((i) => i.reference);
+    expect((await settle(started, moved!)).reply.status).toBe(201);
+    expect((started.stateOf(moved!) as ReceiptState).status).toBe('settled');
+    const elsewhereFolded = others.filter((r) => partitionOf(r) !== partitionOf(moved!));
+    for (const reference of elsewhereFolded) expect(started.stateOf(reference)).toBeNull();
+    const stats = await started.warm(elsewhere);
+    // Records replayed, all 40 (the transition was appended after its partition was folded).
+    expect(stats).toMatchObject({ snapshots: 0, records: 40, aggregates: 40, helped: 0 });
+    for (const reference of others)
+      expect((started.stateOf(reference) as ReceiptState).status).toBe('pending');
+  });
+
+  it('a command of a partition a helper holds waits for the hand-over, and a drain for it', async () => {
+    const log = new MemoryLog();
+    const first = shardOver(log);
+    await first.recover();
+    const last = ALL[ALL.length - 1]!;
+    const { reference } = await issue(first, inPartition(last));
+    // One helper, given the last partition to fold (as the pool gives it), speaking on a channel.
+    const { port1: helper, port2 } = new MessageChannel();
+    const claims = (given: number) => new Claims(Claims.share(ALL.length, given), ALL);
+    const elsewhere = new Elsewhere(claims(0), claims(1), [port2]);
+    const started = shardOver(log);
+    const checking = started.check(elsewhere);
+    helper.postMessage({ t: 'checked', snapshots: 0, records: 0 });
+    expect(await checking).toEqual({ snapshots: 0, records: 1 });
+    const warming = started.warm(elsewhere);
+    let answered = false;
+    const moving = settle(started, reference).then((r) => {
+      answered = true;
+      return r;
+    });
+    let drained = false;
+    const draining = started.drained().then(() => {
+      drained = true;
+    });
+    for (let i = 0; i < 20; i++) await turn();
+    expect(answered).toBe(false);
+    expect(drained).toBe(false);
+    // The helper leaves it to the worker (as it does a partition with nothing to replay).
+    helper.postMessage({ t: 'left', partition: last });
+    helper.postMessage({ t: 'done' });
+    expect((await moving).reply.status).toBe(201);
+    await draining;
+    expect(await warming).toMatchObject({ records: 1, aggregates: 1, helped: 0 });
+    helper.close();
+  });
+
+  it('a deadline that passed while its partition waited fires once it is folded', async () => {
+    const clock = new SimulatedClock(1_000);
+    const log = new MemoryLog();
+    const first = shardOver(log, { clock });
+    await first.recover();
+    await first.submit({
+      aggregate: 'timed',
+      key: 'timed-3',
+      command: { name: 'open', input: 3_000, caller: null },
+    });
+    first.stop();
+    const started = shardOver(log, { clock });
+    const elsewhere = Elsewhere.none(ALL);
+    await started.check(elsewhere);
+    clock.advance(5_000);
+    await turn();
+    expect(started.stateOf('timed-3')).toBeNull();
+    await started.warm(elsewhere);
+    // Armed as already due: it fires without the clock going any further.
+    clock.advance(0);
+    await turn();
+    await turn();
+    expect((started.stateOf('timed-3') as Timed).expired).toBe(true);
+  });
+
+  it('a stop ends the warm-up: partitions not folded stay as the log has them', async () => {
+    const log = new MemoryLog();
+    const first = shardOver(log);
+    await first.recover();
+    await Promise.all(Array.from({ length: 40 }, () => issue(first)));
+    const started = shardOver(log);
+    const elsewhere = Elsewhere.none(ALL);
+    await started.check(elsewhere);
+    const warming = started.warm(elsewhere);
+    started.stop();
+    expect(await warming).toBeNull();
+    await started.snapshotAll();
+    // Nothing snapshotted of what was not folded: the next start reads every record again.
+    expect((await shardOver(log).recover()).records).toBe(40);
   });
 });
