@@ -140,6 +140,11 @@ export interface RunningServer {
   startMs: number;
   /** The parsed announcement (for the node: its "listening" log line with recovery stats). */
   announcement: Record<string, unknown>;
+  /**
+   * The node's "recovered" line (every partition folded; it answers from "listening" on) and the
+   * milliseconds from spawn to it. Never settles for a server that writes none.
+   */
+  recovered: Promise<{ ms: number; line: Record<string, unknown> }>;
   /** SIGTERM, then wait for the exit; resolves with the exit code and how long the stop took. */
   stop(): Promise<{ code: number | null; stopMs: number }>;
   /** SIGKILL (a crash: no drain, no shutdown snapshots), then wait for the exit. */
@@ -151,12 +156,17 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
   const spawnedAt = performance.now();
   let announce: (line: Record<string, unknown>) => void = () => undefined;
   const announced = new Promise<Record<string, unknown>>((resolve) => { announce = resolve; });
+  let warm: (recovered: { ms: number; line: Record<string, unknown> }) => void = () => undefined;
+  const recovered = new Promise<{ ms: number; line: Record<string, unknown> }>((resolve) => { warm = resolve; });
   const tracked = spawnTracked(args, (line) => {
+    if (line.includes('"msg":"recovered"')) {
+      warm({ ms: performance.now() - spawnedAt, line: JSON.parse(line) as Record<string, unknown> });
+      return true;
+    }
     if (!line.includes('"listening"')) return;
     const parsed = JSON.parse(line) as Record<string, unknown>;
-    if (parsed.msg !== 'listening' || typeof parsed.port !== 'number') return false;
-    announce(parsed);
-    return true;
+    if (parsed.msg === 'listening' && typeof parsed.port === 'number') announce(parsed);
+    return false;
   }, env);
   const stop = async () => {
     const stoppingAt = performance.now();
@@ -180,7 +190,7 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
     void announced.then((announcement) => {
       clearTimeout(timer);
       const port = announcement.port as number;
-      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, stop, kill });
+      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, recovered, stop, kill });
     });
   });
 }
