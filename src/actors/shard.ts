@@ -246,7 +246,8 @@ export class Shard {
    */
   private folded(p: number): boolean {
     if (this.installed.has(p)) return true;
-    if (this.warming === null || !this.warming.folds.claim(p)) return false;
+    if (this.warming === null) throw new Error('a command before the partitions were checked');
+    if (!this.warming.folds.claim(p)) return false;
     try {
       this.install(p, this.fold(p));
     } catch (error) {

@@ -28,7 +28,7 @@ const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const T0 = Date.parse('2026-11-21T12:00:00Z');
 const ADDRESS = 'path:0123456789ABCDEFabcdef';
 
-function setup() {
+async function setup() {
   const clock = new SimulatedClock(T0);
   const log = new MemoryLog();
   const shard = new Shard({
@@ -46,10 +46,11 @@ function setup() {
       throw e;
     },
   });
+  await shard.recover();
   return { clock, log, shard };
 }
 
-type Setup = ReturnType<typeof setup>;
+type Setup = Awaited<ReturnType<typeof setup>>;
 
 /** Lets scheduled ticks run and the in-memory log flush (it flushes on the next macrotask). */
 async function settle(): Promise<void> {
@@ -95,7 +96,7 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     'created -> expired by the scheduler tick at expires_at, ' +
       'and not a millisecond before (SPEC H)',
     async () => {
-      const s = setup();
+      const s = await setup();
       const reference = await createRequest(s, T0 + 60_000);
       expect((s.shard.stateOf(reference) as RequestState).status).toBe('created');
 
@@ -121,7 +122,7 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
   );
 
   it('a request with no expires_at never expires (SPEC Limits: absent is indefinite)', async () => {
-    const s = setup();
+    const s = await setup();
     const reference = await createRequest(s, null);
     s.clock.advance(400 * 24 * 3600_000);
     await settle();
@@ -132,7 +133,7 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     'paid is idempotent: the second paid answers 200 ' +
       'and appends no record and no second request.paid',
     async () => {
-      const s = setup();
+      const s = await setup();
       const reference = await createRequest(s, null);
       const first = await requestCommand(s, reference, 'paid', BETA);
       expect(first.reply.status).toBe(200);
@@ -157,7 +158,7 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
   );
 
   it('a paid request does not expire when expires_at passes', async () => {
-    const s = setup();
+    const s = await setup();
     const reference = await createRequest(s, T0 + 10_000);
     expect((await requestCommand(s, reference, 'paid', BETA)).reply.status).toBe(200);
     s.clock.advance(20_000);
@@ -169,7 +170,7 @@ describe('"States and transitions: Payment request" with a simulated clock', () 
     'revoke: only a local (issuer) caller; ' +
       'paid after revoke is 410 path.request.revoked; revoke after paid is 409 (P7)',
     async () => {
-      const s = setup();
+      const s = await setup();
       const reference = await createRequest(s, null);
       const refused = await requestCommand(s, reference, 'revoke', BETA);
       expect(refused.reply.status).toBe(403);
@@ -217,7 +218,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
   }
 
   it('open -> expired at expires_at (issued for the configured lifetime), not before', async () => {
-    const s = setup();
+    const s = await setup();
     const { reference, object } = await issue(s);
     expect(object.expires_at).toBe(isoTime(T0 + 300_000));
     expect(object).toMatchObject({ status: 'open', single_use: true });
@@ -233,7 +234,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
   });
 
   it('a used instruction stays used (410 path.instruction.used) and never expires', async () => {
-    const s = setup();
+    const s = await setup();
     const { reference } = await issue(s);
     const used = await s.shard.submit({
       aggregate: 'instruction',
@@ -283,7 +284,7 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
     'open -> expired at expires_at with a checkout.session.expired ' +
       'outbox event for its webhook_url, not before',
     async () => {
-      const s = setup();
+      const s = await setup();
       const { reference, id } = await open(s, T0 + 30 * 60_000);
       s.clock.advance(30 * 60_000 - 1);
       await settle();
@@ -310,7 +311,7 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
   );
 
   it('a completed session does not expire and emits no checkout.session.expired', async () => {
-    const s = setup();
+    const s = await setup();
     const { reference } = await open(s, T0 + 60_000);
     const done = await s.shard.submit({
       aggregate: 'checkout',
@@ -325,7 +326,7 @@ describe('"States and transitions: Checkout session" with a simulated clock (SPE
   });
 
   it('of simultaneous completes exactly one wins; the request is left untouched', async () => {
-    const s = setup();
+    const s = await setup();
     const { reference, request } = await open(s, T0 + 60_000);
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>
