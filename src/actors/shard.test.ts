@@ -365,7 +365,7 @@ describe('a start answers once every partition is checked, folding each when fir
       expect((started.stateOf(reference) as ReceiptState).status).toBe('pending');
   });
 
-  it('a command of a partition a helper holds waits for the hand-over, and a drain for it', async () => {
+  it('a command of a partition a helper holds waits for its hand-over; a drain too', async () => {
     const log = new MemoryLog();
     const first = shardOver(log);
     await first.recover();
