@@ -1,11 +1,12 @@
-// Recovery spread over spare cores. At start a shard folds its partitions one after another;
-// where cores would otherwise sit idle (fewer workers than cores, the front end waiting), the
-// pool starts helper threads beside the worker that fold partitions with records to replay (the
-// long part; a partition whose snapshot no record follows is the worker's) at the same time and
-// hand the states to the worker over a channel of their own, framed (their checksum checked on
-// arrival). Replay's checks are the helpers' own: a damaged record refuses the start with the
-// same message. Partitions are claimed one at a time (Claims), so that the worker and its
-// helpers finish together whatever the partitions hold.
+// Recovery spread over spare cores. A start first checks every partition of a shard (every
+// checksum: P14) and only then answers; it folds the partitions while it answers. Where cores
+// would otherwise sit idle (fewer workers than cores), the pool starts helper threads beside each
+// worker that check partitions with it, then fold those with records to replay (the long part;
+// a partition whose snapshot no record follows is the worker's) and hand the states to the
+// worker over a channel of their own, framed (their checksum checked on arrival). Damage found by
+// a helper refuses the start with the same message. Partitions are claimed one at a time
+// (Claims), so that the worker and its helpers finish together whatever the partitions hold, and
+// one can be claimed out of turn for the command that needs it.
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { RECOVERY_HANDOFF_POLL_MS, WORKER_YOUNG_GENERATION_MB } from '../config.js';
 import { RecoveryError, type FramedFold } from './fold.js';

@@ -4,6 +4,8 @@
 //   commit -> await durable -> adopt the new state -> reply.
 // Nobody, not even the next command of the same aggregate, sees a state before it is durable.
 // Different aggregates proceed concurrently, so their appends share group commits.
+// A start checks every partition (check) before the node answers, and folds them while it
+// answers (warm): a command whose partition is not folded yet has it folded first.
 import type { Clock } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
@@ -312,7 +314,7 @@ export class Shard {
   stop(): void {
     this.scheduler.stop();
     this.stopped = true;
-    this.warming?.checks.claimAll();
+    // The helpers fold nothing more either: each ends after the partition it holds.
     this.warming?.folds.claimAll();
   }
 
