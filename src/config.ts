@@ -144,6 +144,12 @@ export const SNAPSHOT_SLICE_VALUES = 2_000;
  */
 export const RECOVERY_HANDOFF_POLL_MS = 2;
 
+/**
+ * The longest a worker folds in one event turn while it already answers (Shard.warm): commands
+ * and their commits go on between the turns of a partition's fold.
+ */
+export const WARM_TURN_MS = 4;
+
 /** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
 export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
 

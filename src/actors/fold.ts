@@ -67,6 +67,55 @@ export function foldPartition<H extends Held>(
   into: FoldInto<H>,
   snapshot: Buffer | undefined = log.readSnapshot(p),
 ): FoldedPartition {
+  const steps = foldSteps(log, deciders, p, into, snapshot);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * The same fold spread over event turns: no turn spends more than about `turnMs` on it, so that
+ * the thread's other work (commands, their commits) goes on in between. Null once `cancelled`
+ * says so between two turns (the records read so far are let go).
+ */
+export async function foldInTurns<H extends Held>(
+  log: Log,
+  deciders: ReadonlyMap<string, AnyDecider>,
+  p: number,
+  into: FoldInto<H>,
+  options: { turnMs: number; cancelled: () => boolean },
+): Promise<FoldedPartition | null> {
+  const steps = foldSteps(log, deciders, p, into, log.readSnapshot(p));
+  let turn = performance.now();
+  try {
+    for (;;) {
+      const step = steps.next();
+      if (step.done === true) return step.value;
+      if (performance.now() - turn < options.turnMs) continue;
+      await nextTurn();
+      if (options.cancelled()) return null;
+      turn = performance.now();
+    }
+  } finally {
+    // Ends the records' iteration, and with it its read transaction, if the fold stopped early.
+    steps.return(undefined as never);
+  }
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Records replayed between two looks at the clock (foldInTurns). */
+const FOLD_STEP_RECORDS = 256; // tidy: format (a look at the clock every few hundred µs)
+
+/** A partition's fold, pausing after every FOLD_STEP_RECORDS records replayed. */
+function* foldSteps<H extends Held>(
+  log: Log,
+  deciders: ReadonlyMap<string, AnyDecider>,
+  p: number,
+  into: FoldInto<H>,
+  snapshot: Buffer | undefined,
+): Generator<void, FoldedPartition> {
   let last = 0;
   if (snapshot !== undefined) {
     const take = (slice: SnapshotBody) => {
@@ -86,6 +135,7 @@ export function foldPartition<H extends Held>(
     replay(deciders, into, value);
     last = seq;
     records++;
+    if (records % FOLD_STEP_RECORDS === 0) yield;
   }
   return { seq: last, snapshot: snapshot !== undefined, records };
 }

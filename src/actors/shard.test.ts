@@ -13,6 +13,7 @@ import { signingKeyFromSeed } from '../protocol/signing.js';
 import { RecoveryError, Shard } from './shard.js';
 import { keptOutbox } from './decision.js';
 import { Claims, Elsewhere } from './recovery.js';
+import { foldInTurns, foldPartition } from './fold.js';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_LIMITS } from '../config.js';
 import type { Decider } from '../domain/decider.js';
@@ -440,5 +441,51 @@ describe('a start answers once every partition is checked, folding each when fir
     await started.snapshotAll();
     // Nothing snapshotted of what was not folded: the next start reads every record again.
     expect((await shardOver(log).recover()).records).toBe(40);
+  });
+});
+
+describe('a fold spread over event turns (foldInTurns)', () => {
+  const deciders = new Map([[receiptDecider.type, receiptDecider]] as const);
+  const holder = () => {
+    const held = new Map<string, { type: string; state: unknown }>();
+    return { held, hold: (type: string, state: unknown) => ({ type, state }) };
+  };
+
+  it('rebuilds what foldPartition rebuilds, letting other work run between its turns', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log);
+    await shard.recover();
+    const first = await issue(shard);
+    const p = partitionOf(first.reference);
+    await Promise.all(Array.from({ length: 1999 }, () => issue(shard, sameRoute(first.reference))));
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      if (!counting) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    const inTurns = holder();
+    const options = { turnMs: 0, cancelled: () => false };
+    const folded = await foldInTurns(log, deciders, p, inTurns, options);
+    counting = false;
+    // 2,000 records, a look at the clock every 256: a turn of other work after each look.
+    expect(turns).toBeGreaterThanOrEqual(7);
+    const whole = holder();
+    expect(folded).toEqual(foldPartition(log, deciders, p, whole));
+    expect(folded!.records).toBe(2000);
+    expect(inTurns.held).toEqual(whole.held);
+  });
+
+  it('gives nothing once cancelled between two turns', async () => {
+    const log = new MemoryLog();
+    const shard = shardOver(log);
+    await shard.recover();
+    const first = await issue(shard);
+    await Promise.all(Array.from({ length: 599 }, () => issue(shard, sameRoute(first.reference))));
+    const options = { turnMs: 0, cancelled: () => true };
+    const p = partitionOf(first.reference);
+    expect(await foldInTurns(log, deciders, p, holder(), options)).toBeNull();
   });
 });

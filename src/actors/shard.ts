@@ -17,7 +17,7 @@ import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
 import {
   checkPartition,
-  foldPartition,
+  foldInTurns,
   unframeFolded,
   type FoldInto,
   type FoldedPartition,
@@ -34,7 +34,7 @@ import {
   type CommandSchemas,
   type ReadView,
 } from '../domain/decider.js';
-import { DECISION_READ_ROUNDS_MAX, type Limits } from '../config.js';
+import { DECISION_READ_ROUNDS_MAX, WARM_TURN_MS, type Limits } from '../config.js';
 import {
   CommandChecks,
   decisionWrites,
@@ -123,11 +123,13 @@ export class Shard {
   private idle: (() => void) | null = null;
   /** Partitions folded (or read from a helper) and taking commands. */
   private readonly installed = new Set<number>();
-  /** Commands of partitions a helper is still folding, waiting for its hand-over. */
+  /** Commands of partitions being folded (here or by a helper), waiting until they are. */
   private readonly waiting = new Map<number, Job[]>();
   /** The claims shared with the helpers once the partitions are checked (check). */
   private warming: Elsewhere | null = null;
   private stopped = false;
+  /** Folds under way (fold): a stop waits for them to let go of the log. */
+  private readonly folding = new Set<Promise<void>>();
   private readonly recovered: RecoveryStats = {
     snapshots: 0,
     records: 0,
@@ -182,33 +184,64 @@ export class Shard {
   }
 
   /**
-   * Folds every checked partition not yet folded, one per event turn so that commands go on
-   * meanwhile, and reads those the helpers fold as they come (folding those they leave to it),
-   * until all are. Resolves with what recovery read, in all; or null if the shard stopped first.
+   * Folds every checked partition not yet folded, a few milliseconds per event turn so that
+   * commands go on meanwhile, and reads those the helpers fold as they come (folding those they
+   * leave to it), until all are. Resolves with what recovery read, in all; or null if the shard
+   * stopped first.
    */
   async warm(elsewhere: Elsewhere): Promise<RecoveryStats | null> {
-    const owned = this.options.partitions.length;
-    while (!this.stopped && this.installed.size < owned) {
+    // A helper's failure is fatal at once (onFatal), not once this shard's own folds are done.
+    const handedOver = this.takeHandedOver(elsewhere).catch((error: unknown) => {
+      this.options.onFatal(error);
+      throw error;
+    });
+    for (let p = elsewhere.folds.fromFront(); p !== undefined && !this.stopped;) {
+      await this.fold(p);
+      // A fold short enough to take no turn of its own still lets commands in after it.
+      await nextTurn();
+      p = elsewhere.folds.fromFront();
+    }
+    await handedOver;
+    // The last folds started for commands, or for partitions the helpers left.
+    while (!this.stopped && this.installed.size < this.options.partitions.length)
+      await elsewhere.pause();
+    return this.stopped ? null : this.recovered;
+  }
+
+  /**
+   * Takes the partitions the helpers hand over as they come (every few milliseconds, beside
+   * this shard's own folds), folding those they leave to it, until every helper is done.
+   */
+  private async takeHandedOver(elsewhere: Elsewhere): Promise<void> {
+    while (!this.stopped) {
+      // Read before what arrived is taken: a helper's last partitions come with its `done`.
+      const finished = elsewhere.finished;
       for (const [p, framed] of elsewhere.arrived()) {
-        if (framed === undefined) this.install(p, this.fold(p));
+        if (framed === undefined) this.fold(p).catch(this.options.onFatal);
         else {
           this.install(p, unframeFolded(framed, p, this.into(p)));
           this.recovered.helped++;
         }
       }
-      const p = elsewhere.folds.fromFront();
-      if (p === undefined) await elsewhere.pause();
-      else {
-        this.install(p, this.fold(p));
-        await nextTurn();
-      }
+      if (finished) return;
+      await elsewhere.pause();
     }
-    while (!this.stopped && !elsewhere.finished) await elsewhere.pause();
-    return this.stopped ? null : this.recovered;
   }
 
-  private fold(p: number): FoldedPartition {
-    return foldPartition(this.options.log, this.deciders, p, this.into(p));
+  /**
+   * Folds partition `p` (claimed by this shard) over event turns and takes it; nothing if the
+   * shard stops first. Commands of the partition wait meanwhile (submit).
+   */
+  private fold(p: number): Promise<void> {
+    const folding = foldInTurns(this.options.log, this.deciders, p, this.into(p), {
+      turnMs: WARM_TURN_MS,
+      cancelled: () => this.stopped,
+    }).then((folded) => {
+      if (folded !== null) this.install(p, folded);
+    });
+    const tracked = folding.finally(() => this.folding.delete(tracked));
+    this.folding.add(tracked);
+    return tracked;
   }
 
   /** Where recovery puts a partition's states: its slots, each new one with an empty mailbox. */
@@ -242,21 +275,15 @@ export class Shard {
   }
 
   /**
-   * Whether partition `p` can take commands now: folded already, or folded here at once if no
-   * helper has claimed it (a fold that fails is fatal, as in the warm-up). False while a helper
-   * folds it: its commands wait for the hand-over.
+   * Whether partition `p` takes commands now (folded). If not, its fold is started here unless
+   * somebody (the warm-up, a helper) holds it already: its commands wait for it either way. A
+   * fold that fails is fatal, as in the warm-up.
    */
   private folded(p: number): boolean {
     if (this.installed.has(p)) return true;
     if (this.warming === null) throw new Error('a command before the partitions were checked');
-    if (!this.warming.folds.claim(p)) return false;
-    try {
-      this.install(p, this.fold(p));
-    } catch (error) {
-      this.options.onFatal(error);
-      throw error;
-    }
-    return true;
+    if (this.warming.folds.claim(p)) this.fold(p).catch(this.options.onFatal);
+    return false;
   }
 
   /** Runs a command on its aggregate's mailbox. */
@@ -303,6 +330,8 @@ export class Shard {
 
   /** Writes a snapshot of every owned partition (on shutdown, so that the next start is quick). */
   async snapshotAll(): Promise<void> {
+    // A fold under way ends at its next turn once stopped; none may read the log after this.
+    await Promise.allSettled([...this.folding]);
     for (const p of this.options.partitions) {
       // One already under way was reported (onFatal) if it failed; the last one is written here.
       await this.snapshotting.get(p)?.catch(() => undefined);

@@ -271,11 +271,16 @@ export class LmdbLog implements Log {
       end: [partition + 1, 0],
     });
     const steps = range[Symbol.iterator]();
-    for (;;) {
-      this.decoding = decode;
-      const step = steps.next();
-      if (step.done === true) return;
-      yield { seq: step.value.key[1], value: step.value.value as T };
+    try {
+      for (;;) {
+        this.decoding = decode;
+        const step = steps.next();
+        if (step.done === true) return;
+        yield { seq: step.value.key[1], value: step.value.value as T };
+      }
+    } finally {
+      // A replay left early (a fold cancelled, damage found) ends its read transaction too.
+      steps.return?.();
     }
   }
 
