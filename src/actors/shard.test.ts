@@ -269,16 +269,7 @@ describe('the scheduler', () => {
   });
 
   it('re-arms deadlines after recovery', async () => {
-    const clock = new SimulatedClock(1_000);
-    const log = new MemoryLog();
-    const shard = shardOver(log, { clock });
-    await shard.recover();
-    await shard.submit({
-      aggregate: 'timed',
-      key: 'timed-2',
-      command: { name: 'open', input: 3_000, caller: null },
-    });
-    shard.stop();
+    const { clock, log } = await timedOpenedThenStopped('timed-2');
     const recovered = shardOver(log, { clock });
     await recovered.recover();
     clock.advance(2_500);
@@ -287,6 +278,21 @@ describe('the scheduler', () => {
     expect((recovered.stateOf('timed-2') as Timed).expired).toBe(true);
   });
 });
+
+/** A log holding one timed aggregate `key`, due at 3,000 on a clock at 1,000; its shard stopped. */
+async function timedOpenedThenStopped(key: string) {
+  const clock = new SimulatedClock(1_000);
+  const log = new MemoryLog();
+  const shard = shardOver(log, { clock });
+  await shard.recover();
+  await shard.submit({
+    aggregate: 'timed',
+    key,
+    command: { name: 'open', input: 3_000, caller: null },
+  });
+  shard.stop();
+  return { clock, log };
+}
 
 /** A fresh receipt reference in the same partition as `reference`, so records share a tail. */
 function sameRoute(reference: string): string {
@@ -403,16 +409,7 @@ describe('a start answers once every partition is checked, folding each when fir
   });
 
   it('a deadline that passed while its partition waited fires once it is folded', async () => {
-    const clock = new SimulatedClock(1_000);
-    const log = new MemoryLog();
-    const first = shardOver(log, { clock });
-    await first.recover();
-    await first.submit({
-      aggregate: 'timed',
-      key: 'timed-3',
-      command: { name: 'open', input: 3_000, caller: null },
-    });
-    first.stop();
+    const { clock, log } = await timedOpenedThenStopped('timed-3');
     const started = shardOver(log, { clock });
     const elsewhere = Elsewhere.none(ALL);
     await started.check(elsewhere);
