@@ -140,12 +140,29 @@ function* foldSteps<H extends Held>(
   return { seq: last, snapshot: snapshot !== undefined, records };
 }
 
+/** What checking partitions found: snapshots, and records after them, that verify. */
+export interface Checked {
+  snapshots: number;
+  records: number;
+}
+
+/** Checks each partition `next` claims, one after another, until it gives none. */
+export function checkPartitions(log: Log, next: () => number | undefined): Checked {
+  const checked: Checked = { snapshots: 0, records: 0 };
+  for (let p = next(); p !== undefined; p = next()) {
+    const partition = checkPartition(log, p);
+    if (partition.snapshot) checked.snapshots++;
+    checked.records += partition.records;
+  }
+  return checked;
+}
+
 /**
  * Checks one partition as a start must before the node answers anyone (P14): its snapshot's
  * checksum, and every record's after it, without decoding a state or a record (the fold comes
  * later: foldPartition). Damage refuses the start with the message the fold would give.
  */
-export function checkPartition(log: Log, p: number): Omit<FoldedPartition, 'seq'> {
+function checkPartition(log: Log, p: number): Omit<FoldedPartition, 'seq'> {
   const snapshot = log.readSnapshot(p);
   const after =
     snapshot === undefined ? 0 : unframeOrFail(snapshot, `snapshot of partition ${p}`, snapshotSeq);

@@ -6,7 +6,7 @@
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { checkPartition, foldPartition, frameFolded, recordsToReplay, type Held } from './fold.js';
+import { checkPartitions, foldPartition, frameFolded, recordsToReplay, type Held } from './fold.js';
 import { Claims, type FromRecoveryHelper, type RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
@@ -19,13 +19,7 @@ const folds = new Claims(data.folds, data.partitions);
 const say = (message: FromRecoveryHelper) => port.postMessage(message);
 
 try {
-  const checked = { snapshots: 0, records: 0 };
-  for (let p = checks.fromBack(); p !== undefined; p = checks.fromBack()) {
-    const partition = checkPartition(log, p);
-    if (partition.snapshot) checked.snapshots++;
-    checked.records += partition.records;
-  }
-  say({ t: 'checked', ...checked });
+  say({ t: 'checked', ...checkPartitions(log, () => checks.fromBack()) });
   for (let p = folds.given(data.helper) as number | undefined; p !== undefined;) {
     // A partition with nothing to replay is left to its worker: its snapshot's states would be
     // read here, encoded again and read there, which costs the worker what reading the snapshot

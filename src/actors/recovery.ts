@@ -9,7 +9,9 @@
 // one can be claimed out of turn for the command that needs it.
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { RECOVERY_HANDOFF_POLL_MS, WORKER_YOUNG_GENERATION_MB } from '../config.js';
-import { RecoveryError, type FramedFold } from './fold.js';
+import { RecoveryError, type Checked, type FramedFold } from './fold.js';
+
+export type { Checked };
 
 /**
  * A worker's partitions, each claimed once by whoever takes it first: the worker from the front
@@ -90,12 +92,6 @@ export interface RecoveryHelperData {
   helper: number;
   /** Where the folded partitions go: the worker that owns them. */
   port: MessagePort;
-}
-
-/** What checking partitions found: snapshots, and records after them, that verify. */
-export interface Checked {
-  snapshots: number;
-  records: number;
 }
 
 /**

@@ -250,15 +250,7 @@ describe('the mailbox', () => {
 
 describe('the scheduler', () => {
   it('wakes an aggregate at its deadline with a tick, and not before', async () => {
-    const clock = new SimulatedClock(1_000);
-    const log = new MemoryLog();
-    const shard = shardOver(log, { clock });
-    await shard.recover();
-    await shard.submit({
-      aggregate: 'timed',
-      key: 'timed-1',
-      command: { name: 'open', input: 6_000, caller: null },
-    });
+    const { clock, shard } = await timedOpened('timed-1', 6_000);
     clock.advance(4_000);
     await turn();
     expect((shard.stateOf('timed-1') as Timed).expired).toBe(false);
@@ -279,8 +271,8 @@ describe('the scheduler', () => {
   });
 });
 
-/** A log holding one timed aggregate `key`, due at 3,000 on a clock at 1,000; its shard stopped. */
-async function timedOpenedThenStopped(key: string) {
+/** A shard holding one timed aggregate `key`, due at `at` on a clock at 1,000. */
+async function timedOpened(key: string, at: number) {
   const clock = new SimulatedClock(1_000);
   const log = new MemoryLog();
   const shard = shardOver(log, { clock });
@@ -288,8 +280,14 @@ async function timedOpenedThenStopped(key: string) {
   await shard.submit({
     aggregate: 'timed',
     key,
-    command: { name: 'open', input: 3_000, caller: null },
+    command: { name: 'open', input: at, caller: null },
   });
+  return { clock, log, shard };
+}
+
+/** A log holding one timed aggregate `key`, due at 3,000 on a clock at 1,000; its shard stopped. */
+async function timedOpenedThenStopped(key: string) {
+  const { clock, log, shard } = await timedOpened(key, 3_000);
   shard.stop();
   return { clock, log };
 }
@@ -365,7 +363,7 @@ describe('a start answers once every partition is checked, folding each when fir
     expect((started.stateOf(moved!) as ReceiptState).status).toBe('settled');
     const elsewhereFolded = others.filter((r) => partitionOf(r) !== partitionOf(moved!));
     for (const reference of elsewhereFolded) expect(started.stateOf(reference)).toBeNull();
-    const stats = await started.warm(elsewhere);
+    const stats = await started.warm();
     // Records replayed, all 40 (the transition was appended after its partition was folded).
     expect(stats).toMatchObject({ snapshots: 0, records: 40, aggregates: 40, helped: 0 });
     for (const reference of others)
@@ -386,7 +384,7 @@ describe('a start answers once every partition is checked, folding each when fir
     const checking = started.check(elsewhere);
     helper.postMessage({ t: 'checked', snapshots: 0, records: 0 });
     expect(await checking).toEqual({ snapshots: 0, records: 1 });
-    const warming = started.warm(elsewhere);
+    const warming = started.warm();
     let answered = false;
     const moving = settle(started, reference).then((r) => {
       answered = true;
@@ -416,7 +414,7 @@ describe('a start answers once every partition is checked, folding each when fir
     clock.advance(5_000);
     await turn();
     expect(started.stateOf('timed-3')).toBeNull();
-    await started.warm(elsewhere);
+    await started.warm();
     // Armed as already due: it fires without the clock going any further.
     clock.advance(0);
     await turn();
@@ -432,7 +430,7 @@ describe('a start answers once every partition is checked, folding each when fir
     const started = shardOver(log);
     const elsewhere = Elsewhere.none(ALL);
     await started.check(elsewhere);
-    const warming = started.warm(elsewhere);
+    const warming = started.warm();
     started.stop();
     expect(await warming).toBeNull();
     await started.snapshotAll();

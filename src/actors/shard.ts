@@ -16,7 +16,7 @@ import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
 import {
-  checkPartition,
+  checkPartitions,
   foldInTurns,
   unframeFolded,
   type FoldInto,
@@ -156,7 +156,7 @@ export class Shard {
    */
   async recover(elsewhere = Elsewhere.none(this.options.partitions)): Promise<RecoveryStats> {
     await this.check(elsewhere);
-    const stats = await this.warm(elsewhere);
+    const stats = await this.warm();
     if (stats === null) throw new RecoveryError('stopped before every partition was folded');
     return stats;
   }
@@ -168,13 +168,7 @@ export class Shard {
    * when one first needs it (submit) or when the warm-up reaches it.
    */
   async check(elsewhere: Elsewhere): Promise<Checked> {
-    const checked: Checked = { snapshots: 0, records: 0 };
-    const { checks } = elsewhere;
-    for (let p = checks.fromFront(); p !== undefined; p = checks.fromFront()) {
-      const partition = checkPartition(this.options.log, p);
-      if (partition.snapshot) checked.snapshots++;
-      checked.records += partition.records;
-    }
+    const checked = checkPartitions(this.options.log, () => elsewhere.checks.fromFront());
     while (!elsewhere.allChecked) await elsewhere.pause();
     this.warming = elsewhere;
     return {
@@ -184,12 +178,14 @@ export class Shard {
   }
 
   /**
-   * Folds every checked partition not yet folded, a few milliseconds per event turn so that
-   * commands go on meanwhile, and reads those the helpers fold as they come (folding those they
-   * leave to it), until all are. Resolves with what recovery read, in all; or null if the shard
-   * stopped first.
+   * Folds every partition `check` checked and nobody has folded yet, a few milliseconds per
+   * event turn so that commands go on meanwhile, and reads those the helpers fold as they come
+   * (folding those they leave to it), until all are. Resolves with what recovery read, in all;
+   * or null if the shard stopped first.
    */
-  async warm(elsewhere: Elsewhere): Promise<RecoveryStats | null> {
+  async warm(): Promise<RecoveryStats | null> {
+    const elsewhere = this.warming;
+    if (elsewhere === null) throw new Error('a warm-up before the partitions were checked');
     // A helper's failure is fatal at once (onFatal), not once this shard's own folds are done.
     const handedOver = this.takeHandedOver(elsewhere).catch((error: unknown) => {
       this.options.onFatal(error);

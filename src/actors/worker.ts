@@ -105,7 +105,7 @@ shard
   .check(elsewhere)
   .then((checked) => {
     send({ t: 'ready', checked });
-    return shard.warm(elsewhere);
+    return shard.warm();
   })
   .then((stats) => {
     if (stats !== null) send({ t: 'recovered', stats });
