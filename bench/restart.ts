@@ -20,10 +20,25 @@ import { DECIDERS } from '../src/domain/index.js';
 import { newReference } from '../src/protocol/ids.js';
 import type { BenchConfig } from './config.js';
 import { postJob, statusText } from './http-post.js';
-import { freshSigningKey, issueReceipt, PAYEE_RECEIPT_BODY, receiptRecord, type IssuedReceipt } from './fixtures.js';
+import {
+  freshSigningKey,
+  issueReceipt,
+  PAYEE_RECEIPT_BODY,
+  receiptRecord,
+  type IssuedReceipt,
+} from './fixtures.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
 import type { LoadResult } from './load.js';
-import { createLocalCredential, removeDir, residentMiB, runLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import {
+  anonymousMiB,
+  createLocalCredential,
+  removeDir,
+  residentMiB,
+  runLoad,
+  startNodeProcess,
+  tempDir,
+  type RunningServer,
+} from './processes.js';
 import { ms, rate, type Report } from './report.js';
 
 const TARGET_MS = 3_000;
@@ -43,11 +58,15 @@ const SETTLE_MS = 2_000;
 function withReference(template: IssuedReceipt, reference: string): IssuedReceipt {
   const envelopeText = template.envelopeText.replace(template.reference, reference);
   const events = template.events.map((event) =>
-    event.type === 'issued' ? { ...event, reference, envelope: envelopeText } : event);
+    event.type === 'issued' ? { ...event, reference, envelope: envelopeText } : event,
+  );
   return { reference, envelopeText, events };
 }
 
-async function buildLog(dataDir: string, config: BenchConfig): Promise<{ bytes: number; ms: number }> {
+async function buildLog(
+  dataDir: string,
+  config: BenchConfig,
+): Promise<{ bytes: number; ms: number }> {
   const started = performance.now();
   const log = new LmdbLog(openEnvironment(dataDir));
   const key = freshSigningKey();
@@ -80,7 +99,10 @@ async function buildLog(dataDir: string, config: BenchConfig): Promise<{ bytes: 
  * (foldPartition, over a copy of those records alone) and encoded as a shard encodes it. Records
  * after it are left to replay, as after a kill -9.
  */
-async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ states: number; after: number; ms: number }> {
+async function snapshotsAtPolicy(
+  dataDir: string,
+  every: number,
+): Promise<{ states: number; after: number; ms: number }> {
   const started = performance.now();
   const deciders = new Map(DECIDERS.map((d) => [d.type, d] as const));
   const log = new LmdbLog(openEnvironment(dataDir));
@@ -94,11 +116,15 @@ async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ stat
       if (cut === 0) continue;
       const upToCut = new MemoryLog();
       // Read to the end: a range iterator left early keeps its read transaction.
-      const entries = [...log.read(p, 0)].filter((r) => r.seq <= cut).map((r) => ({ partition: p, ...r }));
+      const entries = [...log.read(p, 0)]
+        .filter((r) => r.seq <= cut)
+        .map((r) => ({ partition: p, ...r }));
       await upToCut.append(entries, []);
       const held = new Map<string, Held>();
       foldPartition(upToCut, deciders, p, { held, hold: (type, state) => ({ type, state }) });
-      const aggregates = [...held].map(([key, { type, state }]) => [key, type, state] as [string, string, unknown]);
+      const aggregates = [...held].map(
+        ([key, { type, state }]) => [key, type, state] as [string, string, unknown],
+      );
       await log.writeSnapshot(p, await frameSnapshot({ seq: cut, aggregates }));
       states += held.size;
     }
@@ -113,17 +139,30 @@ async function snapshotsAtPolicy(dataDir: string, every: number): Promise<{ stat
  * partition folded, in the background or for the commands that needed one first). Waits for the
  * latter, so that what the run does next meets a node as it is once warm.
  */
-async function started(label: string, node: RunningServer, report: Report, writer?: ClientCredential): Promise<number> {
+async function started(
+  label: string,
+  node: RunningServer,
+  report: Report,
+  writer?: ClientCredential,
+): Promise<number> {
   const checked = JSON.stringify(node.announcement.recovery);
-  report.line(`  ${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, checked ${checked})`);
+  report.line(
+    `  ${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, checked ${checked})`,
+  );
   if (writer !== undefined) report.line(`    ${await writesWhileWarming(node, writer)}`);
   const recovered = await node.recovered;
   // Read at once and again a little later: a helper thread's heap goes only when the thread ends.
   const rss = residentMiB(node.pid);
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
   const settled = residentMiB(node.pid);
-  const memory = rss === null || settled === null ? '' : `; resident ${rate(rss)} MiB, ${rate(settled)} MiB ${SETTLE_MS / 1000} s later`;
-  report.line(`    every partition folded after ${ms(recovered.ms)} ms from spawn (recovery ${JSON.stringify(recovered.line.recovery)}${memory})`);
+  const anon = anonymousMiB(node.pid);
+  const memory =
+    rss === null || settled === null || anon === null
+      ? ''
+      : `; resident ${rate(rss)} MiB, ${rate(settled)} MiB ${SETTLE_MS / 1000} s later, of which ${rate(anon)} MiB not mapped from files`;
+  report.line(
+    `    every partition folded after ${ms(recovered.ms)} ms from spawn (recovery ${JSON.stringify(recovered.line.recovery)}${memory})`,
+  );
   return recovered.ms;
 }
 
@@ -134,10 +173,17 @@ async function started(label: string, node: RunningServer, report: Report, write
  */
 async function writesWhileWarming(node: RunningServer, writer: ClientCredential): Promise<string> {
   let warm = false;
-  void node.recovered.then(() => { warm = true; });
+  void node.recovered.then(() => {
+    warm = true;
+  });
   const timed = async () => {
     const at = performance.now();
-    const res = await signedPost(node.baseUrl, writer, `${API_PREFIX}/receipts`, PAYEE_RECEIPT_BODY);
+    const res = await signedPost(
+      node.baseUrl,
+      writer,
+      `${API_PREFIX}/receipts`,
+      PAYEE_RECEIPT_BODY,
+    );
     if (res.status !== 201) throw new Error(`a write while warming: ${res.status} ${res.text}`);
     return performance.now() - at;
   };
@@ -146,7 +192,8 @@ async function writesWhileWarming(node: RunningServer, writer: ClientCredential)
   await node.recovered;
   const after: number[] = [];
   for (let i = 0; i < warming.length; i++) after.push(await timed());
-  const summary = (list: number[]) => `median ${ms(median(list))} ms, max ${ms(Math.max(...list))} ms`;
+  const summary = (list: number[]) =>
+    `median ${ms(median(list))} ms, max ${ms(Math.max(...list))} ms`;
   return `${warming.length} signed POSTs answered (201) one after another while it folded: ${summary(warming)}; the same count once all folded: ${summary(after)}`;
 }
 
@@ -163,42 +210,93 @@ export async function runRestart(config: BenchConfig, report: Report): Promise<v
   try {
     const credential = createLocalCredential(dataDir);
     const built = await buildLog(dataDir, config);
-    report.line(`  built in ${ms(built.ms)} ms: ${rate(built.bytes / 1024 / 1024)} MiB of framed records, ${rate(records / (built.ms / 1000))} records/s`);
-    const startNode = () => startNodeProcess({ dataDir, timeoutMs: config.restart.start_timeout_ms });
+    report.line(
+      `  built in ${ms(built.ms)} ms: ${rate(built.bytes / 1024 / 1024)} MiB of framed records, ${rate(records / (built.ms / 1000))} records/s`,
+    );
+    const startNode = () =>
+      startNodeProcess({ dataDir, timeoutMs: config.restart.start_timeout_ms });
     const target = (startMs: number) => ({ text: `< ${TARGET_MS} ms`, met: startMs < TARGET_MS });
 
     node = await startNode();
     const warm = await started('first start', node, report, credential);
-    report.add({ section: '5 restart', figure: 'first start, pure replay: ms spawn -> listening', value: ms(node.startMs), target: target(node.startMs) });
-    report.add({ section: '5 restart', figure: 'first start, pure replay: ms spawn -> all folded', value: ms(warm) });
+    report.add({
+      section: '5 restart',
+      figure: 'first start, pure replay: ms spawn -> listening',
+      value: ms(node.startMs),
+      target: target(node.startMs),
+    });
+    report.add({
+      section: '5 restart',
+      figure: 'first start, pure replay: ms spawn -> all folded',
+      value: ms(warm),
+    });
     await node.kill();
     node = null;
 
     // A node that wrote this log itself would have left a snapshot of each partition every
     // snapshot_every_records records; a kill -9 leaves the records after the last ones to replay.
     const policy = await snapshotsAtPolicy(dataDir, DEFAULT_LIMITS.snapshot_every_records);
-    report.line(`  kill -9; then the snapshots the node's policy leaves (every ${rate(DEFAULT_LIMITS.snapshot_every_records)} records of a partition): ${rate(policy.states)} states, ${rate(policy.after)} records after them, written in ${ms(policy.ms)} ms`);
+    report.line(
+      `  kill -9; then the snapshots the node's policy leaves (every ${rate(DEFAULT_LIMITS.snapshot_every_records)} records of a partition): ${rate(policy.states)} states, ${rate(policy.after)} records after them, written in ${ms(policy.ms)} ms`,
+    );
     node = await startNode();
-    const warmAfterKill = await started('start after a kill -9 between snapshots', node, report, credential);
-    report.add({ section: '5 restart', figure: 'start after a kill -9 between snapshots: ms', value: ms(node.startMs), target: target(node.startMs) });
-    report.add({ section: '5 restart', figure: 'start after a kill -9 between snapshots: ms -> all folded', value: ms(warmAfterKill) });
+    const warmAfterKill = await started(
+      'start after a kill -9 between snapshots',
+      node,
+      report,
+      credential,
+    );
+    report.add({
+      section: '5 restart',
+      figure: 'start after a kill -9 between snapshots: ms',
+      value: ms(node.startMs),
+      target: target(node.startMs),
+    });
+    report.add({
+      section: '5 restart',
+      figure: 'start after a kill -9 between snapshots: ms -> all folded',
+      value: ms(warmAfterKill),
+    });
     let stopped = await node.stop();
     node = null;
-    report.line(`  SIGTERM with no writes since start but the timed ones: stopped in ${ms(stopped.stopMs)} ms (exit ${stopped.code})`);
+    report.line(
+      `  SIGTERM with no writes since start but the timed ones: stopped in ${ms(stopped.stopMs)} ms (exit ${stopped.code})`,
+    );
 
     node = await startNode();
     await started('second start', node, report);
-    report.add({ section: '5 restart', figure: 'second start, after an idle SIGTERM: ms', value: ms(node.startMs), target: target(node.startMs) });
+    report.add({
+      section: '5 restart',
+      figure: 'second start, after an idle SIGTERM: ms',
+      value: ms(node.startMs),
+      target: target(node.startMs),
+    });
 
-    const touched = await runLoad<LoadResult>(postJob(node, credential, { count: config.restart.touch_requests, warmupCount: 0, connections: TOUCH_CONNECTIONS }), config.child_timeout_ms);
-    report.line(`  ${touched.ok} signed POSTs (${statusText(touched)}) to touch the partitions before the next SIGTERM`);
+    const touched = await runLoad<LoadResult>(
+      postJob(node, credential, {
+        count: config.restart.touch_requests,
+        warmupCount: 0,
+        connections: TOUCH_CONNECTIONS,
+      }),
+      config.child_timeout_ms,
+    );
+    report.line(
+      `  ${touched.ok} signed POSTs (${statusText(touched)}) to touch the partitions before the next SIGTERM`,
+    );
     stopped = await node.stop();
     node = null;
-    report.line(`  SIGTERM after those writes: stopped in ${ms(stopped.stopMs)} ms (exit ${stopped.code})`);
+    report.line(
+      `  SIGTERM after those writes: stopped in ${ms(stopped.stopMs)} ms (exit ${stopped.code})`,
+    );
 
     node = await startNode();
     await started('third start', node, report);
-    report.add({ section: '5 restart', figure: 'third start, after writes + SIGTERM (snapshots): ms', value: ms(node.startMs), target: target(node.startMs) });
+    report.add({
+      section: '5 restart',
+      figure: 'third start, after writes + SIGTERM (snapshots): ms',
+      value: ms(node.startMs),
+      target: target(node.startMs),
+    });
   } finally {
     await node?.stop();
     removeDir(dataDir);
