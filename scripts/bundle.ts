@@ -83,9 +83,18 @@ export const SERVER_ENTRIES: Record<string, string> = {
 /**
  * Packages left out of the server bundles and loaded as they are: native addons (lmdb and the
  * msgpackr it shares, uWebSockets.js, fs-native-extensions) and pino, whose transports load
- * files of their own by path.
+ * files of their own by path; pg, which names its optional native binding; synckit, which starts
+ * its thread from a file of its own.
  */
-const SERVER_EXTERNAL = ['lmdb', 'msgpackr', 'uWebSockets.js', 'fs-native-extensions', 'pino'];
+const SERVER_EXTERNAL = [
+  'lmdb',
+  'msgpackr',
+  'uWebSockets.js',
+  'fs-native-extensions',
+  'pino',
+  'pg',
+  'synckit',
+];
 
 /**
  * A module's `import.meta.url` names the file it was compiled to, not the bundle it lands in:

@@ -18,23 +18,26 @@ export interface LogEntry {
 }
 
 /** Tables written in the same commit as the records that cause them. */
-export type Table =
-  | 'views'
-  | 'outbox'
-  | 'idempotency'
-  | 'idempotency_order'
-  | 'directory'
-  | 'deliveries'
-  | 'journal'
-  | 'usage'
-  | 'feed'
-  | 'feed_state'
-  | 'replica'
-  | 'cursors'
-  | 'replay'
-  | 'followups'
-  | 'event_expiry'
-  | 'resends';
+export const TABLES = [
+  'views',
+  'outbox',
+  'idempotency',
+  'idempotency_order',
+  'directory',
+  'deliveries',
+  'journal',
+  'usage',
+  'feed',
+  'feed_state',
+  'replica',
+  'cursors',
+  'replay',
+  'followups',
+  'event_expiry',
+  'resends',
+] as const;
+
+export type Table = (typeof TABLES)[number];
 
 export interface ScanRange {
   start?: string;

@@ -1,0 +1,268 @@
+// The log on PostgreSQL (cluster mode, P22): the same `Log` as LMDB's, so the same runtime, actors
+// and deciders run on it. Records are keyed (partition, seq), table rows (table, key), one
+// snapshot per partition (postgres-schema.ts).
+//
+// Durability (P14): an append resolves only once PostgreSQL has reported its commit, on sessions
+// that set `synchronous_commit = on` themselves (a server whose default is `off` would otherwise
+// acknowledge commits it can still lose). In production a synchronous standby keeps that true
+// across the loss of the primary's machine.
+//
+// Group commit: appends issued while a commit is under way wait and go together in the next one,
+// one call of `path_append` (one transaction, one round trip): a command's records and rows land
+// together or not at all, and share the commit with every other command of the batch.
+//
+// Reads are synchronous, as the interface asks (LMDB reads its map in the calling thread): each
+// is sent to a reader thread of this log (postgres-reader.ts) and the caller waits for its answer.
+// Ranges are read in pages. `peek` answers from a bounded cache of this thread's, dropped (and
+// its version bumped) on `refresh`, after this log's own commits and at READ_SNAPSHOT_HOLD_MS:
+// the same bound on staleness as LMDB's held read transaction.
+import pg from 'pg';
+import { createSyncFn } from 'synckit';
+import { READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
+import { migrate } from './postgres-schema.js';
+import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
+
+/** Records read per round trip by `read` and `replay`, rows by `scan`. */
+const READ_PAGE = 2_048;
+/** Values `peek` keeps between refreshes. */
+const PEEK_CACHE_ENTRIES = 10_000;
+/** Connections of the writing side: one commit under way, and a snapshot beside it. */
+const WRITE_CONNECTIONS = 2;
+/** Every session of the node commits synchronously, whatever the server's default (P14). */
+const SESSION_OPTIONS = '-c synchronous_commit=on';
+
+interface Pending {
+  entries: readonly LogEntry[];
+  writes: readonly TableWrite[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** A batch's table writes as `path_append`'s arrays: the last write of a key wins. */
+function tableArrays(batch: readonly Pending[]) {
+  const last = new Map<string, TableWrite>();
+  for (const p of batch) for (const w of p.writes) last.set(`${w.table}\u0000${w.key}`, w);
+  const put = { tables: [] as string[], keys: [] as string[], bytes: [] as Buffer[] };
+  const del = { tables: [] as string[], keys: [] as string[] };
+  for (const w of last.values()) {
+    if (w.bytes === null) {
+      del.tables.push(w.table);
+      del.keys.push(w.key);
+    } else {
+      put.tables.push(w.table);
+      put.keys.push(w.key);
+      put.bytes.push(w.bytes);
+    }
+  }
+  return { put, del };
+}
+
+export class PostgresLog implements Log {
+  private queue: Pending[] = [];
+  private committing: Promise<void> | null = null;
+  private scheduled = false;
+  private readonly cache = new Map<string, Buffer | null>();
+  private cacheVersion = 0;
+  private cacheTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly reader: (request: ReadRequest) => ReadAnswer,
+  ) {}
+
+  /** Connects, brings the schema to this build's version and starts the reader thread. */
+  static async open(url: string): Promise<PostgresLog> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: WRITE_CONNECTIONS,
+      options: SESSION_OPTIONS,
+    });
+    // An idle connection that fails is dropped by the pool; the next query opens another.
+    pool.on('error', () => undefined);
+    try {
+      const client = await pool.connect();
+      try {
+        await migrate(client);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    const reader = createSyncFn<(request: ReadRequest) => Promise<ReadAnswer>>(
+      new URL('./postgres-reader.js', import.meta.url),
+    );
+    reader({ op: 'open', url });
+    return new PostgresLog(pool, reader);
+  }
+
+  append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the PostgreSQL log is closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ entries, writes, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Commits the queue at the end of this event turn, or once the commit under way is done. */
+  private schedule(): void {
+    if (this.scheduled || this.committing !== null) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.committing = this.commitQueued().finally(() => {
+        this.committing = null;
+        if (this.queue.length > 0) this.schedule();
+      });
+    });
+  }
+
+  private async commitQueued(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const records = batch.flatMap((p) => p.entries);
+    const { put, del } = tableArrays(batch);
+    try {
+      await this.pool.query('select path_append($1, $2, $3, $4, $5, $6, $7, $8)', [
+        records.map((e) => e.partition),
+        records.map((e) => e.seq),
+        records.map((e) => e.bytes),
+        put.tables,
+        put.keys,
+        put.bytes,
+        del.tables,
+        del.keys,
+      ]);
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    // This thread reads its own writes.
+    this.forget();
+    for (const p of batch) p.resolve();
+  }
+
+  async write(writes: readonly TableWrite[]): Promise<void> {
+    await this.append([], writes);
+  }
+
+  refresh(): void {
+    this.forget();
+  }
+
+  /** Drops what `peek` kept: the next peek of any key asks the database. */
+  private forget(): void {
+    if (this.cache.size === 0 && this.cacheTimer === null) return;
+    this.cache.clear();
+    this.cacheVersion++;
+    if (this.cacheTimer !== null) clearTimeout(this.cacheTimer);
+    this.cacheTimer = null;
+  }
+
+  peekVersion(): number {
+    return this.cacheVersion;
+  }
+
+  get(table: Table, key: string): Buffer | undefined {
+    const bytes = this.reader({ op: 'get', table, key }) as Uint8Array | null;
+    return bytes === null ? undefined : asBuffer(bytes);
+  }
+
+  peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
+    const cacheKey = `${table}\u0000${key}`;
+    let bytes = this.cache.get(cacheKey);
+    if (bytes === undefined) {
+      bytes = this.get(table, key) ?? null;
+      if (this.cache.size >= PEEK_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(cacheKey, bytes);
+      if (this.cacheTimer === null) {
+        this.cacheTimer = setTimeout(() => this.forget(), READ_SNAPSHOT_HOLD_MS);
+        this.cacheTimer.unref();
+      }
+    }
+    return bytes === null ? undefined : use(bytes, key);
+  }
+
+  *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
+    const reverse = range.reverse === true;
+    let left = range.limit ?? Infinity;
+    let start = range.start ?? null;
+    let startInclusive = true;
+    let end = range.end ?? null;
+    let endInclusive = false;
+    while (left > 0) {
+      const limit = Math.min(left, READ_PAGE);
+      const rows = this.reader({
+        op: 'scan',
+        table,
+        start,
+        startInclusive,
+        end,
+        endInclusive,
+        reverse,
+        limit,
+      }) as { key: string; bytes: Uint8Array }[];
+      for (const row of rows) yield { key: row.key, bytes: asBuffer(row.bytes) };
+      left -= rows.length;
+      if (rows.length < limit) return;
+      // The next page starts after the last key read, in the scan's direction.
+      const last = rows[rows.length - 1]!.key;
+      if (reverse) [end, endInclusive] = [last, false];
+      else [start, startInclusive] = [last, false];
+    }
+  }
+
+  *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
+    let after = afterSeq;
+    for (;;) {
+      const page = this.reader({ op: 'records', partition, afterSeq: after, limit: READ_PAGE });
+      const records = page as { seq: number; bytes: Uint8Array }[];
+      for (const r of records) yield { seq: r.seq, bytes: asBuffer(r.bytes) };
+      if (records.length < READ_PAGE) return;
+      after = records[records.length - 1]!.seq;
+    }
+  }
+
+  *replay<T>(
+    partition: number,
+    afterSeq: number,
+    decode: (bytes: Buffer) => T,
+  ): Iterable<{ seq: number; value: T }> {
+    for (const r of this.read(partition, afterSeq)) yield { seq: r.seq, value: decode(r.bytes) };
+  }
+
+  lastSeq(partition: number): number {
+    return this.reader({ op: 'lastSeq', partition }) as number;
+  }
+
+  readSnapshot(partition: number): Buffer | undefined {
+    const bytes = this.reader({ op: 'snapshot', partition }) as Uint8Array | null;
+    return bytes === null ? undefined : asBuffer(bytes);
+  }
+
+  async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
+    await this.pool.query(
+      'insert into snapshots (partition, bytes) values ($1, $2) ' +
+        'on conflict (partition) do update set bytes = excluded.bytes',
+      [partition, bytes],
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.committing !== null || this.scheduled) {
+      await (this.committing ?? new Promise((resolve) => setImmediate(resolve)));
+    }
+    this.forget();
+    this.reader({ op: 'close' });
+    await this.pool.end();
+  }
+}

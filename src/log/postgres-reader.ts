@@ -1,0 +1,127 @@
+// The thread behind the PostgreSQL log's synchronous reads (postgres-log.ts): the `Log` interface
+// reads synchronously, as LMDB's map does, so each read is sent here and the caller waits
+// (synckit: a worker thread, Atomics.wait) while this thread asks the database on a connection
+// of its own. Every read is one statement in autocommit: it sees every commit made before it.
+import pg from 'pg';
+import { runAsWorker } from 'synckit';
+
+export type ReadRequest =
+  | { op: 'open'; url: string }
+  | { op: 'get'; table: string; key: string }
+  | {
+      op: 'scan';
+      table: string;
+      start: string | null;
+      startInclusive: boolean;
+      end: string | null;
+      endInclusive: boolean;
+      reverse: boolean;
+      limit: number;
+    }
+  | { op: 'records'; partition: number; afterSeq: number; limit: number }
+  | { op: 'lastSeq'; partition: number }
+  | { op: 'snapshot'; partition: number }
+  | { op: 'close' };
+
+export type ReadAnswer =
+  | null
+  | number
+  | Uint8Array
+  | { key: string; bytes: Uint8Array }[]
+  | { seq: number; bytes: Uint8Array }[];
+
+let url: string | null = null;
+let client: pg.Client | null = null;
+
+/**
+ * The reader's connection, opened again when it was lost (the server restarted, a network
+ * fault): a read under way when it broke fails, the next one reconnects.
+ */
+async function connected(): Promise<pg.Client> {
+  if (client !== null) return client;
+  if (url === null) throw new Error('the PostgreSQL reader is not open');
+  const opening = new pg.Client({ connectionString: url });
+  opening.on('error', () => {
+    if (client === opening) client = null;
+  });
+  await opening.connect();
+  client = opening;
+  return opening;
+}
+
+/** One range of a table's keys as SQL conditions, numbered from $2 (the table is $1). */
+function scanStatement(r: Extract<ReadRequest, { op: 'scan' }>): [string, unknown[]] {
+  const where = ['tbl = $1'];
+  const values: unknown[] = [r.table];
+  if (r.start !== null) {
+    values.push(r.start);
+    where.push(`key ${r.startInclusive ? '>=' : '>'} $${values.length}`);
+  }
+  if (r.end !== null) {
+    values.push(r.end);
+    where.push(`key ${r.endInclusive ? '<=' : '<'} $${values.length}`);
+  }
+  values.push(r.limit);
+  const order = r.reverse ? 'desc' : 'asc';
+  const text =
+    `select key, bytes from rows where ${where.join(' and ')} ` +
+    `order by key ${order} limit $${values.length}`;
+  return [text, values];
+}
+
+async function answer(request: ReadRequest): Promise<ReadAnswer> {
+  switch (request.op) {
+    case 'open': {
+      url = request.url;
+      await connected();
+      return null;
+    }
+    case 'get': {
+      const found = await (
+        await connected()
+      ).query<{ bytes: Buffer }>('select bytes from rows where tbl = $1 and key = $2', [
+        request.table,
+        request.key,
+      ]);
+      return found.rows[0]?.bytes ?? null;
+    }
+    case 'scan': {
+      const [text, values] = scanStatement(request);
+      const found = await (await connected()).query<{ key: string; bytes: Buffer }>(text, values);
+      return found.rows;
+    }
+    case 'records': {
+      const found = await (
+        await connected()
+      ).query<{ seq: string; bytes: Buffer }>(
+        'select seq, bytes from records where partition = $1 and seq > $2 order by seq limit $3',
+        [request.partition, request.afterSeq, request.limit],
+      );
+      return found.rows.map((row) => ({ seq: Number(row.seq), bytes: row.bytes }));
+    }
+    case 'lastSeq': {
+      const found = await (
+        await connected()
+      ).query<{ seq: string | null }>('select max(seq) as seq from records where partition = $1', [
+        request.partition,
+      ]);
+      return Number(found.rows[0]?.seq ?? 0);
+    }
+    case 'snapshot': {
+      const found = await (
+        await connected()
+      ).query<{ bytes: Buffer }>('select bytes from snapshots where partition = $1', [
+        request.partition,
+      ]);
+      return found.rows[0]?.bytes ?? null;
+    }
+    case 'close': {
+      const open = client;
+      [client, url] = [null, null];
+      await open?.end().catch(() => undefined);
+      return null;
+    }
+  }
+}
+
+runAsWorker(answer);

@@ -1,0 +1,78 @@
+// The cluster store's schema (P22), created and migrated by the node itself: each migration is
+// applied once, in order, in one transaction with the version it brings, under an advisory lock
+// so that instances starting together do not apply one twice. A database whose version is newer
+// than this build knows is refused: an older build must not write to a layout it does not know.
+//
+// Keys sort as LMDB sorts them (bytewise over UTF-8: COLLATE "C"), so that every range the node
+// scans reads the same rows in the same order on either store.
+import type pg from 'pg';
+
+/** One step of the layout, applied once: the statements of version `index + 1`. */
+export const MIGRATIONS: readonly string[] = [
+  `
+  create table records (
+    partition integer not null,
+    seq bigint not null,
+    bytes bytea not null,
+    primary key (partition, seq)
+  );
+  create table snapshots (
+    partition integer primary key,
+    bytes bytea not null
+  );
+  create table rows (
+    tbl text not null,
+    key text collate "C" not null,
+    bytes bytea not null,
+    primary key (tbl, key)
+  );
+  -- One commit of a command (or of a group of them): its records and its table rows, or nothing.
+  create function path_append(
+    partitions integer[], seqs bigint[], records bytea[],
+    put_tables text[], put_keys text[], put_bytes bytea[],
+    del_tables text[], del_keys text[]
+  ) returns void language plpgsql as $$
+  begin
+    insert into records (partition, seq, bytes)
+      select * from unnest(partitions, seqs, records);
+    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
+      where r.tbl = d.tbl and r.key = d.key;
+    insert into rows (tbl, key, bytes)
+      select * from unnest(put_tables, put_keys, put_bytes)
+      on conflict (tbl, key) do update set bytes = excluded.bytes;
+  end
+  $$;
+  `,
+];
+
+/** A fixed key of pg_advisory_xact_lock: the node's schema changes, one instance at a time. */
+const MIGRATION_LOCK = 0x70617468;
+
+export class SchemaError extends Error {
+  override name = 'SchemaError';
+}
+
+/** Brings the database to this build's layout; returns the version it is at. */
+export async function migrate(client: pg.ClientBase): Promise<number> {
+  await client.query('begin');
+  try {
+    await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('create table if not exists path_schema (version integer not null)');
+    const found = await client.query<{ version: number }>('select version from path_schema');
+    let version = found.rows[0]?.version ?? 0;
+    if (found.rows.length === 0) await client.query('insert into path_schema values (0)');
+    if (version > MIGRATIONS.length) {
+      throw new SchemaError(
+        `the database's schema is version ${version}, newer than this build's ` +
+          `(${MIGRATIONS.length}): run the build that wrote it, or a newer one`,
+      );
+    }
+    for (; version < MIGRATIONS.length; version++) await client.query(MIGRATIONS[version]!);
+    await client.query('update path_schema set version = $1', [version]);
+    await client.query('commit');
+    return version;
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  }
+}

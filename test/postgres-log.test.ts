@@ -1,0 +1,204 @@
+// The PostgreSQL log (cluster mode, P22) on a real PostgreSQL started for the run
+// (support/postgres-setup.ts): the same contract suite as the LMDB and in-memory logs, then what
+// is its own: the schema it creates and refuses, synchronous commits whatever the server's
+// default, one commit per batch of appends, and nothing of a failed commit acknowledged.
+import pg from 'pg';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { logContract } from '../src/log/log.contract.js';
+import type { Log } from '../src/log/log.js';
+import type { PostgresLog as PostgresLogType } from '../src/log/postgres-log.js';
+import type * as Schema from '../src/log/postgres-schema.js';
+import { freshDatabase, startPostgres } from './support/postgres.js';
+
+// The compiled modules: the log's reader thread is a file beside it (postgres-reader.js).
+const compiled = (path: string) => import(new URL(`../dist/src/log/${path}`, import.meta.url).href);
+const { PostgresLog } = (await compiled('postgres-log.js')) as {
+  PostgresLog: typeof PostgresLogType;
+};
+const { MIGRATIONS, SchemaError } = (await compiled('postgres-schema.js')) as typeof Schema;
+
+logContract(
+  'PostgresLog',
+  (() => {
+    let url: string | null = null;
+    let open: PostgresLogType | null = null;
+    return {
+      open: async () => {
+        url = await freshDatabase(inject('postgresUrl'));
+        open = await PostgresLog.open(url);
+        return open;
+      },
+      reopen: async (log: Log) => {
+        await log.close();
+        open = await PostgresLog.open(url!);
+        return open;
+      },
+      dispose: async () => {
+        await open?.close();
+        open = null;
+      },
+    };
+  })(),
+);
+
+/** Runs statements on a database of the test cluster as its superuser. */
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A trigger of the test's own on the records table: for every record, the transaction that wrote
+ * it and the session's synchronous_commit, as the server saw them.
+ */
+async function watchCommits(url: string): Promise<void> {
+  await sql(
+    url,
+    `create table seen (txid bigint, sync text);
+     create function note_commit() returns trigger language plpgsql as $$
+     begin
+       insert into seen values (txid_current(), current_setting('synchronous_commit'));
+       return new;
+     end $$;
+     create trigger note_commit after insert on records for each row execute function note_commit();`,
+  );
+}
+
+const record = (partition: number, seq: number) => ({
+  partition,
+  seq,
+  bytes: Buffer.from(`${partition}/${seq}`),
+});
+
+describe('PostgresLog (P22)', () => {
+  const opened: PostgresLogType[] = [];
+  afterEach(async () => {
+    for (const log of opened.splice(0)) await log.close();
+  });
+  const openLog = async (url: string) => {
+    const log = await PostgresLog.open(url);
+    opened.push(log);
+    return log;
+  };
+
+  it('creates its schema once, at the version this build knows, however many open it together', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    await Promise.all([openLog(url), openLog(url), openLog(url)]);
+    const versions = await sql<{ version: number }>(url, 'select version from path_schema');
+    expect(versions).toEqual([{ version: MIGRATIONS.length }]);
+    const tables = await sql<{ name: string }>(
+      url,
+      "select table_name as name from information_schema.tables where table_schema = 'public' order by 1",
+    );
+    expect(tables.map((t) => t.name)).toEqual(['path_schema', 'records', 'rows', 'snapshots']);
+  });
+
+  it('refuses a database whose schema is newer than this build, and writes nothing to it', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    await (await openLog(url)).close();
+    opened.length = 0;
+    await sql(url, 'update path_schema set version = $1', [MIGRATIONS.length + 1]);
+    await expect(PostgresLog.open(url)).rejects.toThrow(SchemaError);
+    await expect(PostgresLog.open(url)).rejects.toThrow(/newer than this build/);
+    const versions = await sql<{ version: number }>(url, 'select version from path_schema');
+    expect(versions).toEqual([{ version: MIGRATIONS.length + 1 }]);
+  });
+
+  it('P14: commits synchronously even where the database defaults to asynchronous commits', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const name = new URL(url).pathname.slice(1);
+    await sql(url, `alter database ${name} set synchronous_commit = off`);
+    const log = await openLog(url);
+    await watchCommits(url);
+    await log.append([record(1, 1)], []);
+    expect(await sql<{ sync: string }>(url, 'select sync from seen')).toEqual([{ sync: 'on' }]);
+  });
+
+  it('commits appends issued together in fewer transactions than appends (group commit)', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    await watchCommits(url);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => log.append([record(2, i + 1)], [])));
+    const commits = await sql<{ n: string }>(url, 'select count(distinct txid) as n from seen');
+    expect(Number(commits[0]!.n)).toBeLessThanOrEqual(2);
+    expect([...log.read(2, 0)].map((r) => r.seq)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+  });
+
+  it('acknowledges nothing of a commit that fails: a record already there rejects its whole batch', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    await log.append([record(3, 1)], []);
+    const view = { table: 'views' as const, key: 'v', bytes: Buffer.from('view') };
+    const outcomes = await Promise.allSettled([
+      log.append([record(3, 1)], [view]),
+      log.append([record(4, 1)], []),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    log.refresh();
+    expect(log.get('views', 'v')).toBeUndefined();
+    expect([...log.read(4, 0)]).toEqual([]);
+    // The log goes on: the next commit lands.
+    await log.append([record(4, 1)], [view]);
+    expect(log.get('views', 'v')?.toString()).toBe('view');
+  });
+
+  it('P14: every append acknowledged before the database server crashed is there after its restart', async () => {
+    const server = await startPostgres();
+    try {
+      const url = await freshDatabase(server.url);
+      // Asynchronous commits by default: only the log's own session setting keeps it durable, and
+      // an immediate stop loses what was acknowledged but not yet flushed from the WAL buffers.
+      await sql(
+        url,
+        `alter database ${new URL(url).pathname.slice(1)} set synchronous_commit = off`,
+      );
+      const log = await PostgresLog.open(url);
+      const acknowledged: [number, number][] = [];
+      let failed = 0;
+      // Eight writers, each appending one record after another to its own partition until one
+      // fails: the crash finds commits under way.
+      const writers = Array.from({ length: 8 }, async (_, partition) => {
+        for (let seq = 1; ; seq++) {
+          const view = {
+            table: 'views' as const,
+            key: `v${partition}/${seq}`,
+            bytes: Buffer.from('x'),
+          };
+          try {
+            await log.append([record(partition, seq)], [view]);
+          } catch {
+            failed++;
+            return;
+          }
+          acknowledged.push([partition, seq]);
+        }
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      server.crashAndRestart();
+      await Promise.all(writers);
+      await log.close().catch(() => undefined);
+      const reopened = await PostgresLog.open(url);
+      try {
+        expect(failed).toBe(8);
+        expect(acknowledged.length).toBeGreaterThan(8);
+        const missing = acknowledged.filter(
+          ([p, seq]) =>
+            ![...reopened.read(p, seq - 1)].some((r) => r.seq === seq) ||
+            reopened.get('views', `v${p}/${seq}`)?.toString() !== 'x',
+        );
+        expect(missing).toEqual([]);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      server.stop();
+    }
+  });
+});
