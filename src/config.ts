@@ -59,6 +59,11 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /**
+   * Cluster mode (P22): the PostgreSQL database every instance of the operator shares, as a
+   * `postgres://` URL; null for the embedded node (LMDB in the data directory).
+   */
+  store: string | null;
   member: string;
   baseUrl: string;
   externalPort: number;
@@ -300,6 +305,7 @@ const SERVE_FLAGS = [
   'port',
   'host',
   'data-dir',
+  'store',
   'member',
   'base-url',
   'external-port',
@@ -356,6 +362,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     port,
     host,
     dataDir: text('data-dir', './data'),
+    store: storeOf(text('store', '')),
     member,
     baseUrl,
     externalPort: integer('external-port', 8081, 0, 65535),
@@ -377,6 +384,21 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
+}
+
+/** The cluster's database URL (P22), or null for the embedded node. */
+export function storeOf(raw: string): string | null {
+  if (raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('--store must be a postgres:// URL');
+  }
+  // The URL is never repeated in the message: it may carry a password.
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')
+    throw new ConfigError('--store must be a postgres:// URL');
+  return raw;
 }
 
 /** A fraction from 0 to 1 (`--access-log-sample 0.01` writes one success in a hundred). */

@@ -37,8 +37,10 @@ import { AccessLog } from './http/access-log.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
-import { LmdbLog, openEnvironment, type LmdbEnvironment } from './log/lmdb-log.js';
-import { NodeStore } from './store.js';
+import type { LmdbEnvironment } from './log/lmdb-log.js';
+import { openStore } from './log/open.js';
+import { holdInstanceLock } from './log/postgres-log.js';
+import { NodeStore, type StoreTables } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
 import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
@@ -55,18 +57,15 @@ export async function startNode(
   onFatal: (message: string) => void,
 ): Promise<RunningNode> {
   const started = Date.now();
-  // P16: the directory is this process's before anything in it is opened.
-  const lock = lockDataDir(config.dataDir);
+  const claimed = await claim(config, onFatal);
   announceDataDir(config, logger);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config);
-  const env = openEnvironment(config.dataDir);
-  const identity = await openIdentity(env, config);
-  const log = new LmdbLog(env);
+  const { log, tables, env } = await openStore(config);
+  const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;
-  // The directory image is checked against the log before a worker can commit; read meanwhile.
-  const image = { tails: partitionTails(env), read: readImage(config.dataDir) };
+  const image = directoryImageOf(config, env);
   const runtime = await startPool(config, logger, onFatal, { log, identity, signer, metrics });
   const access = await startNetwork(config, logger, {
     log,
@@ -109,12 +108,33 @@ export async function startNode(
     'listening',
   );
   announceRecovered(logger, runtime.pool, started);
+  const held = { ...claimed, env, log, runtime, access, listeners, followers, watch };
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
-    stop: () =>
-      stopNode(config, logger, { lock, env, log, runtime, access, listeners, followers, watch }),
+    stop: () => stopNode(config, logger, held),
   };
+}
+
+/**
+ * Where the node keeps its state, made this process's before anything in it is opened: the data
+ * directory (P16) and, in cluster mode, the database (P22: until partitions are leased to
+ * instances, one instance a database).
+ */
+async function claim(config: Config, onFatal: (message: string) => void) {
+  const lock = lockDataDir(config.dataDir);
+  const instance = config.store === null ? null : await holdInstanceLock(config.store, onFatal);
+  return { lock, instance };
+}
+
+/**
+ * The directory image, checked against the log before a worker can commit; read meanwhile.
+ * Cluster mode keeps none: other instances change the directory while this one is down.
+ */
+function directoryImageOf(config: Config, env: LmdbEnvironment | null) {
+  return env === null
+    ? { tails: [], read: Promise.resolve<ImageRead>({ kind: 'absent' }) }
+    : { tails: partitionTails(env), read: readImage(config.dataDir) };
 }
 
 /**
@@ -135,7 +155,7 @@ function announceRecovered(logger: Logger, pool: ShardPool, started: number): vo
  * for from the command line, and events past their retention.
  */
 async function catchUpHousekeeping(
-  log: LmdbLog,
+  log: Log,
   config: Config,
   events: WebhookDelivery,
 ): Promise<void> {
@@ -163,7 +183,7 @@ async function startPool(
   config: Config,
   logger: Logger,
   onFatal: (message: string) => void,
-  opened: { log: LmdbLog; identity: Identity; signer: SignerCell; metrics: Metrics },
+  opened: { log: Log; identity: Identity; signer: SignerCell; metrics: Metrics },
 ) {
   const { log, identity, signer, metrics } = opened;
   const events = new WebhookDelivery({
@@ -183,6 +203,7 @@ async function startPool(
   const { pool, checked } = await ShardPool.start({
     workers: config.workers,
     dataDir: config.dataDir,
+    store: config.store,
     member: config.member,
     seedHex: identity.signingKey.seed_hex,
     sealingKeyHex: identity.sealingKey.toString('hex'),
@@ -210,7 +231,7 @@ async function startNetwork(
   config: Config,
   logger: Logger,
   opened: {
-    log: LmdbLog;
+    log: Log;
     store: NodeStore;
     signer: SignerCell;
     directory: LocalDirectory;
@@ -254,7 +275,7 @@ async function startNetwork(
 /** What the route handlers reach. */
 function nodeServices(
   config: Config,
-  parts: { log: LmdbLog; identity: Identity; signer: SignerCell; runtime: Runtime; access: Access },
+  parts: { log: Log; identity: Identity; signer: SignerCell; runtime: Runtime; access: Access },
 ): Services {
   const { log, identity, signer, runtime, access } = parts;
   return {
@@ -281,7 +302,7 @@ async function startListeners(
   logger: Logger,
   parts: {
     services: Services;
-    log: LmdbLog;
+    log: Log;
     access: Access;
     localHolder: { member: string; endpoint: string };
     onAnswered: (answered: Answered) => void;
@@ -328,7 +349,7 @@ function startFollowers(
   config: Config,
   logger: Logger,
   parts: {
-    log: LmdbLog;
+    log: Log;
     identity: Identity;
     signer: SignerCell;
     runtime: Runtime;
@@ -374,8 +395,9 @@ async function stopNode(
   logger: Logger,
   parts: {
     lock: DataDirLock;
-    env: LmdbEnvironment;
-    log: LmdbLog;
+    instance: { release(): Promise<void> } | null;
+    env: LmdbEnvironment | null;
+    log: Log;
     runtime: Runtime;
     access: Access;
     listeners: Listeners;
@@ -395,9 +417,10 @@ async function stopNode(
   await runtime.events.stop();
   await access.network.stop();
   await runtime.pool.drain();
-  await saveDirectoryImage(config, logger, parts);
+  if (parts.env !== null) await saveDirectoryImage(config, logger, { ...parts, env: parts.env });
   await log.close();
   watch.admin.close();
+  await parts.instance?.release();
   lock.release();
   logger.info('stopped');
 }
@@ -410,7 +433,7 @@ async function stopNode(
 async function saveDirectoryImage(
   config: Config,
   logger: Logger,
-  parts: { env: LmdbEnvironment; log: LmdbLog; runtime: Runtime; access: Access },
+  parts: { env: LmdbEnvironment; log: Log; runtime: Runtime; access: Access },
 ): Promise<void> {
   const { env, log, runtime, access } = parts;
   try {
@@ -496,25 +519,28 @@ function announceDataDir(config: Config, logger: Logger): void {
     secrets.push('the pepper (set PATH_PEPPER and PATH_PEPPER_VERSION)');
   }
   if (config.sealingKeyHex === undefined) secrets.push('the sealing key (set PATH_SEALING_KEY)');
-  logger.warn(
-    { data_dir: config.dataDir },
-    `secrets stored in the data directory: ${secrets.join(', ')}`,
-  );
+  if (config.store === null) {
+    logger.warn(
+      { data_dir: config.dataDir },
+      `secrets stored in the data directory: ${secrets.join(', ')}`,
+    );
+  } else logger.warn(`secrets stored in the cluster's database: ${secrets.join(', ')}`);
 }
 
 /**
  * The node's own records: its signing key, the network
  * pepper and the sealing key (made on first start).
  */
-async function openIdentity(env: LmdbEnvironment, config: Config) {
-  const store = new NodeStore(env);
-  const signingKey = await store.ensureSigningKey(Date.now());
-  const pepper = await store.ensurePepper(config.pepper);
-  const sealingKey = await store.ensureSealingKey(config.sealingKeyHex);
-  await store.ensureWebhookSecret(Date.now());
+async function openIdentity(tables: StoreTables, config: Config) {
+  const store = new NodeStore(tables);
+  const secrets = await store.ensureSecrets({
+    pepper: config.pepper,
+    sealingKeyHex: config.sealingKeyHex,
+    now: Date.now(),
+  });
   // The command line may rotate the webhook secret while the node runs (P11).
   const webhookSecrets = { current: store.webhookSecrets() };
-  return { store, signingKey, pepper, sealingKey, webhookSecrets };
+  return { store, ...secrets, webhookSecrets };
 }
 
 /**
@@ -554,7 +580,7 @@ function followChanges(store: NodeStore, intervalMs: number, changed: () => void
   }, intervalMs);
 }
 
-function idempotencyStore(log: LmdbLog, retentionMs: number): IdempotencyStore {
+function idempotencyStore(log: Log, retentionMs: number): IdempotencyStore {
   return {
     stored(scope) {
       const bytes = log.get('idempotency', scope);

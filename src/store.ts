@@ -1,10 +1,11 @@
 // The node's own records beside the log: API credentials (public keys only, P5), the signing
-// keys (P1, P4) and the network pepper (P8). Kept in the same LMDB environment so that the
-// `path-node` command can change them whether or not the node runs; a running node notices
-// through a change counter it polls.
+// keys (P1, P4) and the network pepper (P8). Kept where the log is (the same LMDB environment,
+// or the cluster's PostgreSQL database, P22) so that the `path-node` command can change them
+// whether or not the node runs; a running node notices through a change counter it polls.
 import { randomBytes } from 'node:crypto';
 import type { Database } from 'lmdb';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
+import type { TableWrite } from './log/log.js';
 import { sha256Hex } from './protocol/digest.js';
 import { generateSeedHex, kidOf, publicKeyFault } from './protocol/signing.js';
 
@@ -97,23 +98,69 @@ function refuseUnusableKey(publicKeyHex: string): void {
   }
 }
 
-export class NodeStore {
-  private readonly credentials: Database<Credential, string>;
-  private readonly keys: Database<StoredSigningKey, string>;
-  private readonly meta: Database<unknown, string>;
-  private readonly externalClients: Database<ExternalClient, string>;
-  private readonly members: Database<NetworkMember, string>;
+/** The node's own tables, apart from the log's. */
+export const STORE_TABLES = ['credentials', 'keys', 'meta', 'external_clients', 'members'] as const;
+export type StoreTable = (typeof STORE_TABLES)[number];
 
-  constructor(private readonly env: LmdbEnvironment) {
-    this.credentials = env.root.openDB<Credential, string>({ name: 'credentials' });
-    this.keys = env.root.openDB<StoredSigningKey, string>({ name: 'keys' });
-    this.meta = env.root.openDB<unknown, string>({ name: 'meta' });
-    this.externalClients = env.root.openDB<ExternalClient, string>({ name: 'external_clients' });
-    this.members = env.root.openDB<NetworkMember, string>({ name: 'members' });
-  }
+/** What one transaction of the store writes: its own rows, and rows of the log's tables. */
+export interface StoreWrites {
+  put(table: StoreTable, key: string, value: unknown): void;
+  remove(table: StoreTable, key: string): void;
+  /** A row of one of the log's tables, in the same commit (a request to the running node). */
+  row(write: TableWrite): void;
+}
+
+/** Where the store's rows are kept: LMDB's named databases, or the cluster's database. */
+export interface StoreTables {
+  get<T>(table: StoreTable, key: string): T | undefined;
+  /** Every value of a table, in key order. */
+  values<T>(table: StoreTable): T[];
+  /** Makes the next reads see every commit made so far, by any process. */
+  refresh(): void;
+  /** The writes `change` makes land together, durably, when this resolves. */
+  transaction(change: (writes: StoreWrites) => void): Promise<void>;
+  /**
+   * Runs `action` while no other process runs one through this store: what reads, decides and
+   * writes (a first start making the keys) is not raced by another instance doing the same.
+   */
+  alone<T>(action: () => Promise<T>): Promise<T>;
+}
+
+/** The store's tables in an LMDB environment: one named database each, values msgpack. */
+export function lmdbStoreTables(env: LmdbEnvironment): StoreTables {
+  const open = (name: StoreTable) => env.root.openDB<unknown, string>({ name });
+  const dbs = Object.fromEntries(STORE_TABLES.map((t) => [t, open(t)])) as Record<
+    StoreTable,
+    Database<unknown, string>
+  >;
+  return {
+    get: <T>(table: StoreTable, key: string) => dbs[table].get(key) as T | undefined,
+    values: <T>(table: StoreTable) =>
+      [...dbs[table].getRange({ snapshot: false })].map(({ value }) => value as T),
+    refresh: () => env.root.resetReadTxn(),
+    // One node per data directory (P16): its lock keeps other nodes out already.
+    alone: (action) => action(),
+    async transaction(change) {
+      await env.root.transaction(() =>
+        change({
+          put: (table, key, value) => void dbs[table].put(key, value),
+          remove: (table, key) => void dbs[table].remove(key),
+          row: (w) =>
+            void (w.bytes === null
+              ? env.tables[w.table].remove(w.key)
+              : env.tables[w.table].put(w.key, w.bytes)),
+        }),
+      );
+      await env.root.flushed;
+    },
+  };
+}
+
+export class NodeStore {
+  constructor(private readonly tables: StoreTables) {}
 
   allMembers(): NetworkMember[] {
-    return [...this.members.getRange({ snapshot: false })].map(({ value }) => value);
+    return this.tables.values<NetworkMember>('members');
   }
 
   async addMember(options: {
@@ -121,7 +168,7 @@ export class NodeStore {
     baseUrl: string;
     now: number;
   }): Promise<NetworkMember> {
-    const existing = this.members.get(options.member);
+    const existing = this.tables.get<NetworkMember>('members', options.member);
     const member: NetworkMember = {
       member: options.member,
       base_url: options.baseUrl.replace(/\/+$/, ''),
@@ -129,29 +176,26 @@ export class NodeStore {
       keys: existing?.base_url === options.baseUrl ? existing.keys : [],
       keys_fetched_at: existing?.base_url === options.baseUrl ? existing.keys_fetched_at : null,
     };
-    await this.write(() => this.members.put(member.member, member));
+    await this.write((w) => w.put('members', member.member, member));
     return member;
   }
 
   async removeMember(name: string): Promise<boolean> {
-    if (this.members.get(name) === undefined) return false;
-    await this.write(() => this.members.remove(name));
+    if (this.tables.get('members', name) === undefined) return false;
+    await this.write((w) => w.remove('members', name));
     return true;
   }
 
   /** Caches a member's fetched keys (not a change the running node needs to be told about). */
   async cacheMemberKeys(name: string, keys: NetworkMember['keys'], now: number): Promise<void> {
-    const existing = this.members.get(name);
+    const existing = this.tables.get<NetworkMember>('members', name);
     if (existing === undefined) return;
-    await this.members.put(name, {
-      ...existing,
-      keys,
-      keys_fetched_at: new Date(now).toISOString(),
-    });
+    const cached = { ...existing, keys, keys_fetched_at: new Date(now).toISOString() };
+    await this.tables.transaction((w) => w.put('members', name, cached));
   }
 
   allExternalClients(): ExternalClient[] {
-    return [...this.externalClients.getRange({ snapshot: false })].map(({ value }) => value);
+    return this.tables.values<ExternalClient>('external_clients');
   }
 
   async addExternalClient(options: {
@@ -169,15 +213,15 @@ export class NodeStore {
       created_at: new Date(options.now).toISOString(),
       revoked_at: null,
     };
-    await this.write(() => this.externalClients.put(client.key_id, client));
+    await this.write((w) => w.put('external_clients', client.key_id, client));
     return client;
   }
 
   async revokeExternalClient(keyId: string, now: number): Promise<boolean> {
-    const existing = this.externalClients.get(keyId);
+    const existing = this.tables.get<ExternalClient>('external_clients', keyId);
     if (existing === undefined) return false;
-    await this.write(() =>
-      this.externalClients.put(keyId, {
+    await this.write((w) =>
+      w.put('external_clients', keyId, {
         ...existing,
         revoked_at: existing.revoked_at ?? new Date(now).toISOString(),
       }),
@@ -187,12 +231,12 @@ export class NodeStore {
 
   /** Bumped on every change to credentials or keys. */
   changes(): number {
-    this.env.root.resetReadTxn();
-    return (this.meta.get(CHANGES_KEY) as number | undefined) ?? 0;
+    this.tables.refresh();
+    return this.tables.get<number>('meta', CHANGES_KEY) ?? 0;
   }
 
   allCredentials(): Credential[] {
-    return [...this.credentials.getRange({ snapshot: false })].map(({ value }) => value);
+    return this.tables.values<Credential>('credentials');
   }
 
   async addCredential(options: {
@@ -210,15 +254,15 @@ export class NodeStore {
       created_at: new Date(options.now).toISOString(),
       revoked_at: null,
     };
-    await this.write(() => this.credentials.put(credential.key_id, credential));
+    await this.write((w) => w.put('credentials', credential.key_id, credential));
     return credential;
   }
 
   async revokeCredential(keyId: string, now: number): Promise<boolean> {
-    const existing = this.credentials.get(keyId);
+    const existing = this.tables.get<Credential>('credentials', keyId);
     if (existing === undefined) return false;
-    await this.write(() =>
-      this.credentials.put(keyId, {
+    await this.write((w) =>
+      w.put('credentials', keyId, {
         ...existing,
         revoked_at: existing.revoked_at ?? new Date(now).toISOString(),
       }),
@@ -227,8 +271,8 @@ export class NodeStore {
   }
 
   signingKeys(): StoredSigningKey[] {
-    return [...this.keys.getRange({ snapshot: false })]
-      .map(({ value }) => value)
+    return this.tables
+      .values<StoredSigningKey>('keys')
       .sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
@@ -248,11 +292,11 @@ export class NodeStore {
       created_at: at,
       retired_at: null,
     };
-    await this.write(() => {
+    await this.write((w) => {
       for (const k of this.signingKeys())
         if (k.status === 'active')
-          this.keys.put(k.kid, { ...k, status: 'retired', retired_at: at });
-      this.keys.put(fresh.kid, fresh);
+          w.put('keys', k.kid, { ...k, status: 'retired', retired_at: at });
+      w.put('keys', fresh.kid, fresh);
     });
     return fresh;
   }
@@ -261,20 +305,35 @@ export class NodeStore {
     return this.activeSigningKey() ?? this.rotateSigningKey(now);
   }
 
+  /**
+   * The signing key, the pepper, the sealing key and the webhook secret, made on first start where
+   * none is configured or kept. Made alone (StoreTables.alone): instances of a cluster starting
+   * together on an empty database must all find the same ones, never make one each.
+   */
+  async ensureSecrets(options: { pepper?: Pepper; sealingKeyHex?: string; now: number }) {
+    return this.tables.alone(async () => {
+      this.tables.refresh();
+      const signingKey = await this.ensureSigningKey(options.now);
+      const pepper = await this.ensurePepper(options.pepper);
+      const sealingKey = await this.ensureSealingKey(options.sealingKeyHex);
+      await this.ensureWebhookSecret(options.now);
+      return { signingKey, pepper, sealingKey };
+    });
+  }
+
   /** The key that seals names and account references at rest, made on first start. */
   async ensureSealingKey(configuredHex?: string): Promise<Buffer> {
     if (configuredHex !== undefined) return Buffer.from(configuredHex, 'hex');
-    const existing = this.meta.get(SEALING_KEY) as string | undefined;
+    const existing = this.tables.get<string>('meta', SEALING_KEY);
     if (existing !== undefined) return Buffer.from(existing, 'hex');
     const hex = randomBytes(32).toString('hex');
-    await this.env.root.transaction(() => this.meta.put(SEALING_KEY, hex));
-    await this.env.root.flushed;
+    await this.tables.transaction((w) => w.put('meta', SEALING_KEY, hex));
     return Buffer.from(hex, 'hex');
   }
 
   /** Every webhook secret kept, the active one last (P11). */
   webhookSecrets(): WebhookSecret[] {
-    return (this.meta.get(WEBHOOK_SECRETS_KEY) as WebhookSecret[] | undefined) ?? [];
+    return this.tables.get<WebhookSecret[]>('meta', WEBHOOK_SECRETS_KEY) ?? [];
   }
 
   async ensureWebhookSecret(now: number): Promise<WebhookSecret> {
@@ -294,18 +353,18 @@ export class NodeStore {
       created_at: at,
       retired_at: null,
     };
-    await this.write(() => {
+    await this.write((w) => {
       const retired = this.webhookSecrets().map((s) =>
         s.retired_at === null ? { ...s, retired_at: at } : s,
       );
       const kept = signingSecrets(retired, now, overlapMs);
-      this.meta.put(WEBHOOK_SECRETS_KEY, [...kept, fresh]);
+      w.put('meta', WEBHOOK_SECRETS_KEY, [...kept, fresh]);
     });
     return fresh;
   }
 
   pepper(): Pepper | undefined {
-    return this.meta.get(PEPPER_KEY) as Pepper | undefined;
+    return this.tables.get<Pepper>('meta', PEPPER_KEY);
   }
 
   /** The network pepper: the configured one, or one generated on first start (P8). */
@@ -315,24 +374,24 @@ export class NodeStore {
     if (existing !== undefined) return existing;
     const hex = randomBytes(PEPPER_BYTES).toString('hex');
     const pepper = { version: `pv-${randomBytes(6).toString('hex')}`, hex };
-    await this.env.root.transaction(() => this.meta.put(PEPPER_KEY, pepper));
-    await this.env.root.flushed;
+    await this.tables.transaction((w) => w.put('meta', PEPPER_KEY, pepper));
     return pepper;
   }
 
   /**
-   * Makes a change to the environment (any table) in one durable transaction that a running node
-   * notices, as it notices credentials and keys: the command line's way to ask it something.
+   * Writes rows of the log's tables in one durable transaction that a running node notices, as
+   * it notices credentials and keys: the command line's way to ask it something.
    */
-  notify(change: () => void): Promise<void> {
-    return this.write(change);
+  notify(rows: readonly TableWrite[]): Promise<void> {
+    return this.write((w) => {
+      for (const row of rows) w.row(row);
+    });
   }
 
-  private async write(change: () => void): Promise<void> {
-    await this.env.root.transaction(() => {
-      change();
-      this.meta.put(CHANGES_KEY, ((this.meta.get(CHANGES_KEY) as number | undefined) ?? 0) + 1);
+  private async write(change: (writes: StoreWrites) => void): Promise<void> {
+    await this.tables.transaction((w) => {
+      change(w);
+      w.put('meta', CHANGES_KEY, (this.tables.get<number>('meta', CHANGES_KEY) ?? 0) + 1);
     });
-    await this.env.root.flushed;
   }
 }

@@ -491,9 +491,9 @@ describe('item 8d, P15: --help and -h print the usage and exit 0', () => {
   it.each([
     [['serve', '--help'], 'path-node serve [--port 8080]'],
     [['serve', '-h'], 'path-node serve [--port 8080]'],
-    [['credentials', 'add', '--help'], 'path-node credentials add --data-dir D --member NAME'],
-    [['credentials', 'revoke', '-h'], 'path-node credentials revoke --data-dir D --key-id ID'],
-    [['keys', 'rotate', '--help'], 'path-node keys rotate --data-dir D'],
+    [['credentials', 'add', '--help'], 'path-node credentials add (--data-dir D | --store URL) --member NAME'],
+    [['credentials', 'revoke', '-h'], 'path-node credentials revoke (--data-dir D | --store URL) --key-id ID'],
+    [['keys', 'rotate', '--help'], 'path-node keys rotate (--data-dir D | --store URL)'],
     [['members', 'add', '--help', '--member', 'x'], 'path-node members add'],
   ])('path-node %j: that command\'s usage alone', (args, usage) => {
     const r = cli(args);

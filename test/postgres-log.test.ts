@@ -8,6 +8,7 @@ import { logContract } from '../src/log/log.contract.js';
 import type { Log } from '../src/log/log.js';
 import type { PostgresLog as PostgresLogType } from '../src/log/postgres-log.js';
 import type * as Schema from '../src/log/postgres-schema.js';
+import { NodeStore } from '../src/store.js';
 import { freshDatabase, startPostgres } from './support/postgres.js';
 
 // The compiled modules: the log's reader thread is a file beside it (postgres-reader.js).
@@ -199,6 +200,21 @@ describe('PostgresLog (P22)', () => {
       }
     } finally {
       server.stop();
+    }
+  });
+
+  it('instances starting together on an empty database make one set of keys, found by all', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const stores = await Promise.all(
+      [1, 2, 3].map(async () => new NodeStore((await openLog(url)).nodeTables())),
+    );
+    const made = await Promise.all(stores.map((s) => s.ensureSecrets({ now: Date.now() })));
+    const seen = made.map((m) => [m.signingKey.kid, m.pepper.hex, m.sealingKey.toString('hex')]);
+    expect(seen[1]).toEqual(seen[0]);
+    expect(seen[2]).toEqual(seen[0]);
+    for (const store of stores) {
+      expect(store.signingKeys().filter((k) => k.status === 'active')).toHaveLength(1);
+      expect(store.webhookSecrets()).toHaveLength(1);
     }
   });
 });

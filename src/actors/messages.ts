@@ -11,6 +11,8 @@ import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
 export interface WorkerData {
   index: number;
   dataDir: string;
+  /** Cluster mode's database (P22), or null: the log is LMDB's in the data directory. */
+  store: string | null;
   partitions: number[];
   member: string;
   seedHex: string;

@@ -28,6 +28,7 @@ interface Pending {
 export interface PoolOptions {
   workers: number;
   dataDir: string;
+  store: string | null;
   member: string;
   seedHex: string;
   sealingKeyHex: string;
@@ -203,6 +204,7 @@ export class ShardPool {
   private helpersOf(index: number, partitions: number[]): Helped {
     const { helped, threads } = startHelpers({
       dataDir: this.options.dataDir,
+      store: this.options.store,
       partitions,
       helpers: recoveryHelpers(this.options.workers),
       heapMb: this.options.limits.worker_heap_mb,
@@ -220,6 +222,7 @@ export class ShardPool {
     const data: WorkerData = {
       index,
       dataDir: this.options.dataDir,
+      store: this.options.store,
       partitions,
       member: this.options.member,
       seedHex: this.options.seedHex,

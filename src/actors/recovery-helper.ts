@@ -5,14 +5,13 @@
 // states to its shard, framed, as soon as it is folded, until none is left to claim.
 import { workerData } from 'node:worker_threads';
 import { DECIDERS } from '../domain/index.js';
-import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
+import { openThreadLog } from '../log/open.js';
 import { checkPartitions, foldPartition, frameFolded, recordsToReplay, type Held } from './fold.js';
 import { Claims, type FromRecoveryHelper, type RecoveryHelperData } from './recovery.js';
 
 const data = workerData as RecoveryHelperData;
 const port = data.port;
-const env = openEnvironment(data.dataDir);
-const log = new LmdbLog(env);
+const log = await openThreadLog(data);
 const deciders = new Map(DECIDERS.map((d) => [d.type, d]));
 const checks = new Claims(data.checks, data.partitions);
 const folds = new Claims(data.folds, data.partitions);

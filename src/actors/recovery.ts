@@ -84,6 +84,7 @@ export class Claims {
 
 export interface RecoveryHelperData {
   dataDir: string;
+  store: string | null;
   /** The worker's partitions, the claims of their checks and of their folds (Claims). */
   partitions: number[];
   checks: SharedArrayBuffer;
@@ -121,12 +122,13 @@ export interface Helped {
  */
 export function startHelpers(options: {
   dataDir: string;
+  store: string | null;
   partitions: number[];
   helpers: number;
   heapMb: number;
   onFatal: (message: string) => void;
 }): { helped: Helped; threads: Worker[] } {
-  const { dataDir, partitions, heapMb, onFatal } = options;
+  const { dataDir, store, partitions, heapMb, onFatal } = options;
   const helpers = Math.min(options.helpers, partitions.length);
   const checks = Claims.share(partitions.length);
   const folds = Claims.share(partitions.length, helpers);
@@ -135,6 +137,7 @@ export function startHelpers(options: {
     const { port1, port2 } = new MessageChannel();
     const workerData: RecoveryHelperData = {
       dataDir,
+      store,
       partitions,
       checks,
       folds,

@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import { DECIDERS } from '../domain/index.js';
 import { signAnswers } from '../domain/budget/budget.js';
-import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
+import { openThreadLog } from '../log/open.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { unseal } from '../protocol/sealing.js';
@@ -21,7 +21,7 @@ const { send, flush } = turnBatcher<FromWorker>((messages, transfer) =>
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
 const pepper = Buffer.from(data.pepperHex, 'hex');
-const log = new LmdbLog(openEnvironment(data.dataDir));
+const log = await openThreadLog(data);
 const fatal = (error: unknown) => {
   send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
   // Told at once: the node stops on it.

@@ -9,13 +9,14 @@ import {
   PRIVATE_UMASK,
   loadConfig,
   parseFlags,
+  storeOf,
 } from '../config.js';
 import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
-import { withEnvironment } from '../log/lmdb-log.js';
+import { withStore as withOpenedStore, type Place } from '../log/open.js';
 import { flushAccessLogs, startNode, type RunningNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
@@ -28,35 +29,38 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
                   [--base-url URL] [--external-port 8081] [--workers N] [--dev]
                   [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log-sample 1]
                   [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
-                  [--connectors-file F] [--log-level info]`,
+                  [--connectors-file F] [--log-level info] [--store postgres://...]`,
   },
-  { command: 'credentials add', flags: '--data-dir D --member NAME --public-key HEX [--local]' },
-  { command: 'credentials create', flags: '--data-dir D --member NAME [--local]' },
-  { command: 'credentials revoke', flags: '--data-dir D --key-id ID' },
-  { command: 'keys rotate', flags: '--data-dir D' },
+  {
+    command: 'credentials add',
+    flags: '(--data-dir D | --store URL) --member NAME --public-key HEX [--local]',
+  },
+  { command: 'credentials create', flags: '(--data-dir D | --store URL) --member NAME [--local]' },
+  { command: 'credentials revoke', flags: '(--data-dir D | --store URL) --key-id ID' },
+  { command: 'keys rotate', flags: '(--data-dir D | --store URL)' },
   { command: 'backup', flags: '--data-dir D --out DIR' },
   {
     command: 'lookup',
     flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
                   [--concurrency 2] [--signed] [--resume]`,
   },
-  { command: 'events list', flags: '--data-dir D [--undelivered]' },
-  { command: 'events show', flags: 'EVENT_ID --data-dir D' },
-  { command: 'events resend', flags: 'EVENT_ID --data-dir D' },
+  { command: 'events list', flags: '(--data-dir D | --store URL) [--undelivered]' },
+  { command: 'events show', flags: 'EVENT_ID (--data-dir D | --store URL)' },
+  { command: 'events resend', flags: 'EVENT_ID (--data-dir D | --store URL)' },
   {
     command: 'listen',
     flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
                   [--forward-to URL]`,
   },
-  { command: 'webhooks secret', flags: '--data-dir D' },
-  { command: 'webhooks rotate-secret', flags: '--data-dir D' },
+  { command: 'webhooks secret', flags: '(--data-dir D | --store URL)' },
+  { command: 'webhooks rotate-secret', flags: '(--data-dir D | --store URL)' },
   {
     command: 'external-clients add',
-    flags: '--data-dir D --client NAME --public-key HEX --registries R1,R2',
+    flags: '(--data-dir D | --store URL) --client NAME --public-key HEX --registries R1,R2',
   },
-  { command: 'external-clients revoke', flags: '--data-dir D --key-id ID' },
-  { command: 'members add', flags: '--data-dir D --member NAME --base-url URL' },
-  { command: 'members remove', flags: '--data-dir D --member NAME' },
+  { command: 'external-clients revoke', flags: '(--data-dir D | --store URL) --key-id ID' },
+  { command: 'members add', flags: '(--data-dir D | --store URL) --member NAME --base-url URL' },
+  { command: 'members remove', flags: '(--data-dir D | --store URL) --member NAME' },
 ];
 
 const usageOf = (entries: readonly { command: string; flags: string }[]): string =>
@@ -90,8 +94,20 @@ const dataDirOf = (flags: Flags): string =>
     ? flags['data-dir']
     : (process.env.PATH_DATA_DIR ?? './data');
 
+/** Where the node keeps its state: the data directory, or cluster mode's database (P22). */
+function placeOf(flags: Flags): Place {
+  const store = flags.store ?? process.env.PATH_STORE ?? '';
+  if (store === true) throw new UsageError('--store needs a postgres:// URL');
+  try {
+    return { dataDir: dataDirOf(flags), store: storeOf(store) };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  return withEnvironment(dataDirOf(flags), (env) => action(new NodeStore(env)));
+  return withOpenedStore(placeOf(flags), ({ tables }) => action(new NodeStore(tables)));
 }
 
 async function serve(flags: Flags): Promise<void> {
@@ -230,6 +246,12 @@ async function rotateKeys(flags: Flags): Promise<void> {
 async function backup(flags: Flags): Promise<void> {
   const out = need(flags, 'out');
   const started = new Date().toISOString();
+  if (placeOf(flags).store !== null) {
+    throw new UsageError(
+      'backup copies the embedded store; in cluster mode back up the PostgreSQL database ' +
+        'with its own tools (pg_basebackup and WAL archiving)',
+    );
+  }
   try {
     const { bytes } = await backupDataDir(dataDirOf(flags), out);
     return print({ out: resolve(out), bytes, started_at: started });
@@ -263,17 +285,17 @@ async function lookup(flags: Flags): Promise<void> {
 
 /** `events list|show|resend`: the operator's view of webhook events (P11). */
 async function events(sub: string | undefined, id: string | undefined, flags: Flags) {
-  const dataDir = dataDirOf(flags);
+  const place = placeOf(flags);
   try {
     if (sub === 'list') {
       const undelivered = flag(flags, 'undelivered');
-      for (const line of await listEvents(dataDir, { undelivered })) print(line);
+      for (const line of await listEvents(place, { undelivered })) print(line);
       return;
     }
     if ((sub === 'show' || sub === 'resend') && id === undefined)
       throw new UsageError(`events ${sub} needs the event id`);
-    if (sub === 'show') return print(await showEvent(dataDir, id!));
-    if (sub === 'resend') return print(await resendEvent(dataDir, id!, Date.now()));
+    if (sub === 'show') return print(await showEvent(place, id!));
+    if (sub === 'resend') return print(await resendEvent(place, id!, Date.now()));
   } catch (error) {
     if (error instanceof EventsUsageError) throw new UsageError(error.message);
     throw error;

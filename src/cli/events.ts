@@ -3,7 +3,8 @@
 // for the events retention once finished); `resend` asks the node to deliver an event to every
 // target again, which a running node takes up within its poll interval, and a stopped one at
 // its next start. A target URL is shown without credentials or query, which may hold secrets.
-import { withEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
+import type { Log } from '../log/log.js';
+import { withStore, type Place } from '../log/open.js';
 import { deliveryRows, outboxRows, resendRows, type TargetState } from '../log/rows.js';
 import { NodeStore } from '../store.js';
 
@@ -25,9 +26,9 @@ function shownUrl(url: string): string {
   }
 }
 
-function summary(env: LmdbEnvironment, id: string, bytes: Uint8Array) {
+function summary(log: Log, id: string, bytes: Uint8Array) {
   const event = outboxRows.read(id, bytes);
-  const stateBytes = env.tables.deliveries.get(id);
+  const stateBytes = log.get('deliveries', id);
   const targets = stateBytes === undefined ? undefined : deliveryRows.read(id, stateBytes);
   return {
     event,
@@ -47,33 +48,31 @@ function summary(env: LmdbEnvironment, id: string, bytes: Uint8Array) {
 }
 
 /** Every kept event, oldest first; with `undelivered`, those some target has not acknowledged. */
-export function listEvents(dataDir: string, options: { undelivered: boolean }): Promise<object[]> {
-  return withEnvironment(dataDir, (env) => {
+export function listEvents(place: Place, options: { undelivered: boolean }): Promise<object[]> {
+  return withStore(place, ({ log }) => {
     const lines = [];
-    for (const { key, value } of env.tables.outbox.getRange({ snapshot: false }))
-      lines.push(summary(env, key, value).line);
+    for (const { key, bytes } of log.scan('outbox')) lines.push(summary(log, key, bytes).line);
     lines.sort((a, b) => a.created_at.localeCompare(b.created_at));
     return options.undelivered ? lines.filter((l) => l.status !== 'delivered') : lines;
   });
 }
 
 /** One event: where its delivery stands, and the object it carries. */
-export function showEvent(dataDir: string, id: string): Promise<object> {
-  return withEnvironment(dataDir, (env) => {
-    const bytes = env.tables.outbox.get(id);
+export function showEvent(place: Place, id: string): Promise<object> {
+  return withStore(place, ({ log }) => {
+    const bytes = log.get('outbox', id);
     if (bytes === undefined) throw noSuchEvent(id);
-    const { event, line } = summary(env, id, bytes);
+    const { event, line } = summary(log, id, bytes);
     const data = event.data_json === undefined ? event.data : JSON.parse(event.data_json);
     return { ...line, data };
   });
 }
 
 /** Asks the node to deliver the event to every target again. */
-export function resendEvent(dataDir: string, id: string, now: number): Promise<object> {
-  return withEnvironment(dataDir, async (env) => {
-    if (env.tables.outbox.get(id) === undefined) throw noSuchEvent(id);
-    const row = resendRows.write(id, { at: now });
-    await new NodeStore(env).notify(() => env.tables.resends.put(row.key, row.bytes!));
+export function resendEvent(place: Place, id: string, now: number): Promise<object> {
+  return withStore(place, async ({ log, tables }) => {
+    if (log.get('outbox', id) === undefined) throw noSuchEvent(id);
+    await new NodeStore(tables).notify([resendRows.write(id, { at: now })]);
     return { id, resend: 'requested' };
   });
 }

@@ -11,7 +11,7 @@ import { verifyWebhook, PathError, type KeysDocument } from '../client/index.js'
 import { DEFAULT_LIMITS, LISTEN_FORWARD_TIMEOUT_MS } from '../config.js';
 import { keysDocument } from '../http/routes/fixed.js';
 import { withEnvironment } from '../log/lmdb-log.js';
-import { NodeStore, signingSecrets } from '../store.js';
+import { NodeStore, signingSecrets, lmdbStoreTables } from '../store.js';
 
 export interface ListenOptions {
   port: number;
@@ -55,7 +55,7 @@ async function materialOf(options: ListenOptions): Promise<Material> {
   }
   if (dataDir === undefined) return { secrets: given, keys: null };
   return withEnvironment(dataDir, (env) => {
-    const store = new NodeStore(env);
+    const store = new NodeStore(lmdbStoreTables(env));
     const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
     const kept = signingSecrets(store.webhookSecrets(), Date.now(), overlapMs);
     return {

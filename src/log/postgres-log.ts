@@ -16,21 +16,39 @@
 // Ranges are read in pages. `peek` answers from a bounded cache of this thread's, dropped (and
 // its version bumped) on `refresh`, after this log's own commits and at READ_SNAPSHOT_HOLD_MS:
 // the same bound on staleness as LMDB's held read transaction.
-import pg from 'pg';
-import { createSyncFn } from 'synckit';
+import { pack, unpack } from 'msgpackr';
+import type pg from 'pg';
 import { READ_SNAPSHOT_HOLD_MS } from '../config.js';
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 import { migrate } from './postgres-schema.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
+import type { StoreTable, StoreTables } from '../store.js';
 
 /** Records read per round trip by `read` and `replay`, rows by `scan`. */
 const READ_PAGE = 2_048;
 /** Values `peek` keeps between refreshes. */
 const PEEK_CACHE_ENTRIES = 10_000;
-/** Connections of the writing side: one commit under way, and a snapshot beside it. */
+/**
+ * Connections of the writing side: one commit under way, and a snapshot or the node tables' lock
+ * (`alone`) beside it.
+ */
 const WRITE_CONNECTIONS = 2;
+/** The advisory lock under which an instance makes the node's keys (store.ts, ensureSecrets). */
+const NODE_TABLES_LOCK = 0x6e6f6465;
 /** Every session of the node commits synchronously, whatever the server's default (P14). */
 const SESSION_OPTIONS = '-c synchronous_commit=on';
+
+/**
+ * node-postgres and synckit, loaded when cluster mode is first used: loading them costs a start
+ * about 70 ms, which the embedded node does not pay.
+ */
+async function clusterModules() {
+  const [{ default: client }, { createSyncFn }] = await Promise.all([
+    import('pg'),
+    import('synckit'),
+  ]);
+  return { pg: client, createSyncFn };
+}
 
 interface Pending {
   entries: readonly LogEntry[];
@@ -77,6 +95,7 @@ export class PostgresLog implements Log {
 
   /** Connects, brings the schema to this build's version and starts the reader thread. */
   static async open(url: string): Promise<PostgresLog> {
+    const { pg, createSyncFn } = await clusterModules();
     const pool = new pg.Pool({
       connectionString: url,
       max: WRITE_CONNECTIONS,
@@ -171,8 +190,53 @@ export class PostgresLog implements Log {
   }
 
   get(table: Table, key: string): Buffer | undefined {
+    return this.getRow(table, key);
+  }
+
+  private getRow(table: string, key: string): Buffer | undefined {
     const bytes = this.reader({ op: 'get', table, key }) as Uint8Array | null;
     return bytes === null ? undefined : asBuffer(bytes);
+  }
+
+  /**
+   * The node's own tables (store.ts) in the same database, as rows of tables named `node.*`
+   * beside the log's, values msgpack as in LMDB; a transaction is one commit of this log.
+   */
+  nodeTables(): StoreTables {
+    const named = (table: StoreTable) => `node.${table}`;
+    return {
+      get: <T>(table: StoreTable, key: string) => {
+        const bytes = this.getRow(named(table), key);
+        return bytes === undefined ? undefined : (unpack(bytes) as T);
+      },
+      values: <T>(table: StoreTable) =>
+        [...this.scanRows(named(table), {})].map((row) => unpack(row.bytes) as T),
+      refresh: () => this.refresh(),
+      alone: async (action) => {
+        // A session lock on a connection of its own, held while `action` reads and writes.
+        const client = await this.pool.connect();
+        try {
+          await client.query('select pg_advisory_lock($1)', [NODE_TABLES_LOCK]);
+          try {
+            return await action();
+          } finally {
+            await client.query('select pg_advisory_unlock($1)', [NODE_TABLES_LOCK]);
+          }
+        } finally {
+          client.release();
+        }
+      },
+      transaction: async (change) => {
+        const writes: { table: string; key: string; bytes: Buffer | null }[] = [];
+        change({
+          put: (table, key, value) => writes.push({ table: named(table), key, bytes: pack(value) }),
+          remove: (table, key) => writes.push({ table: named(table), key, bytes: null }),
+          row: (write) => writes.push(write),
+        });
+        // The node's tables are rows of the same table as the log's, under names of their own.
+        await this.write(writes as TableWrite[]);
+      },
+    };
   }
 
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
@@ -190,7 +254,11 @@ export class PostgresLog implements Log {
     return bytes === null ? undefined : use(bytes, key);
   }
 
-  *scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
+  scan(table: Table, range: ScanRange = {}): Iterable<{ key: string; bytes: Buffer }> {
+    return this.scanRows(table, range);
+  }
+
+  private *scanRows(table: string, range: ScanRange): Iterable<{ key: string; bytes: Buffer }> {
     const reverse = range.reverse === true;
     let left = range.limit ?? Infinity;
     let start = range.start ?? null;
@@ -265,4 +333,51 @@ export class PostgresLog implements Log {
     this.reader({ op: 'close' });
     await this.pool.end();
   }
+}
+
+/** The advisory lock one running instance holds on its database (P22, before leases). */
+const INSTANCE_LOCK = 0x696e7374;
+
+export class InstanceLockError extends Error {
+  override name = 'InstanceLockError';
+}
+
+/**
+ * Holds the database for this instance alone, as the data directory's lock does for the embedded
+ * node (P16): a session advisory lock on a connection kept for the node's life. Until partitions
+ * are leased to instances, two instances on one database would both append to every partition,
+ * so a second one is refused. A lost connection loses the lock, and `onLost` is told: the node
+ * must stop, since another instance may now start.
+ */
+export async function holdInstanceLock(
+  url: string,
+  onLost: (reason: string) => void,
+): Promise<{ release(): Promise<void> }> {
+  const { pg } = await clusterModules();
+  const client = new pg.Client({ connectionString: url });
+  let released = false;
+  client.on('error', (error) => {
+    if (!released)
+      onLost(`the connection holding the database's instance lock failed: ${error.message}`);
+  });
+  await client.connect();
+  const taken = await client.query<{ taken: boolean }>('select pg_try_advisory_lock($1) as taken', [
+    INSTANCE_LOCK,
+  ]);
+  if (taken.rows[0]?.taken !== true) {
+    await client.end();
+    throw new InstanceLockError(
+      'another instance of the node runs on this database; until partitions are leased to ' +
+        'instances, one database takes one running instance',
+    );
+  }
+  client.on('end', () => {
+    if (!released) onLost("the connection holding the database's instance lock closed");
+  });
+  return {
+    async release() {
+      released = true;
+      await client.end();
+    },
+  };
 }

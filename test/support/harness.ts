@@ -34,8 +34,10 @@ export function runCli(args: string[]): string {
   return execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
 }
 
-export function createCredential(dataDir: string, member: string, options: { local: boolean }): Credential {
-  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, '--member', member, ...(options.local ? ['--local'] : [])]));
+/** A credential made with the command line, in the data directory or cluster mode's database (`store`). */
+export function createCredential(dataDir: string, member: string, options: { local: boolean; store?: string }): Credential {
+  const where = options.store === undefined ? [] : ['--store', options.store];
+  const out = JSON.parse(runCli(['credentials', 'create', '--data-dir', dataDir, ...where, '--member', member, ...(options.local ? ['--local'] : [])]));
   return { keyId: out.key_id, member, seedHex: out.private_key, publicKeyHex: out.public_key };
 }
 
@@ -84,9 +86,10 @@ export async function spawnUntilListening(args: string[], env: Record<string, st
   return { child, port, output: () => out, exited };
 }
 
-export async function startNode(options: { dataDir: string; member?: string; workers?: number; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
+export async function startNode(options: { dataDir: string; member?: string; workers?: number; store?: string; args?: string[]; env?: Record<string, string> }): Promise<NodeProcess> {
   const args = [CLI, 'serve', '--data-dir', options.dataDir, '--port', '0', '--external-port', '0', '--host', '127.0.0.1',
-    '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2), ...(options.args ?? [])];
+    '--member', options.member ?? 'local', '--workers', String(options.workers ?? 2),
+    ...(options.store === undefined ? [] : ['--store', options.store]), ...(options.args ?? [])];
   // The operator's listener on a free port too (P21): ports are exclusive (P16).
   const { child, port, output, exited } = await spawnUntilListening(args, { PATH_ADMIN_PORT: '0', ...options.env });
   const out = output();

@@ -1,0 +1,142 @@
+// Cluster mode's store (P22) over real HTTP, a real node process and a real PostgreSQL started for
+// the run: `serve --store postgres://…` answers signed writes and public reads from the database;
+// everything it holds (the log, the views, its keys, credentials and secrets) is in the database,
+// not in the data directory; acknowledged writes survive kill -9; the command line works against
+// the same database while the node runs.
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { Client, createCredential, publishedKey, removeDir, runCli, spawnUntilListening, startNode, tempDir, CLI, type NodeProcess } from './support/harness.js';
+import { freshDatabase } from './support/postgres.js';
+import { verifiesWith } from './support/verify.js';
+
+const receipt = (value: string) => ({
+  issued_by: 'payee',
+  via: { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' },
+  received: { value, asset_type: 'fiat', asset_code: 'EUR' },
+  rail_references: [{ type: 'book_entry', value: `BE-${value}` }],
+  payer: { member: 'beta' },
+});
+
+const nodes: NodeProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const node of nodes.splice(0)) await node.stop();
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+/** A node on the database with a data directory of its own, empty when it starts. */
+async function instance(store: string): Promise<NodeProcess> {
+  const dataDir = tempDir('path-node-cluster');
+  dirs.push(dataDir);
+  const node = await startNode({ dataDir, store, workers: 2 });
+  nodes.push(node);
+  return node;
+}
+
+describe('serve --store postgres://… (P22)', () => {
+  it('keeps all it answers in the database: a node on a fresh data directory answers the same', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    const first = await instance(store);
+    const key = await publishedKey(first.baseUrl);
+    const issued = await new Client(first.baseUrl, own).post('/receipts', receipt('10.00'), {
+      idempotencyKey: 'idem-1',
+    });
+    expect(issued.status).toBe(201);
+    expect(verifiesWith(issued.json, key)).toBe(true);
+    const read = await new Client(first.baseUrl).get(`/receipts/${issued.json.reference}`);
+    expect(read.status).toBe(200);
+    expect(read.text).toBe(issued.text);
+    await nodes.pop()!.stop();
+
+    const second = await instance(store);
+    // The same signing key, the same credential, the same receipt, the same stored answer.
+    expect(await publishedKey(second.baseUrl)).toBe(key);
+    expect((await new Client(second.baseUrl).get(`/receipts/${issued.json.reference}`)).text).toBe(issued.text);
+    const again = await new Client(second.baseUrl, own).post('/receipts', receipt('10.00'), {
+      idempotencyKey: 'idem-1',
+    });
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(issued.text);
+  });
+
+  it('P14: every write acknowledged before a kill -9 is answered by the next start', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    const node = await instance(store);
+    const client = new Client(node.baseUrl, own);
+    const acknowledged: string[] = [];
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, writer) => {
+        for (let i = 0; i < 10; i++) {
+          const res = await client.post('/receipts', receipt(`${writer}.${i + 10}`));
+          expect(res.status).toBe(201);
+          acknowledged.push(res.json.reference);
+        }
+      }),
+    );
+    await node.kill9();
+    nodes.pop();
+    const next = await instance(store);
+    const reader = new Client(next.baseUrl);
+    for (const reference of acknowledged) {
+      expect((await reader.get(`/receipts/${reference}`)).status).toBe(200);
+    }
+    // The records were checked and folded from the database.
+    const recovered = await next.line('recovered');
+    expect(recovered.recovery.records).toBeGreaterThanOrEqual(acknowledged.length);
+  });
+
+  it('takes the command line against the same database while it runs', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    const node = await instance(store);
+    const beta = createCredential(cliDir, 'beta', { local: false, store });
+    const client = new Client(node.baseUrl, own);
+    // A credential added while the node runs is taken up within its poll interval.
+    const asBeta = new Client(node.baseUrl, beta);
+    const until = async (check: () => Promise<boolean>) => {
+      for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100));
+      return check();
+    };
+    expect(await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status !== 401)).toBe(true);
+    runCli(['credentials', 'revoke', '--store', store, '--data-dir', cliDir, '--key-id', beta.keyId]);
+    expect(await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status === 401)).toBe(true);
+    expect((await client.post('/receipts', receipt('5.00'))).status).toBe(201);
+    // The signing key rotated from the command line is published by the running node.
+    const rotated = JSON.parse(runCli(['keys', 'rotate', '--store', store, '--data-dir', cliDir]));
+    expect(await until(async () => (await publishedKey(node.baseUrl)) === rotated.public_key)).toBe(true);
+    // Events are read from the database; a backup of the data directory is refused with the reason.
+    const events = runCli(['events', 'list', '--store', store, '--data-dir', cliDir]);
+    expect(events).not.toMatch(/error/i);
+    expect(() => runCli(['backup', '--store', store, '--data-dir', cliDir, '--out', `${cliDir}/b`])).toThrow(
+      /cluster mode/,
+    );
+  });
+
+  it('refuses a second instance on the same database until partitions are leased', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    const first = await instance(store);
+    const other = tempDir('path-node-cluster');
+    dirs.push(other);
+    const args = [CLI, 'serve', '--store', store, '--data-dir', other, '--port', '0'];
+    const refused = await spawnUntilListening(args, { PATH_ADMIN_PORT: '0', PATH_EXTERNAL_PORT: '0' }).then(
+      (started) => {
+        started.child.kill('SIGKILL');
+        return null;
+      },
+      (error: Error) => error.message,
+    );
+    expect(refused).toMatch(/another instance of the node runs on this database/);
+    // The first instance goes on answering writes.
+    expect((await new Client(first.baseUrl, own).post('/receipts', receipt('7.00'))).status).toBe(201);
+  });
+});
