@@ -14,10 +14,10 @@ interface AppendRun {
   latenciesMs: number[];
 }
 
-type Append = (entry: LogEntry) => Promise<void>;
+export type Append = (entry: LogEntry) => Promise<void>;
 
 /** `records` appends of one record each, `inFlight` at a time; each appender awaits its own. */
-async function appendMany(append: Append, bytes: Buffer, records: number, inFlight: number, firstSeq: number): Promise<AppendRun> {
+export async function appendMany(append: Append, bytes: Buffer, records: number, inFlight: number, firstSeq: number): Promise<AppendRun> {
   const latenciesMs: number[] = [];
   let next = 0;
   const appender = async () => {
@@ -35,7 +35,7 @@ async function appendMany(append: Append, bytes: Buffer, records: number, inFlig
 }
 
 /** Seqs used by one run, so that the next run appends after them (each seq is written once). */
-function seqsOf(records: number): number {
+export function seqsOf(records: number): number {
   return Math.ceil(records / PARTITION_COUNT);
 }
 
@@ -63,7 +63,7 @@ export async function syncedCommitLatencies(count: number, gapMs: number): Promi
   }
 }
 
-function latencyText(latencies: readonly number[]): string {
+export function latencyText(latencies: readonly number[]): string {
   return `p50 ${ms(quantile(latencies, 0.5))} ms, p99 ${ms(quantile(latencies, 0.99))} ms`;
 }
 

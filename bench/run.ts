@@ -3,6 +3,7 @@
 // machine is shared and absolute rates move from run to run. See bench/README.md.
 import { availableParallelism, cpus } from 'node:os';
 import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js';
+import { runCluster } from './cluster.js';
 import { runConsume } from './consume.js';
 import { runGrowth } from './growth.js';
 import { runHttpGet } from './http-get.js';
@@ -36,6 +37,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   snapshot: runSnapshot,
   replication: runReplication,
   hashbatch: runHashBatch,
+  cluster: runCluster,
   versus: runVersus,
 };
 

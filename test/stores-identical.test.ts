@@ -1,0 +1,146 @@
+// P22: the embedded store and the cluster's store give the same answers, byte for byte. The same
+// runtime (a shard with every decider), a fixed clock and ids made in the same order, run once on
+// the LMDB log in a temporary directory and once on the PostgreSQL log in a database of the test
+// run's PostgreSQL: every answer, every record and every row written must be the same bytes.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Shard } from '../src/actors/shard.js';
+import type { RoutedCommand } from '../src/actors/types.js';
+import { SimulatedClock } from '../src/clock.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
+import { DECIDERS } from '../src/domain/index.js';
+import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
+import { PARTITION_COUNT, TABLES, type Log } from '../src/log/log.js';
+import type { PostgresLog as PostgresLogType } from '../src/log/postgres-log.js';
+import { signingKeyFromSeed } from '../src/protocol/signing.js';
+import { freshDatabase } from './support/postgres.js';
+
+// The compiled module: the log's reader thread is a file beside it.
+const { PostgresLog } = (await import(
+  new URL('../dist/src/log/postgres-log.js', import.meta.url).href
+)) as { PostgresLog: typeof PostgresLogType };
+
+const signer = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
+const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+const LOCAL = { member: 'alpha', local: true };
+const BETA = { member: 'beta', local: false };
+const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
+const START = Date.parse('2026-11-21T12:00:00Z');
+
+/** A shard over `log` whose clock and ids are the same on every run. */
+function fixedShard(log: Log) {
+  let made = 0;
+  const newId = (prefix: string) => `${prefix}_${(++made).toString(16).padStart(32, '0')}`;
+  const clock = new SimulatedClock(START);
+  const shard = new Shard({
+    partitions: ALL,
+    log,
+    deciders: DECIDERS,
+    clock,
+    member: 'alpha',
+    signer: () => signer,
+    newId: newId as never,
+    snapshotEveryRecords: 5,
+    mailboxDepthMax: 1024,
+    limits: DEFAULT_LIMITS,
+    onFatal: (e) => {
+      throw e;
+    },
+  });
+  return { shard, clock };
+}
+
+/** The same commands, one after another: receipts issued, settled and superseded, with keys. */
+function commands(): RoutedCommand[] {
+  const out: RoutedCommand[] = [];
+  for (let i = 1; i <= 12; i++) {
+    const reference = `rcp_${i.toString(16).padStart(32, 'a')}`;
+    out.push({
+      aggregate: 'receipt',
+      key: reference,
+      command: {
+        name: 'issue',
+        input: {
+          reference,
+          issued_by: i % 2 === 0 ? 'payee' : 'payer',
+          via: EUR,
+          received: { value: `${i}.00`, asset_type: 'fiat', asset_code: 'EUR' },
+          rail_references: [{ type: 'book_entry', value: `BE-${i}` }],
+        },
+        caller: i % 3 === 0 ? BETA : LOCAL,
+      },
+      idempotency: { scope: `local/key-${i}`, requestHash: `h${i}` },
+    });
+    out.push({
+      aggregate: 'receipt',
+      key: reference,
+      command: {
+        name: 'transition',
+        input: { to: 'settled', rail_references: [{ type: 'book_entry', value: `S-${i}` }] },
+        caller: LOCAL,
+      },
+    });
+  }
+  return out;
+}
+
+/** Everything a log holds: each partition's records, each table's rows, the snapshots. */
+function contents(log: Log) {
+  log.refresh();
+  const records = ALL.map((p) => [...log.read(p, 0)].map((r) => [r.seq, r.bytes.toString('hex')]));
+  const tables = Object.fromEntries(
+    TABLES.map((t) => [t, [...log.scan(t)].map((r) => [r.key, r.bytes.toString('hex')])]),
+  );
+  const snapshots = ALL.map((p) => log.readSnapshot(p)?.toString('hex') ?? null);
+  return { records, tables, snapshots };
+}
+
+async function run(log: Log) {
+  const { shard, clock } = fixedShard(log);
+  await shard.recover();
+  const answers: string[] = [];
+  for (const command of commands()) {
+    const result = await shard.submit(command);
+    answers.push(JSON.stringify(result.reply));
+    clock.advance(1_000);
+  }
+  shard.stop();
+  await shard.drained();
+  // What a SIGTERM does: every partition written since its last snapshot is snapshotted.
+  await shard.snapshotAll();
+  return { answers, ...contents(log) };
+}
+
+describe('P22: the same commands on the embedded and the cluster store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'path-node-identical-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('give the same answers, records and rows, byte for byte', async () => {
+    const lmdb = new LmdbLog(openEnvironment(dir));
+    const embedded = await run(lmdb);
+    await lmdb.close();
+    const postgres = await PostgresLog.open(await freshDatabase(inject('postgresUrl')));
+    const cluster = await run(postgres);
+    await postgres.close();
+
+    // The run did what it says: answers created and settled, records, views and snapshots written.
+    const created = embedded.answers.filter(
+      (a) => (JSON.parse(a) as { status: number }).status === 201,
+    );
+    expect(embedded.answers).toHaveLength(24);
+    expect(created.length).toBeGreaterThanOrEqual(12);
+    expect(embedded.records.flat().length).toBeGreaterThanOrEqual(created.length);
+    expect(embedded.tables.views.length).toBeGreaterThanOrEqual(12);
+    expect(embedded.tables.idempotency).toHaveLength(12);
+    expect(embedded.snapshots.filter((s) => s !== null).length).toBeGreaterThan(0);
+
+    expect(cluster.answers).toEqual(embedded.answers);
+    expect(cluster.records).toEqual(embedded.records);
+    expect(cluster.tables).toEqual(embedded.tables);
+    expect(cluster.snapshots).toEqual(embedded.snapshots);
+  });
+});
