@@ -96,7 +96,14 @@ describe('PostgresLog (P22)', () => {
       url,
       "select table_name as name from information_schema.tables where table_schema = 'public' order by 1",
     );
-    expect(tables.map((t) => t.name)).toEqual(['path_schema', 'records', 'rows', 'snapshots']);
+    expect(tables.map((t) => t.name)).toEqual([
+      'instances',
+      'leases',
+      'path_schema',
+      'records',
+      'rows',
+      'snapshots',
+    ]);
   });
 
   it('refuses a database whose schema is newer than this build, and writes nothing to it', async () => {

@@ -42,13 +42,31 @@ const SESSION_OPTIONS = '-c synchronous_commit=on';
  * node-postgres and synckit, loaded when cluster mode is first used: loading them costs a start
  * about 70 ms, which the embedded node does not pay.
  */
-async function clusterModules() {
+export async function clusterModules() {
   const [{ default: client }, { createSyncFn }] = await Promise.all([
     import('pg'),
     import('synckit'),
   ]);
   return { pg: client, createSyncFn };
 }
+
+/**
+ * Cluster mode's fence (P22): the instance appending, and per partition the epoch of its lease
+ * (0 where it holds none), shared with every thread of the instance. An append to a partition
+ * not held is refused here; one whose lease moved since is refused by the database.
+ */
+export interface Fence {
+  holder: string;
+  epochs: BigInt64Array;
+}
+
+/** An append refused because its partition is not (or no longer) leased to this instance. */
+export class FencedError extends Error {
+  override name = 'FencedError';
+}
+
+/** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
+const FENCED_STATE = 'PN001';
 
 interface Pending {
   entries: readonly LogEntry[];
@@ -91,10 +109,11 @@ export class PostgresLog implements Log {
   private constructor(
     private readonly pool: pg.Pool,
     private readonly reader: (request: ReadRequest) => ReadAnswer,
+    private readonly fence: Fence | null,
   ) {}
 
   /** Connects, brings the schema to this build's version and starts the reader thread. */
-  static async open(url: string): Promise<PostgresLog> {
+  static async open(url: string, options: { fence?: Fence } = {}): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
     const pool = new pg.Pool({
       connectionString: url,
@@ -118,7 +137,7 @@ export class PostgresLog implements Log {
       new URL('./postgres-reader.js', import.meta.url),
     );
     reader({ op: 'open', url });
-    return new PostgresLog(pool, reader);
+    return new PostgresLog(pool, reader, options.fence ?? null);
   }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
@@ -142,14 +161,32 @@ export class PostgresLog implements Log {
     });
   }
 
+  /** The appends of partitions this instance holds; the others are refused now. */
+  private held(batch: Pending[]): Pending[] {
+    const fence = this.fence;
+    if (fence === null) return batch;
+    return batch.filter((p) => {
+      const free = p.entries.find((e) => fence.epochs[e.partition] === 0n);
+      if (free !== undefined)
+        p.reject(new FencedError(`partition ${free.partition} is not leased to this instance`));
+      return free === undefined;
+    });
+  }
+
   private async commitQueued(): Promise<void> {
-    const batch = this.queue;
+    const batch = this.held(this.queue);
     this.queue = [];
     if (batch.length === 0) return;
     const records = batch.flatMap((p) => p.entries);
     const { put, del } = tableArrays(batch);
+    const fenced = [...new Set(records.map((e) => e.partition))];
+    const fence = this.fence;
     try {
-      await this.pool.query('select path_append($1, $2, $3, $4, $5, $6, $7, $8)', [
+      const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)';
+      await this.pool.query(call, [
+        fence?.holder ?? null,
+        fence === null ? [] : fenced,
+        fence === null ? [] : fenced.map((p) => String(fence.epochs[p])),
         records.map((e) => e.partition),
         records.map((e) => e.seq),
         records.map((e) => e.bytes),
@@ -160,7 +197,11 @@ export class PostgresLog implements Log {
         del.keys,
       ]);
     } catch (error) {
-      for (const p of batch) p.reject(error);
+      const refused =
+        (error as { code?: string }).code === FENCED_STATE
+          ? new FencedError((error as Error).message)
+          : error;
+      for (const p of batch) p.reject(refused);
       return;
     }
     // This thread reads its own writes.

@@ -43,6 +43,56 @@ export const MIGRATIONS: readonly string[] = [
   end
   $$;
   `,
+  // Version 2: partitions leased to instances, and appends fenced by the lease's epoch (P22).
+  `
+  create table instances (
+    id text primary key,
+    address text not null,
+    seen_at timestamptz not null
+  );
+  create table leases (
+    partition integer primary key,
+    owner text,
+    epoch bigint not null default 0,
+    expires_at timestamptz not null default '-infinity'
+  );
+  insert into leases (partition) select generate_series(0, 255);
+  drop function path_append(integer[], bigint[], bytea[], text[], text[], bytea[], text[], text[]);
+  -- As before, and fenced: with a holder, every partition in fence_partitions must be leased to
+  -- it at the epoch given, checked under a share lock on its lease row, so that a takeover
+  -- (which raises the epoch) waits for this commit or makes it fail. Without a holder (one
+  -- instance a database, under its instance lock) nothing is fenced.
+  create function path_append(
+    holder text, fence_partitions integer[], fence_epochs bigint[],
+    partitions integer[], seqs bigint[], records bytea[],
+    put_tables text[], put_keys text[], put_bytes bytea[],
+    del_tables text[], del_keys text[]
+  ) returns void language plpgsql as $$
+  declare
+    held integer;
+  begin
+    if holder is not null then
+      select count(*) into held from (
+        select 1 from leases l join unnest(fence_partitions, fence_epochs) as f(p, e)
+          on l.partition = f.p
+        where l.owner = holder and l.epoch = f.e
+        for share of l
+      ) as fenced;
+      if held <> cardinality(fence_partitions) then
+        raise exception 'path-node: a partition of this commit is no longer leased to %', holder
+          using errcode = 'PN001';
+      end if;
+    end if;
+    insert into records (partition, seq, bytes)
+      select * from unnest(partitions, seqs, records);
+    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
+      where r.tbl = d.tbl and r.key = d.key;
+    insert into rows (tbl, key, bytes)
+      select * from unnest(put_tables, put_keys, put_bytes)
+      on conflict (tbl, key) do update set bytes = excluded.bytes;
+  end
+  $$;
+  `,
 ];
 
 /** A fixed key of pg_advisory_xact_lock: the node's schema changes, one instance at a time. */

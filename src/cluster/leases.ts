@@ -1,0 +1,176 @@
+// Partition ownership in cluster mode (P22): each partition is leased to one instance at a time,
+// with an epoch that every takeover raises. An instance heartbeats, renews its leases, takes free
+// or expired partitions up to its fair share of the live instances, and gives back what is above
+// that share once its commands there are drained. The epochs it holds are written to a shared
+// array that its threads' logs fence their appends with (postgres-log.ts, Fence): an instance
+// that lost a lease (paused, cut off) cannot append to that partition, because the database
+// checks the epoch under a lock on the lease row in the same transaction as the append.
+//
+// Times are the database's (`now()`), so the instances' clocks need not agree.
+import type pg from 'pg';
+import { PARTITION_COUNT } from '../log/log.js';
+import { clusterModules } from '../log/postgres-log.js';
+
+export interface LeaseOptions {
+  url: string;
+  /** This process's instance id, unique per start. */
+  instance: string;
+  /** Where the other instances reach this one. */
+  address: string;
+  leaseMs: number;
+  /** Per partition, the epoch of this instance's lease, 0 where it holds none (shared). */
+  epochs: BigInt64Array;
+  onGained?: (partitions: number[]) => void;
+  onLost?: (partitions: number[]) => void;
+  /** Before partitions are given back to balance the cluster: their commands are drained. */
+  onGiving?: (partitions: number[]) => Promise<void>;
+}
+
+/** A new shared array of epochs, one per partition. */
+export function sharedEpochs(): BigInt64Array {
+  return new BigInt64Array(new SharedArrayBuffer(PARTITION_COUNT * 8));
+}
+
+/** How many renewals fit in one lease: a lease survives two missed renewals. */
+const RENEWALS_PER_LEASE = 3;
+/** An instance row not seen for this many leases is removed. */
+const FORGET_AFTER_LEASES = 10;
+
+export class Leases {
+  private readonly held = new Map<number, bigint>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private stopped = false;
+
+  private constructor(
+    private readonly client: pg.Client,
+    private readonly options: LeaseOptions,
+  ) {}
+
+  /** Connects, takes a first share and renews from then on. */
+  static async start(options: LeaseOptions): Promise<Leases> {
+    const { pg } = await clusterModules();
+    const client = new pg.Client({ connectionString: options.url });
+    // A lost connection shows as failed renewals: the leases lapse and the fence holds.
+    client.on('error', () => undefined);
+    await client.connect();
+    const leases = new Leases(client, options);
+    await leases.tick();
+    leases.resume();
+    return leases;
+  }
+
+  /** The partitions held now, in order. */
+  partitions(): number[] {
+    return [...this.held.keys()].sort((a, b) => a - b);
+  }
+
+  /** One round: heartbeat, renew, then take or give back towards the fair share. */
+  tick(): Promise<void> {
+    this.ticking ??= this.round().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
+  }
+
+  private async round(): Promise<void> {
+    const { instance, address, leaseMs } = this.options;
+    await this.client.query(
+      'insert into instances (id, address, seen_at) values ($1, $2, now()) ' +
+        'on conflict (id) do update set address = excluded.address, seen_at = now()',
+      [instance, address],
+    );
+    await this.renew();
+    const live = await this.client.query<{ n: string }>(
+      "select count(*) as n from instances where seen_at > now() - $1 * interval '1 millisecond'",
+      [leaseMs],
+    );
+    await this.client.query(
+      "delete from instances where seen_at < now() - $1 * interval '1 millisecond'",
+      [leaseMs * FORGET_AFTER_LEASES],
+    );
+    const share = Math.ceil(PARTITION_COUNT / Math.max(1, Number(live.rows[0]!.n)));
+    if (this.held.size < share) await this.take(share - this.held.size);
+    else if (this.held.size > share) await this.give(this.partitions().slice(share));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.held.size === 0) return;
+    const renewed = await this.client.query<{ partition: number; epoch: string }>(
+      "update leases set expires_at = now() + $2 * interval '1 millisecond' " +
+        'where owner = $1 and partition = any($3) returning partition, epoch',
+      [this.options.instance, this.options.leaseMs, this.partitions()],
+    );
+    const still = new Map(renewed.rows.map((r) => [r.partition, BigInt(r.epoch)]));
+    const lost = this.partitions().filter((p) => still.get(p) !== this.held.get(p));
+    if (lost.length > 0) this.drop(lost);
+  }
+
+  private async take(count: number): Promise<void> {
+    const taken = await this.client.query<{ partition: number; epoch: string }>(
+      'with free as (select partition from leases ' +
+        'where owner is null or expires_at < now() order by partition limit $2 ' +
+        'for update skip locked) ' +
+        "update leases l set owner = $1, epoch = l.epoch + 1, expires_at = now() + $3 * interval '1 millisecond' " +
+        'from free where l.partition = free.partition returning l.partition, l.epoch',
+      [this.options.instance, count, this.options.leaseMs],
+    );
+    if (taken.rows.length === 0) return;
+    for (const { partition, epoch } of taken.rows) {
+      this.held.set(partition, BigInt(epoch));
+      this.options.epochs[partition] = BigInt(epoch);
+    }
+    this.options.onGained?.(taken.rows.map((r) => r.partition).sort((a, b) => a - b));
+  }
+
+  /** Drains, stops appending, then frees the partitions for the next instance at once. */
+  private async give(partitions: number[]): Promise<void> {
+    await this.options.onGiving?.(partitions);
+    this.drop(partitions);
+    await this.client.query(
+      "update leases set owner = null, expires_at = '-infinity' " +
+        'where owner = $1 and partition = any($2)',
+      [this.options.instance, partitions],
+    );
+  }
+
+  private drop(partitions: number[]): void {
+    for (const p of partitions) {
+      this.held.delete(p);
+      this.options.epochs[p] = 0n;
+    }
+    this.options.onLost?.(partitions);
+  }
+
+  /** Renews every third of a lease from now on. */
+  resume(): void {
+    if (this.timer !== null || this.stopped) return;
+    const every = this.options.leaseMs / RENEWALS_PER_LEASE;
+    this.timer = setInterval(() => void this.tick().catch(() => undefined), every);
+    this.timer.unref();
+  }
+
+  /** Stops renewing without giving anything back: what a paused or cut-off instance does. */
+  halt(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Gives every partition back and leaves the cluster (an orderly stop). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.halt();
+    await this.ticking?.catch(() => undefined);
+    try {
+      const all = this.partitions();
+      this.drop(all);
+      await this.client.query(
+        "update leases set owner = null, expires_at = '-infinity' where owner = $1",
+        [this.options.instance],
+      );
+      await this.client.query('delete from instances where id = $1', [this.options.instance]);
+    } finally {
+      await this.client.end().catch(() => undefined);
+    }
+  }
+}

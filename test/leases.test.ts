@@ -1,0 +1,119 @@
+// Partition leases and fencing (P22) on the test run's PostgreSQL: instances share the partitions
+// fairly, a lease that lapses (a paused instance) is taken over, and the instance that lost it can
+// no longer append there; an orderly stop gives its partitions back at once.
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type * as LeasesModule from '../src/cluster/leases.js';
+import { PARTITION_COUNT } from '../src/log/log.js';
+import type * as PostgresLogModule from '../src/log/postgres-log.js';
+import { freshDatabase } from './support/postgres.js';
+
+// The compiled modules: the log's reader thread is a file beside it.
+const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
+const { Leases, sharedEpochs } = (await compiled('cluster/leases.js')) as typeof LeasesModule;
+const { PostgresLog, FencedError } = (await compiled(
+  'log/postgres-log.js',
+)) as typeof PostgresLogModule;
+
+const LEASE_MS = 900;
+const record = (partition: number, seq: number) => ({
+  partition,
+  seq,
+  bytes: Buffer.from(`${partition}/${seq}`),
+});
+
+type Instance = {
+  leases: LeasesModule.Leases;
+  log: PostgresLogModule.PostgresLog;
+  epochs: BigInt64Array;
+};
+const running: Instance[] = [];
+afterEach(async () => {
+  for (const { leases, log } of running.splice(0)) {
+    await leases.stop().catch(() => undefined);
+    await log.close().catch(() => undefined);
+  }
+});
+
+async function instance(url: string, name: string): Promise<Instance> {
+  const epochs = sharedEpochs();
+  // The log first: it brings the schema (the lease table) to this build's version.
+  const log = await PostgresLog.open(url, { fence: { holder: name, epochs } });
+  const leases = await Leases.start({
+    url,
+    instance: name,
+    address: `http://127.0.0.1/${name}`,
+    leaseMs: LEASE_MS,
+    epochs,
+  });
+  const started = { leases, log, epochs };
+  running.push(started);
+  return started;
+}
+
+/** Polls `check` every 50 ms for up to `withinMs`; the time it took, or null. */
+async function within(withinMs: number, check: () => boolean): Promise<number | null> {
+  const started = performance.now();
+  while (performance.now() - started < withinMs) {
+    if (check()) return performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return check() ? performance.now() - started : null;
+}
+
+describe('partition leases (P22)', () => {
+  it('one instance holds every partition; a second joins and they split them, disjoint', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const a = await instance(url, 'a');
+    expect(a.leases.partitions()).toHaveLength(PARTITION_COUNT);
+    expect([...a.epochs].every((e) => e === 1n)).toBe(true);
+    const b = await instance(url, 'b');
+    const split = await within(LEASE_MS * 4, () => {
+      const [ha, hb] = [a.leases.partitions(), b.leases.partitions()];
+      return ha.length === PARTITION_COUNT / 2 && hb.length === PARTITION_COUNT / 2;
+    });
+    expect(split).not.toBeNull();
+    const both = [...a.leases.partitions(), ...b.leases.partitions()].sort((x, y) => x - y);
+    expect(both).toEqual(Array.from({ length: PARTITION_COUNT }, (_, p) => p));
+    // Each appends to its own partitions, and is refused another's before it asks the database.
+    const mine = b.leases.partitions()[0]!;
+    const theirs = a.leases.partitions()[0]!;
+    await b.log.append([record(mine, 1)], []);
+    await expect(b.log.append([record(theirs, 1)], [])).rejects.toThrow(FencedError);
+  });
+
+  it('a paused instance loses its partitions after its lease and cannot append there after', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const a = await instance(url, 'a');
+    const partition = 7;
+    await a.log.append([record(partition, 1)], []);
+    // Paused: no renewal, but its threads still think they hold the partition.
+    a.leases.halt();
+    const paused = performance.now();
+    const b = await instance(url, 'b');
+    const tookOver = await within(LEASE_MS * 4, () => b.leases.partitions().includes(partition));
+    expect(tookOver).not.toBeNull();
+    expect(performance.now() - paused).toBeGreaterThanOrEqual(LEASE_MS * 0.9);
+    expect(a.epochs[partition]).toBe(1n);
+    expect(b.epochs[partition]).toBe(2n);
+    // The paused instance's append is refused by the database; the new owner's lands.
+    await expect(a.log.append([record(partition, 2)], [])).rejects.toThrow(FencedError);
+    await b.log.append([record(partition, 2)], []);
+    expect([...b.log.read(partition, 0)].map((r) => r.bytes.toString())).toEqual(['7/1', '7/2']);
+    // Once it renews again it learns of the loss and holds no more than its share.
+    a.leases.resume();
+    await a.leases.tick();
+    expect(a.epochs[partition]).toBe(0n);
+  });
+
+  it('an orderly stop gives the partitions back at once, not after the lease', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const a = await instance(url, 'a');
+    const b = await instance(url, 'b');
+    await within(LEASE_MS * 4, () => b.leases.partitions().length === PARTITION_COUNT / 2);
+    await a.leases.stop();
+    const stopped = performance.now();
+    await b.leases.tick();
+    expect(b.leases.partitions()).toHaveLength(PARTITION_COUNT);
+    expect(performance.now() - stopped).toBeLessThan(LEASE_MS);
+  });
+});
