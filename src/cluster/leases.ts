@@ -111,7 +111,8 @@ export class Leases {
       'with free as (select partition from leases ' +
         'where owner is null or expires_at < now() order by partition limit $2 ' +
         'for update skip locked) ' +
-        "update leases l set owner = $1, epoch = l.epoch + 1, expires_at = now() + $3 * interval '1 millisecond' " +
+        'update leases l set owner = $1, epoch = l.epoch + 1, ' +
+        "expires_at = now() + $3 * interval '1 millisecond' " +
         'from free where l.partition = free.partition returning l.partition, l.epoch',
       [this.options.instance, count, this.options.leaseMs],
     );
