@@ -10,7 +10,7 @@ import { MemoryLog } from '../log/memory-log.js';
 import { decodeView } from '../log/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
-import { RecoveryError, Shard } from './shard.js';
+import { MovedError, RecoveryError, Shard } from './shard.js';
 import { keptOutbox } from './decision.js';
 import { Claims, Elsewhere } from './recovery.js';
 import { foldInTurns, foldPartition } from './fold.js';
@@ -482,5 +482,78 @@ describe('a fold spread over event turns (foldInTurns)', () => {
     const options = { turnMs: 0, cancelled: () => true };
     const p = partitionOf(first.reference);
     expect(await foldInTurns(log, deciders, p, holder(), options)).toBeNull();
+  });
+});
+
+describe('cluster mode: a partition moves between instances (release, adopt)', () => {
+  it('a released partition is snapshotted and forgotten; another shard adopts it as it was', async () => {
+    const log = new MemoryLog();
+    const here = shardOver(log);
+    const there = shardOver(log);
+    await Promise.all([here.recover(), there.recover()]);
+    const { reference } = await issue(here);
+    const p = partitionOf(reference);
+    await there.release(p);
+    await settle(here, reference);
+    const state = here.stateOf(reference);
+    await here.release(p);
+    expect(log.readSnapshot(p)).toBeDefined();
+    expect(here.stateOf(reference)).toBeNull();
+    await expect(settle(here, reference)).rejects.toThrow(MovedError);
+    await there.adopt(p);
+    expect(there.stateOf(reference)).toEqual(state);
+    // The new owner goes on from the last record: the next one lands after it.
+    const next = sameRoute(reference);
+    const again = await there.submit({
+      aggregate: 'receipt',
+      key: next,
+      command: {
+        name: 'issue',
+        input: { reference: next, issued_by: 'payer', via: EUR },
+        caller: LOCAL,
+      },
+    });
+    expect(again.reply.status).toBe(201);
+    expect([...log.read(p, 0)].map((r) => r.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('a release waits for the commands already running there, which are answered', async () => {
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = shardOver(log);
+    const recovering = shard.recover();
+    log.flush();
+    await recovering;
+    const reference = newReference('rcp');
+    const issuing = issue(shard, reference);
+    await turn();
+    let released = false;
+    const releasing = shard.release(partitionOf(reference)).then(() => (released = true));
+    for (let i = 0; i < 5; i++) await turn();
+    expect(released).toBe(false);
+    log.flush();
+    expect((await issuing).result.reply.status).toBe(201);
+    // Its snapshot is written too before the release ends.
+    for (let i = 0; i < 5 && !released; i++) {
+      await turn();
+      log.flush();
+    }
+    await releasing;
+    expect(log.readSnapshot(partitionOf(reference))).toBeDefined();
+  });
+
+  it("a moved partition's deadlines fire once, on the shard that adopted it", async () => {
+    const { clock, shard, log } = await timedOpened('timed-moved', 3_000);
+    const there = shardOver(log, { clock });
+    await there.recover();
+    const p = partitionOf('timed-moved');
+    await there.release(p);
+    await shard.release(p);
+    await there.adopt(p);
+    const before = log.recordCount();
+    clock.advance(5_000);
+    for (let i = 0; i < 3; i++) await turn();
+    expect(log.recordCount()).toBe(before + 1);
+    expect((there.stateOf('timed-moved') as Timed).expired).toBe(true);
+    expect(shard.stateOf('timed-moved')).toBeNull();
   });
 });

@@ -6,6 +6,8 @@
 // Different aggregates proceed concurrently, so their appends share group commits.
 // A start checks every partition (check) before the node answers, and folds them while it
 // answers (warm): a command whose partition is not folded yet has it folded first.
+// In cluster mode (P22) a partition can move to another instance and back: `release` drains it,
+// snapshots it and forgets it; `adopt` folds it again from the log before it takes commands.
 import type { Clock } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
@@ -99,6 +101,14 @@ type Decided =
   | { kind: 'answered'; result: CommandResult }
   | { kind: 'committed'; record: LogRecord; writes: TableWrite[]; result: CommandResult };
 
+/** A command for a partition this shard has given away (cluster mode): another instance has it. */
+export class MovedError extends Error {
+  override name = 'MovedError';
+  constructor(readonly partition: number) {
+    super(`partition ${partition} is held by another instance`);
+  }
+}
+
 export interface RecoveryStats {
   snapshots: number;
   records: number;
@@ -128,6 +138,8 @@ export class Shard {
   /** The claims shared with the helpers once the partitions are checked (check). */
   private warming: Elsewhere | null = null;
   private stopped = false;
+  /** Partitions given away (release) and not adopted since: their commands are refused. */
+  private readonly released = new Set<number>();
   /** Folds under way (fold): a stop waits for them to let go of the log. */
   private readonly folding = new Set<Promise<void>>();
   private readonly recovered: RecoveryStats = {
@@ -287,6 +299,7 @@ export class Shard {
     const p = partitionOf(routed.key);
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
+    if (this.released.has(p)) return Promise.reject(new MovedError(p));
     if (!this.folded(p)) {
       // Counted as in flight, so that a drain waits for it too.
       this.inFlight++;
@@ -333,6 +346,40 @@ export class Shard {
       await this.snapshotting.get(p)?.catch(() => undefined);
       if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
     }
+  }
+
+  /**
+   * Gives partition `p` away (cluster mode): from now on its commands are refused (MovedError);
+   * those already running or waiting finish; then its snapshot is written, so that the next
+   * owner starts from it, and its states and deadlines are forgotten.
+   */
+  async release(p: number): Promise<void> {
+    const slots = this.slots.get(p);
+    if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
+    this.released.add(p);
+    const busy = () =>
+      (this.waiting.get(p)?.length ?? 0) > 0 ||
+      [...slots.values()].some((slot) => slot.busy || slot.queue.length > 0);
+    while (!this.stopped && (busy() || !this.installed.has(p))) await nextTurn();
+    await this.applied.get(p);
+    await this.snapshotting.get(p)?.catch(() => undefined);
+    if (this.installed.has(p) && this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    for (const key of slots.keys()) this.scheduler.schedule(key, null);
+    slots.clear();
+    this.installed.delete(p);
+    for (const counter of [this.seq, this.adopted, this.sinceSnapshot]) counter.set(p, 0);
+  }
+
+  /**
+   * Takes partition `p` back after another instance held it: folds it from its snapshot and the
+   * records after it, every checksum checked (P14), before its commands run; those that come
+   * meanwhile wait for it.
+   */
+  async adopt(p: number): Promise<void> {
+    if (!this.released.has(p)) return;
+    this.released.delete(p);
+    await this.fold(p);
+    if (!this.installed.has(p)) throw new RecoveryError(`partition ${p} was not adopted`);
   }
 
   /** Stops the deadlines, and the warm-up: no partition is folded from now on. */
