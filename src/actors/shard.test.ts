@@ -486,7 +486,7 @@ describe('a fold spread over event turns (foldInTurns)', () => {
 });
 
 describe('cluster mode: a partition moves between instances (release, adopt)', () => {
-  it('a released partition is snapshotted and forgotten; another shard adopts it as it was', async () => {
+  it('a released partition is snapshotted and forgotten; another adopts it as it was', async () => {
     const log = new MemoryLog();
     const here = shardOver(log);
     const there = shardOver(log);
