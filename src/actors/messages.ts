@@ -30,6 +30,8 @@ export type ToWorker =
   | { t: 'signing-key'; seedHex: string }
   | { t: 'sign-answers'; id: number; answers: AnswerBody[]; requester: string; signedAt: string }
   | { t: 'hash-keys'; id: number; items: KeyItem[]; offset: number }
+  /** Cluster mode (P22): a partition leaves this instance, or comes (back) to it. */
+  | { t: 'release' | 'adopt'; id: number; partition: number }
   | { t: 'drain' };
 
 export type FromWorker =
@@ -38,7 +40,9 @@ export type FromWorker =
   | { t: 'result'; id: number; result: CommandResult }
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
-  | { t: 'failed'; id: number; message: string }
+  | { t: 'done'; id: number }
+  /** `moved`: the command's partition is held by another instance (cluster mode, MovedError). */
+  | { t: 'failed'; id: number; message: string; moved?: number }
   | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }
   | { t: 'fatal'; message: string };

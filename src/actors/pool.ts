@@ -13,6 +13,7 @@ import {
 } from '../config.js';
 import { startHelpers, type Checked, type Helped } from './recovery.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
+import { MovedError } from './moved.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 import { carryOut } from './follow-ups.js';
@@ -110,6 +111,21 @@ export class ShardPool {
     if (result.followUps.length > 0)
       await Promise.all(result.followUps.map((f) => this.carryOut(f)));
     return result;
+  }
+
+  /**
+   * Cluster mode (P22): the partition leaves this instance. Its commands running or waiting are
+   * answered, its snapshot written; those that come later are refused with MovedError.
+   */
+  release(partition: number): Promise<void> {
+    const worker = partition % this.workers.length;
+    return this.call(worker, (id) => ({ t: 'release', id, partition }));
+  }
+
+  /** Cluster mode: the partition comes (back) to this instance, folded from the log first. */
+  adopt(partition: number): Promise<void> {
+    const worker = partition % this.workers.length;
+    return this.call(worker, (id) => ({ t: 'adopt', id, partition }));
   }
 
   /** Carries out the follow-ups earlier runs wrote and did not finish (at start). */
@@ -287,8 +303,13 @@ export class ShardPool {
       case 'hashed':
         this.settle(m.id)?.resolve(m.outcome as never);
         break;
+      case 'done':
+        this.settle(m.id)?.resolve(undefined as never);
+        break;
       case 'failed':
-        this.settle(m.id)?.reject(new Error(m.message));
+        this.settle(m.id)?.reject(
+          m.moved === undefined ? new Error(m.message) : new MovedError(m.moved),
+        );
         break;
       case 'fatal':
         reject(new Error(m.message));

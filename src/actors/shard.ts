@@ -28,7 +28,8 @@ import {
 import { Elsewhere, type Checked } from './recovery.js';
 
 import { RecoveryError } from './fold.js';
-export { RecoveryError };
+import { MovedError } from './moved.js';
+export { MovedError, RecoveryError };
 import {
   isRefusal,
   type AnyDecider,
@@ -100,14 +101,6 @@ const NO_VIEWS: ReadonlyMap<string, ReadView> = new Map();
 type Decided =
   | { kind: 'answered'; result: CommandResult }
   | { kind: 'committed'; record: LogRecord; writes: TableWrite[]; result: CommandResult };
-
-/** A command for a partition this shard has given away (cluster mode): another instance has it. */
-export class MovedError extends Error {
-  override name = 'MovedError';
-  constructor(readonly partition: number) {
-    super(`partition ${partition} is held by another instance`);
-  }
-}
 
 export interface RecoveryStats {
   snapshots: number;

@@ -10,6 +10,7 @@ import { unseal } from '../protocol/sealing.js';
 import { hashKeys } from '../protocol/identifiers.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import { Claims, Elsewhere } from './recovery.js';
+import { MovedError } from './moved.js';
 import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
@@ -54,13 +55,14 @@ function received(message: ToWorker): void {
     case 'command':
       shard.submit(message.routed).then(
         (result) => send({ t: 'result', id: message.id, result }),
-        (error: unknown) =>
-          send({
-            t: 'failed',
-            id: message.id,
-            message: error instanceof Error ? error.message : String(error),
-          }),
+        (error: unknown) => failed(message.id, error),
       );
+      break;
+    case 'release':
+    case 'adopt':
+      (message.t === 'release' ? shard.release(message.partition) : shard.adopt(message.partition))
+        .then(() => send({ t: 'done', id: message.id }))
+        .catch((error: unknown) => failed(message.id, error));
       break;
     case 'hash-keys':
       send({
@@ -83,6 +85,16 @@ function received(message: ToWorker): void {
       void drain();
       break;
   }
+}
+
+function failed(id: number, error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error);
+  send({
+    t: 'failed',
+    id,
+    message,
+    ...(error instanceof MovedError ? { moved: error.partition } : {}),
+  });
 }
 
 async function drain(): Promise<void> {
