@@ -13,7 +13,7 @@ import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frame } from '../log/record.js';
-import { partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
+import { FencedError, partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
@@ -337,7 +337,7 @@ export class Shard {
     for (const p of this.options.partitions) {
       // One already under way was reported (onFatal) if it failed; the last one is written here.
       await this.snapshotting.get(p)?.catch(() => undefined);
-      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p).catch(unlessFenced);
     }
   }
 
@@ -356,7 +356,19 @@ export class Shard {
     while (!this.stopped && (busy() || !this.installed.has(p))) await nextTurn();
     await this.applied.get(p);
     await this.snapshotting.get(p)?.catch(() => undefined);
-    if (this.installed.has(p) && this.sinceSnapshot.get(p)! > 0) await this.snapshot(p);
+    if (this.installed.has(p) && this.sinceSnapshot.get(p)! > 0)
+      await this.snapshot(p).catch(unlessFenced);
+    this.forget(p);
+  }
+
+  /** A partition taken over by another instance while held here (a fenced append). */
+  private lose(p: number): void {
+    this.released.add(p);
+    this.forget(p);
+  }
+
+  private forget(p: number): void {
+    const slots = this.slots.get(p)!;
     for (const key of slots.keys()) this.scheduler.schedule(key, null);
     slots.clear();
     this.installed.delete(p);
@@ -567,6 +579,12 @@ export class Shard {
     try {
       await ready;
     } catch (error) {
+      // Cluster mode: another instance holds the partition now. Nothing of this was written and
+      // no state was adopted from it; what this shard held of the partition is forgotten.
+      if (error instanceof FencedError) {
+        this.lose(p);
+        throw new MovedError(p);
+      }
       this.options.onFatal(error);
       throw error;
     }
@@ -624,13 +642,19 @@ export class Shard {
     this.sinceSnapshot.set(p, count);
     // While one is under way the count goes on, and the next record after it starts another.
     if (count >= this.options.snapshotEveryRecords && !this.snapshotting.has(p))
-      this.snapshot(p).catch(this.options.onFatal);
+      this.snapshot(p).catch((error: unknown) => this.snapshotFailed(p, error));
   }
 
   /**
    * The states are taken synchronously after the last adoption, so they are the fold up to
    * `seq`; being immutable values, they stay so while they are encoded a slice at a time.
    */
+  /** A snapshot refused because the partition moved loses it here; any other failure is fatal. */
+  private snapshotFailed(p: number, error: unknown): void {
+    if (error instanceof FencedError) this.lose(p);
+    else this.options.onFatal(error);
+  }
+
   private snapshot(p: number): Promise<void> {
     const aggregates: SnapshotBody['aggregates'] = [];
     for (const [key, slot] of this.slots.get(p)!)
@@ -643,6 +667,14 @@ export class Shard {
     this.snapshotting.set(p, written);
     return written;
   }
+}
+
+/**
+ * Rethrows all but a snapshot refused because its partition moved (cluster mode): the new owner
+ * snapshots it, and what this shard held of it is not the last word.
+ */
+function unlessFenced(error: unknown): void {
+  if (!(error instanceof FencedError)) throw error;
 }
 
 function refused(r: Refusal): CommandResult {

@@ -104,6 +104,14 @@ export interface Log {
   close(): Promise<void>;
 }
 
+/**
+ * An append or snapshot refused because its partition is not (or no longer) leased to this
+ * instance (cluster mode, P22): another instance holds it now. Nothing of it was written.
+ */
+export class FencedError extends Error {
+  override name = 'FencedError';
+}
+
 /** Stable partition of an aggregate key (FNV-1a over UTF-16 code units). */
 export function partitionOf(key: string): number {
   let h = 0x811c9dc5;

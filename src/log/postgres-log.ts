@@ -19,7 +19,15 @@
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
 import { READ_SNAPSHOT_HOLD_MS } from '../config.js';
-import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
+import {
+  FencedError,
+  type Log,
+  type LogEntry,
+  type ScanRange,
+  type StoredRecord,
+  type Table,
+  type TableWrite,
+} from './log.js';
 import { migrate } from './postgres-schema.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
@@ -60,10 +68,7 @@ export interface Fence {
   epochs: BigInt64Array;
 }
 
-/** An append refused because its partition is not (or no longer) leased to this instance. */
-export class FencedError extends Error {
-  override name = 'FencedError';
-}
+export { FencedError };
 
 /** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
 const FENCED_STATE = 'PN001';
@@ -356,12 +361,28 @@ export class PostgresLog implements Log {
     return bytes === null ? undefined : asBuffer(bytes);
   }
 
+  /**
+   * Fenced as appends are: an instance that lost the partition must not replace the new owner's
+   * snapshot with an older state.
+   */
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
-    await this.pool.query(
-      'insert into snapshots (partition, bytes) values ($1, $2) ' +
+    const fence = this.fence;
+    if (fence !== null && fence.epochs[partition] === 0n)
+      throw new FencedError(`partition ${partition} is not leased to this instance`);
+    const written = await this.pool.query(
+      'insert into snapshots (partition, bytes) select $1, $2 ' +
+        'where $3::text is null or exists (select 1 from leases ' +
+        'where partition = $1 and owner = $3 and epoch = $4 for share) ' +
         'on conflict (partition) do update set bytes = excluded.bytes',
-      [partition, bytes],
+      [
+        partition,
+        bytes,
+        fence?.holder ?? null,
+        fence === null ? null : String(fence.epochs[partition]),
+      ],
     );
+    if (written.rowCount === 0)
+      throw new FencedError(`partition ${partition} is no longer leased to this instance`);
   }
 
   async close(): Promise<void> {
