@@ -349,6 +349,7 @@ export class Shard {
   async release(p: number): Promise<void> {
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
+    if (this.released.has(p)) return;
     this.released.add(p);
     const busy = () =>
       (this.waiting.get(p)?.length ?? 0) > 0 ||

@@ -36,8 +36,20 @@ const RENEWALS_PER_LEASE = 3;
 /** An instance row not seen for this many leases is removed. */
 const FORGET_AFTER_LEASES = 10;
 
+/** Who holds a partition now, as the leases table says: the instance and where it listens. */
+export interface Owner {
+  instance: string;
+  address: string;
+}
+
+/** The owners are read again at most this often when a command finds its partition moved. */
+const OWNERS_READ_EVERY_MS = 50;
+
 export class Leases {
   private readonly held = new Map<number, bigint>();
+  private owners = new Map<number, Owner>();
+  private ownersRead = 0;
+  private readingOwners: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private stopped = false;
@@ -92,6 +104,37 @@ export class Leases {
     const share = Math.ceil(PARTITION_COUNT / Math.max(1, Number(live.rows[0]!.n)));
     if (this.held.size < share) await this.take(share - this.held.size);
     else if (this.held.size > share) await this.give(this.partitions().slice(share));
+    await this.readOwners();
+  }
+
+  /** Whether this instance holds partition `p` now. */
+  holds(p: number): boolean {
+    return this.held.has(p);
+  }
+
+  /** The instance holding partition `p` when last read, or null where none does. */
+  ownerOf(p: number): Owner | null {
+    return this.owners.get(p) ?? null;
+  }
+
+  /** Reads the owners again, unless they were read in the last OWNERS_READ_EVERY_MS. */
+  refreshOwners(): Promise<void> {
+    if (performance.now() - this.ownersRead < OWNERS_READ_EVERY_MS) return Promise.resolve();
+    this.readingOwners ??= this.readOwners().finally(() => {
+      this.readingOwners = null;
+    });
+    return this.readingOwners;
+  }
+
+  private async readOwners(): Promise<void> {
+    const rows = await this.client.query<{ partition: number; owner: string; address: string }>(
+      'select l.partition, l.owner, i.address from leases l join instances i on i.id = l.owner ' +
+        'where l.expires_at > now()',
+    );
+    this.owners = new Map(
+      rows.rows.map((r) => [r.partition, { instance: r.owner, address: r.address }]),
+    );
+    this.ownersRead = performance.now();
   }
 
   private async renew(): Promise<void> {
