@@ -218,6 +218,16 @@ export const LISTEN_FORWARD_TIMEOUT_MS = 10_000;
 /** How long `path-node lookup` waits for one batch's answer. */
 export const LOOKUP_FILE_TIMEOUT_MS = 60_000;
 
+// Cluster mode (P22).
+/** How far an internal channel call's time may be from the receiver's clock (a replay bound). */
+export const CHANNEL_SKEW_MS = 30_000;
+/** An internal channel call's body at most: a command with its packed inputs. */
+export const CHANNEL_BODY_BYTES_MAX = 16 * 1024 * 1024; // tidy: format (16 MiB)
+/** The partitions' owners are read again at most this often when a command finds one moved. */
+export const OWNERS_READ_EVERY_MS = 50;
+/** Between two looks for a moving partition's new owner. */
+export const MOVE_RETRY_MS = 25;
+
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.
  * Ten minutes: Chromium caps it at two hours, and the routes change only with a new build.

@@ -11,15 +11,12 @@ import { Agent, createServer, request, type IncomingMessage, type Server } from 
 import type { AddressInfo } from 'node:net';
 import { pack, unpack } from 'msgpackr';
 import { MovedError } from '../actors/moved.js';
+import { CHANNEL_BODY_BYTES_MAX, CHANNEL_SKEW_MS } from '../config.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
 
 const PATH = '/internal/v1/command';
 const MAC_HEADER = 'path-internal-mac';
 const TIME_HEADER = 'path-internal-time';
-/** How far a call's time may be from the receiver's clock. */
-const SKEW_MS = 30_000;
-/** A call's body at most: a command with its packed inputs. */
-const BODY_BYTES_MAX = 16 * 1024 * 1024;
 
 /** The channel's key: derived from the sealing key, so it is never configured apart. */
 export function channelKey(sealingKey: Buffer): Buffer {
@@ -81,14 +78,14 @@ async function answer(
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > BODY_BYTES_MAX) return refuse(413, 'body too large');
+    if (size > CHANNEL_BODY_BYTES_MAX) return refuse(413, 'body too large');
     chunks.push(chunk);
   }
   const body = Buffer.concat(chunks);
   const time = String(req.headers[TIME_HEADER] ?? '');
   const given = Buffer.from(String(req.headers[MAC_HEADER] ?? ''), 'hex');
   const expected = mac(options.key, time, body);
-  const fresh = Math.abs(Date.now() - Number(time)) <= SKEW_MS;
+  const fresh = Math.abs(Date.now() - Number(time)) <= CHANNEL_SKEW_MS;
   if (!fresh || given.length !== expected.length || !timingSafeEqual(given, expected))
     return refuse(401, 'not a call of this cluster');
   let routed: RoutedCommand;

@@ -8,6 +8,7 @@
 //
 // Times are the database's (`now()`), so the instances' clocks need not agree.
 import type pg from 'pg';
+import { OWNERS_READ_EVERY_MS } from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { clusterModules } from '../log/postgres-log.js';
 
@@ -41,9 +42,6 @@ export interface Owner {
   instance: string;
   address: string;
 }
-
-/** The owners are read again at most this often when a command finds its partition moved. */
-const OWNERS_READ_EVERY_MS = 50;
 
 export class Leases {
   private readonly held = new Map<number, bigint>();

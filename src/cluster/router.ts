@@ -8,6 +8,7 @@
 import { MovedError } from '../actors/moved.js';
 import type { SubmitOptions } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
+import { MOVE_RETRY_MS } from '../config.js';
 import { partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
 import { ChannelError, type ChannelClient } from './channel.js';
@@ -29,9 +30,6 @@ export interface RouterOptions {
   /** How long an owner has to answer a command sent to it. */
   callTimeoutMs: number;
 }
-
-/** Between two looks for a moving partition's owner. */
-const RETRY_MS = 25;
 
 /** A connection to the owner that was never made: the command surely did not reach it. */
 const notDelivered = (error: unknown) =>
@@ -65,7 +63,7 @@ export class ClusterRouter {
         throw refusal('path.core.unavailable', 'this object is moving between instances', {
           retry_after_seconds: 1,
         });
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      await new Promise((resolve) => setTimeout(resolve, MOVE_RETRY_MS));
       await leases.refreshOwners().catch(() => undefined);
     }
   }
