@@ -39,7 +39,7 @@ import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
-import { holdInstanceLock } from './log/postgres-log.js';
+import { holdInstanceLock, PostgresLog } from './log/postgres-log.js';
 import { NodeStore, type StoreTables } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
@@ -581,14 +581,15 @@ function followChanges(store: NodeStore, intervalMs: number, changed: () => void
 }
 
 function idempotencyStore(log: Log, retentionMs: number): IdempotencyStore {
-  return {
-    stored(scope) {
-      const bytes = log.get('idempotency', scope);
-      if (bytes === undefined) return undefined;
-      const entry = idempotencyRows.read(scope, bytes);
-      return entry.at + retentionMs < Date.now() ? undefined : entry;
-    },
+  const answer = (scope: string, bytes: Buffer | undefined) => {
+    if (bytes === undefined) return undefined;
+    const entry = idempotencyRows.read(scope, bytes);
+    return entry.at + retentionMs < Date.now() ? undefined : entry;
   };
+  // Cluster mode: asked of the database without holding the front end's thread meanwhile.
+  if (log instanceof PostgresLog)
+    return { stored: (scope) => log.getAsync('idempotency', scope).then((b) => answer(scope, b)) };
+  return { stored: (scope) => answer(scope, log.get('idempotency', scope)) };
 }
 
 /** The requests earlier runs accepted and still remember (P5). */

@@ -4,7 +4,18 @@
 // not in the data directory; acknowledged writes survive kill -9; the command line works against
 // the same database while the node runs.
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { Client, createCredential, publishedKey, removeDir, runCli, spawnUntilListening, startNode, tempDir, CLI, type NodeProcess } from './support/harness.js';
+import {
+  Client,
+  createCredential,
+  publishedKey,
+  removeDir,
+  runCli,
+  spawnUntilListening,
+  startNode,
+  tempDir,
+  CLI,
+  type NodeProcess,
+} from './support/harness.js';
 import { freshDatabase } from './support/postgres.js';
 import { verifiesWith } from './support/verify.js';
 
@@ -53,7 +64,9 @@ describe('serve --store postgres://… (P22)', () => {
     const second = await instance(store);
     // The same signing key, the same credential, the same receipt, the same stored answer.
     expect(await publishedKey(second.baseUrl)).toBe(key);
-    expect((await new Client(second.baseUrl).get(`/receipts/${issued.json.reference}`)).text).toBe(issued.text);
+    expect((await new Client(second.baseUrl).get(`/receipts/${issued.json.reference}`)).text).toBe(
+      issued.text,
+    );
     const again = await new Client(second.baseUrl, own).post('/receipts', receipt('10.00'), {
       idempotencyKey: 'idem-1',
     });
@@ -101,22 +114,38 @@ describe('serve --store postgres://… (P22)', () => {
     // A credential added while the node runs is taken up within its poll interval.
     const asBeta = new Client(node.baseUrl, beta);
     const until = async (check: () => Promise<boolean>) => {
-      for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 100 && !(await check()); i++)
+        await new Promise((r) => setTimeout(r, 100));
       return check();
     };
-    expect(await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status !== 401)).toBe(true);
-    runCli(['credentials', 'revoke', '--store', store, '--data-dir', cliDir, '--key-id', beta.keyId]);
-    expect(await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status === 401)).toBe(true);
+    expect(
+      await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status !== 401),
+    ).toBe(true);
+    runCli([
+      'credentials',
+      'revoke',
+      '--store',
+      store,
+      '--data-dir',
+      cliDir,
+      '--key-id',
+      beta.keyId,
+    ]);
+    expect(
+      await until(async () => (await asBeta.post('/receipts', receipt('1.00'))).status === 401),
+    ).toBe(true);
     expect((await client.post('/receipts', receipt('5.00'))).status).toBe(201);
     // The signing key rotated from the command line is published by the running node.
     const rotated = JSON.parse(runCli(['keys', 'rotate', '--store', store, '--data-dir', cliDir]));
-    expect(await until(async () => (await publishedKey(node.baseUrl)) === rotated.public_key)).toBe(true);
+    expect(await until(async () => (await publishedKey(node.baseUrl)) === rotated.public_key)).toBe(
+      true,
+    );
     // Events are read from the database; a backup of the data directory is refused with the reason.
     const events = runCli(['events', 'list', '--store', store, '--data-dir', cliDir]);
     expect(events).not.toMatch(/error/i);
-    expect(() => runCli(['backup', '--store', store, '--data-dir', cliDir, '--out', `${cliDir}/b`])).toThrow(
-      /cluster mode/,
-    );
+    expect(() =>
+      runCli(['backup', '--store', store, '--data-dir', cliDir, '--out', `${cliDir}/b`]),
+    ).toThrow(/cluster mode/);
   });
 
   it('refuses a second instance on the same database until partitions are leased', async () => {
@@ -128,7 +157,10 @@ describe('serve --store postgres://… (P22)', () => {
     const other = tempDir('path-node-cluster');
     dirs.push(other);
     const args = [CLI, 'serve', '--store', store, '--data-dir', other, '--port', '0'];
-    const refused = await spawnUntilListening(args, { PATH_ADMIN_PORT: '0', PATH_EXTERNAL_PORT: '0' }).then(
+    const refused = await spawnUntilListening(args, {
+      PATH_ADMIN_PORT: '0',
+      PATH_EXTERNAL_PORT: '0',
+    }).then(
       (started) => {
         started.child.kill('SIGKILL');
         return null;
@@ -137,6 +169,34 @@ describe('serve --store postgres://… (P22)', () => {
     );
     expect(refused).toMatch(/another instance of the node runs on this database/);
     // The first instance goes on answering writes.
-    expect((await new Client(first.baseUrl, own).post('/receipts', receipt('7.00'))).status).toBe(201);
+    expect((await new Client(first.baseUrl, own).post('/receipts', receipt('7.00'))).status).toBe(
+      201,
+    );
+  });
+
+  it('P7: one idempotency key sent many times at once runs once; the rest replay or wait', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    const node = await instance(store);
+    const client = new Client(node.baseUrl, own);
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        client.post('/receipts', receipt('3.00'), { idempotencyKey: 'once' }),
+      ),
+    );
+    const created = answers.filter((a) => a.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((a) => a.json.reference)).size).toBe(1);
+    expect(new Set(created.map((a) => a.text)).size).toBe(1);
+    for (const a of answers.filter((x) => x.status !== 201)) {
+      expect(a.status).toBe(409);
+      expect(a.json.error.code).toBe('path.core.idempotency_in_progress');
+    }
+    // Once answered, every later call replays it.
+    const later = await client.post('/receipts', receipt('3.00'), { idempotencyKey: 'once' });
+    expect(later.text).toBe(created[0]!.text);
+    expect(later.headers.get('path-idempotent-replayed')).toBe('true');
   });
 });

@@ -52,10 +52,20 @@ export interface RequestContext {
 export type Handler = (context: RequestContext) => HttpReply | Promise<HttpReply>;
 
 /** Stored idempotent answers and the calls still in flight (P7). */
+/** A stored answer for an idempotency key (P7). */
+export interface StoredAnswer {
+  requestHash: string;
+  status: number;
+  body: string;
+  signed: boolean;
+}
+
+/**
+ * The stored answers: read in place (LMDB's map), or asked of the database (cluster mode), in
+ * which case the request goes on when the answer comes rather than holding the thread.
+ */
 export interface IdempotencyStore {
-  stored(
-    scope: string,
-  ): { requestHash: string; status: number; body: string; signed: boolean } | undefined;
+  stored(scope: string): StoredAnswer | undefined | Promise<StoredAnswer | undefined>;
 }
 
 export interface ServerOptions {
@@ -227,6 +237,15 @@ const UNSUPPORTED_MEDIA_TYPE = refusal(
   'request body must be sent as Content-Type: application/json',
   { supported: ['application/json'] },
 );
+
+function inProgress(): HttpReply {
+  return failure(
+    refusal(
+      'path.core.idempotency_in_progress',
+      'a request with this idempotency key is still in flight',
+    ),
+  );
+}
 
 export class HttpServer {
   private readonly router: Router<Handler>;
@@ -624,23 +643,40 @@ export class HttpServer {
     }
     if (context.route.idempotent && signed.idempotencyKey !== undefined) {
       const outcome = this.idempotency(context, signed.idempotencyKey);
-      if (outcome !== null) return done(outcome);
-      const scope = context.idempotency!.scope;
-      this.inFlightScopes.add(scope);
-      return void this.finish(
-        res,
-        context,
-        base,
-        state,
-        () => this.inFlightScopes.delete(scope),
-        true,
+      if (!(outcome instanceof Promise)) return this.runOnce(res, context, base, state, outcome);
+      return void outcome.then(
+        (known) => this.runOnce(res, context, base, state, known),
+        (error: unknown) => done(this.internal(error, base.requestId)),
       );
     }
     this.finish(res, context, base, state, undefined, true);
   }
 
-  /** Replays a stored answer, refuses a conflict, or marks the call in flight (returns null). */
-  private idempotency(context: RequestContext, key: string): HttpReply | null {
+  /** Answers what the idempotency check found, or runs the call marked in flight. */
+  private runOnce(
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean },
+    outcome: HttpReply | null,
+  ): void {
+    if (outcome !== null) {
+      this.active--;
+      return this.send(res, outcome, base, false, state);
+    }
+    const scope = context.idempotency!.scope;
+    this.inFlightScopes.add(scope);
+    this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);
+  }
+
+  /**
+   * Replays a stored answer, refuses a conflict, or marks the call in flight (returns null);
+   * later, when the stored answers are asked of the database.
+   */
+  private idempotency(
+    context: RequestContext,
+    key: string,
+  ): HttpReply | null | Promise<HttpReply | null> {
     const lengthMax = this.options.limits.idempotency_key_length_max;
     if (key.length > lengthMax || !/^[\x21-\x7e]+$/.test(key)) {
       return failure(
@@ -658,6 +694,32 @@ export class HttpServer {
       )
       .digest('hex');
     const stored = this.options.idempotency.stored(scope);
+    if (!(stored instanceof Promise))
+      return this.storedOutcome(context, scope, requestHash, stored);
+    // Asked of the database: the call is in flight from now, so that one with the same key
+    // coming before the answer is refused as in progress rather than run a second time (the
+    // first may commit between this read and its answer).
+    if (this.inFlightScopes.has(scope)) return inProgress();
+    this.inFlightScopes.add(scope);
+    return stored.then(
+      (found) => {
+        this.inFlightScopes.delete(scope);
+        return this.storedOutcome(context, scope, requestHash, found);
+      },
+      (error: unknown) => {
+        this.inFlightScopes.delete(scope);
+        throw error;
+      },
+    );
+  }
+
+  /** What a stored answer (or none) means for this call; checked in the same turn as it is run. */
+  private storedOutcome(
+    context: RequestContext,
+    scope: string,
+    requestHash: string,
+    stored: StoredAnswer | undefined,
+  ): HttpReply | null {
     if (stored !== undefined) {
       if (stored.requestHash !== requestHash) {
         return failure(
@@ -674,13 +736,7 @@ export class HttpServer {
         headers: { 'path-idempotent-replayed': 'true' },
       };
     }
-    if (this.inFlightScopes.has(scope))
-      return failure(
-        refusal(
-          'path.core.idempotency_in_progress',
-          'a request with this idempotency key is still in flight',
-        ),
-      );
+    if (this.inFlightScopes.has(scope)) return inProgress();
     context.idempotency = { scope, requestHash };
     return null;
   }

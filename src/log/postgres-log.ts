@@ -41,6 +41,8 @@ const PEEK_CACHE_ENTRIES = 10_000;
  * (`alone`) beside it.
  */
 const WRITE_CONNECTIONS = 2;
+/** Connections for reads made without waiting (getAsync). */
+const READ_CONNECTIONS = 4;
 /** The advisory lock under which an instance makes the node's keys (store.ts, ensureSecrets). */
 const NODE_TABLES_LOCK = 0x6e6f6465;
 /** Every session of the node commits synchronously, whatever the server's default (P14). */
@@ -110,8 +112,10 @@ export class PostgresLog implements Log {
   private cacheVersion = 0;
   private cacheTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  private readPool: pg.Pool | null = null;
 
   private constructor(
+    private readonly url: string,
     private readonly pool: pg.Pool,
     private readonly reader: (request: ReadRequest) => ReadAnswer,
     private readonly fence: Fence | null,
@@ -142,7 +146,7 @@ export class PostgresLog implements Log {
       new URL('./postgres-reader.js', import.meta.url),
     );
     reader({ op: 'open', url });
-    return new PostgresLog(pool, reader, options.fence ?? null);
+    return new PostgresLog(url, pool, reader, options.fence ?? null);
   }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
@@ -237,6 +241,27 @@ export class PostgresLog implements Log {
 
   get(table: Table, key: string): Buffer | undefined {
     return this.getRow(table, key);
+  }
+
+  /**
+   * The same read without waiting for it: a thread that serves many callers (the front end) asks
+   * and goes on with others until the answer comes. On connections of their own, so that reads
+   * never queue behind a commit.
+   */
+  async getAsync(table: Table, key: string): Promise<Buffer | undefined> {
+    this.readPool ??= await this.openReadPool();
+    const found = await this.readPool.query<{ bytes: Buffer }>(
+      'select bytes from rows where tbl = $1 and key = $2',
+      [table, key],
+    );
+    return found.rows[0]?.bytes;
+  }
+
+  private async openReadPool(): Promise<pg.Pool> {
+    const { pg } = await clusterModules();
+    const pool = new pg.Pool({ connectionString: this.url, max: READ_CONNECTIONS });
+    pool.on('error', () => undefined);
+    return pool;
   }
 
   private getRow(table: string, key: string): Buffer | undefined {
@@ -394,6 +419,7 @@ export class PostgresLog implements Log {
     this.forget();
     this.reader({ op: 'close' });
     await this.pool.end();
+    await this.readPool?.end();
   }
 }
 
