@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import { ShardPool } from './actors/pool.js';
 import type { Config } from './config.js';
+import type { ReplayMark } from './actors/types.js';
 import type { Log, TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
@@ -319,6 +320,13 @@ async function startListeners(
     routes,
     authenticator: access.authenticator,
     idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms),
+    // Cluster mode: every request is remembered in the database before it runs (P5, P22).
+    ...(log instanceof PostgresLog
+      ? {
+          replayGuard: (mark: ReplayMark) =>
+            log.insertIfAbsent('replay', mark.key, replayRows.mark(mark).bytes!),
+        }
+      : {}),
     limits: config.limits,
     logger,
     now: Date.now,

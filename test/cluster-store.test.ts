@@ -6,6 +6,8 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import {
   Client,
+  PREFIX,
+  signRequest,
   createCredential,
   publishedKey,
   removeDir,
@@ -182,8 +184,12 @@ describe('serve --store postgres://… (P22)', () => {
     const node = await instance(store);
     const client = new Client(node.baseUrl, own);
     const answers = await Promise.all(
-      Array.from({ length: 12 }, () =>
-        client.post('/receipts', receipt('3.00'), { idempotencyKey: 'once' }),
+      // Each signed at its own time: twelve requests, not one request twelve times (P5).
+      Array.from({ length: 12 }, (_, i) =>
+        client.post('/receipts', receipt('3.00'), {
+          idempotencyKey: 'once',
+          timestamp: new Date(Date.now() - i).toISOString(),
+        }),
       ),
     );
     const created = answers.filter((a) => a.status === 201);
@@ -198,5 +204,32 @@ describe('serve --store postgres://… (P22)', () => {
     const later = await client.post('/receipts', receipt('3.00'), { idempotencyKey: 'once' });
     expect(later.text).toBe(created[0]!.text);
     expect(later.headers.get('path-idempotent-replayed')).toBe('true');
+  });
+
+  it('P5: a request is remembered in the database before it runs: a replay to the next start is refused', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const cliDir = tempDir('path-node-cli');
+    dirs.push(cliDir);
+    const own = createCredential(cliDir, 'local', { local: true, store });
+    // A request that changes nothing durable: refused for its body after it was authenticated.
+    const body = Buffer.from(JSON.stringify({ issued_by: 'payee' }));
+    const target = `${PREFIX}/receipts`;
+    const headers = {
+      'content-type': 'application/json',
+      ...signRequest(own, { method: 'POST', target, timestamp: new Date().toISOString(), body }),
+    };
+    const send = (base: string) => fetch(base + target, { method: 'POST', headers, body });
+    const first = await instance(store);
+    const refused = await send(first.baseUrl);
+    expect(refused.status).toBe(400);
+    // Gone without a word: nothing it held in memory reaches the database now.
+    await first.kill9();
+    nodes.splice(nodes.indexOf(first), 1);
+    const next = await instance(store);
+    const replayed = await send(next.baseUrl);
+    expect(replayed.status).toBe(401);
+    expect(
+      ((await replayed.json()) as { error: { detail: { reason: string } } }).error.detail.reason,
+    ).toBe('replayed');
   });
 });

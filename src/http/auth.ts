@@ -111,6 +111,11 @@ export class Authenticator {
     );
   }
 
+  /** The refusal of a request already seen, found elsewhere than in this memory (P22). */
+  replayed(): Refusal {
+    return unauthenticated('replayed', this.options.code);
+  }
+
   authenticate(request: SignedRequest, now: number): Authenticated | Refusal {
     const fail = (reason: AuthFailure) => unauthenticated(reason, this.options.code);
     const { keyId, timestamp, signature } = request;

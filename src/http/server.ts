@@ -69,6 +69,11 @@ export interface IdempotencyStore {
 }
 
 export interface ServerOptions {
+  /**
+   * Cluster mode (P22): remembers a request in the database, resolving false when it was
+   * remembered already (by another instance, or before a crash): then it is a replay (P5).
+   */
+  replayGuard?: (mark: ReplayMark) => Promise<boolean>;
   routes: readonly RouteSpec<Handler>[];
   /** Where operation routes are mounted (P6); the external interface mounts them at the root. */
   prefixes?: readonly string[];
@@ -640,13 +645,35 @@ export class HttpServer {
       context.caller = { member: verdict.member, local: verdict.local };
       base.member = verdict.member;
       context.replay = verdict.replay;
+      const guard = this.options.replayGuard;
+      if (guard !== undefined) {
+        return void guard(verdict.replay).then(
+          (first) =>
+            first
+              ? this.run(res, context, base, state, signed.idempotencyKey)
+              : done(failure(this.options.authenticator.replayed())),
+          (error: unknown) => done(this.internal(error, base.requestId)),
+        );
+      }
     }
-    if (context.route.idempotent && signed.idempotencyKey !== undefined) {
-      const outcome = this.idempotency(context, signed.idempotencyKey);
+    this.run(res, context, base, state, signed.idempotencyKey);
+  }
+
+  /** Runs an authenticated call: once per idempotency key where it carries one (P7). */
+  private run(
+    res: uws.HttpResponse,
+    context: RequestContext,
+    base: Base,
+    state: { aborted: boolean },
+    idempotencyKey: string | undefined,
+  ): void {
+    if (context.route.idempotent && idempotencyKey !== undefined) {
+      const outcome = this.idempotency(context, idempotencyKey);
       if (!(outcome instanceof Promise)) return this.runOnce(res, context, base, state, outcome);
       return void outcome.then(
         (known) => this.runOnce(res, context, base, state, known),
-        (error: unknown) => done(this.internal(error, base.requestId)),
+        (error: unknown) =>
+          this.runOnce(res, context, base, state, this.internal(error, base.requestId)),
       );
     }
     this.finish(res, context, base, state, undefined, true);

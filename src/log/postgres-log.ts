@@ -41,7 +41,7 @@ const PEEK_CACHE_ENTRIES = 10_000;
  * (`alone`) beside it.
  */
 const WRITE_CONNECTIONS = 2;
-/** Connections for reads made without waiting (getAsync). */
+/** Connections for reads and claims made without waiting (getAsync, insertIfAbsent). */
 const READ_CONNECTIONS = 4;
 /** The advisory lock under which an instance makes the node's keys (store.ts, ensureSecrets). */
 const NODE_TABLES_LOCK = 0x6e6f6465;
@@ -257,9 +257,26 @@ export class PostgresLog implements Log {
     return found.rows[0]?.bytes;
   }
 
+  /**
+   * Writes a row unless the key has one already, durably; whether it wrote. What makes a row a
+   * claim that only one instance wins (a request's replay mark, P5).
+   */
+  async insertIfAbsent(table: Table, key: string, bytes: Buffer): Promise<boolean> {
+    this.readPool ??= await this.openReadPool();
+    const inserted = await this.readPool.query(
+      'insert into rows (tbl, key, bytes) values ($1, $2, $3) on conflict (tbl, key) do nothing',
+      [table, key, bytes],
+    );
+    return inserted.rowCount === 1;
+  }
+
   private async openReadPool(): Promise<pg.Pool> {
     const { pg } = await clusterModules();
-    const pool = new pg.Pool({ connectionString: this.url, max: READ_CONNECTIONS });
+    const pool = new pg.Pool({
+      connectionString: this.url,
+      max: READ_CONNECTIONS,
+      options: SESSION_OPTIONS,
+    });
     pool.on('error', () => undefined);
     return pool;
   }
