@@ -183,12 +183,13 @@ describe('serve --store postgres://… (P22)', () => {
     const own = createCredential(cliDir, 'local', { local: true, store });
     const node = await instance(store);
     const client = new Client(node.baseUrl, own);
+    const signedAt = Date.now();
     const answers = await Promise.all(
       // Each signed at its own time: twelve requests, not one request twelve times (P5).
       Array.from({ length: 12 }, (_, i) =>
         client.post('/receipts', receipt('3.00'), {
           idempotencyKey: 'once',
-          timestamp: new Date(Date.now() - i).toISOString(),
+          timestamp: new Date(signedAt - i * 10).toISOString(),
         }),
       ),
     );
