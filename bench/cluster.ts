@@ -5,14 +5,11 @@
 //      commit) and one appender awaiting each append (one commit's round trip and sync);
 //   b. signed durable POST /receipts: one node instance on PostgreSQL against the embedded node.
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
-import type { Log } from '../src/log/log.js';
 import { PostgresLog } from '../src/log/postgres-log.js';
-import { frame } from '../src/log/record.js';
 import { freshDatabase, startPostgres } from '../scripts/throwaway-postgres.js';
 import type { BenchConfig } from './config.js';
-import { freshSigningKey, issueReceipt, receiptRecord } from './fixtures.js';
 import { postJob, statusText } from './http-post.js';
-import { appendMany, latencyText, seqsOf } from './log-append.js';
+import { durableAppends, type AppendFigures } from './log-append.js';
 import type { LoadResult } from './load.js';
 import {
   createLocalCredential,
@@ -25,44 +22,11 @@ import {
 } from './processes.js';
 import { median, ms, rate, ratio, type Report } from './report.js';
 
-interface AppendFigures {
-  many: number;
-  single: number;
-  manyLatency: string;
-  singleLatency: string;
-}
-
-/** One log's run: a warm-up, then appends in flight, then one at a time. */
-async function appendFigures(log: Log, config: BenchConfig): Promise<AppendFigures> {
-  const now = Date.now();
-  const bytes = frame(receiptRecord(issueReceipt(freshSigningKey(), now), now));
-  const {
-    concurrent_in_flight: inFlight,
-    concurrent_records: records,
-    single_records: single,
-  } = config.log;
-  const append = (entry: { partition: number; seq: number; bytes: Buffer }) =>
-    log.append([entry], []);
-  let seq = 1;
-  const warm = Math.min(records, 2_000);
-  await appendMany(append, bytes, warm, inFlight, seq);
-  seq += seqsOf(warm);
-  const many = await appendMany(append, bytes, records, inFlight, seq);
-  seq += seqsOf(records);
-  const one = await appendMany(append, bytes, single, 1, seq);
-  return {
-    many: many.perSecond,
-    single: one.perSecond,
-    manyLatency: latencyText(many.latenciesMs),
-    singleLatency: latencyText(one.latenciesMs),
-  };
-}
-
 async function lmdbAppends(config: BenchConfig): Promise<AppendFigures> {
   const dir = tempDir('cluster-lmdb');
   const log = new LmdbLog(openEnvironment(dir));
   try {
-    return await appendFigures(log, config);
+    return await durableAppends(log, config);
   } finally {
     await log.close();
     removeDir(dir);
@@ -72,7 +36,7 @@ async function lmdbAppends(config: BenchConfig): Promise<AppendFigures> {
 async function postgresAppends(adminUrl: string, config: BenchConfig): Promise<AppendFigures> {
   const log = await PostgresLog.open(await freshDatabase(adminUrl));
   try {
-    return await appendFigures(log, config);
+    return await durableAppends(log, config);
   } finally {
     await log.close();
   }

@@ -5,17 +5,14 @@
 // calls not signed with the cluster's key.
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as ShardModule from '../src/actors/shard.js';
-import type { CommandResult, RoutedCommand } from '../src/actors/types.js';
+import type { CommandResult } from '../src/actors/types.js';
 import type * as ChannelModule from '../src/cluster/channel.js';
 import type * as LeasesModule from '../src/cluster/leases.js';
 import type * as RouterModule from '../src/cluster/router.js';
-import { SimulatedClock } from '../src/clock.js';
-import { DEFAULT_LIMITS } from '../src/config.js';
-import { DECIDERS } from '../src/domain/index.js';
 import { PARTITION_COUNT, partitionOf } from '../src/log/log.js';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
-import { signingKeyFromSeed } from '../src/protocol/signing.js';
 import { freshDatabase } from './support/postgres.js';
+import { fixedShard, issueReceipt, settleReceipt } from './support/shards.js';
 
 // The compiled modules, one copy of each class (MovedError, FencedError) as in a running node.
 const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
@@ -29,11 +26,6 @@ const { PostgresLog } = (await compiled('log/postgres-log.js')) as typeof Postgr
 
 const LEASE_MS = 900;
 const KEY = channelKey(Buffer.alloc(32, 7));
-const SIGNER = signingKeyFromSeed(
-  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
-);
-const LOCAL = { member: 'local', local: true };
-const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 
 interface Instance {
   name: string;
@@ -52,22 +44,7 @@ afterEach(async () => {
 async function instance(url: string, name: string, made: { count: number }): Promise<Instance> {
   const epochs = sharedEpochs();
   const log = await PostgresLog.open(url, { fence: { holder: name, epochs } });
-  const shard = new Shard({
-    partitions: Array.from({ length: PARTITION_COUNT }, (_, p) => p),
-    log,
-    deciders: DECIDERS,
-    clock: new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
-    member: 'local',
-    signer: () => SIGNER,
-    newId: ((prefix: string) =>
-      `${prefix}_${(++made.count).toString(16).padStart(32, '0')}`) as never,
-    snapshotEveryRecords: 1_000,
-    mailboxDepthMax: 64,
-    limits: DEFAULT_LIMITS,
-    onFatal: (error) => {
-      throw error;
-    },
-  });
+  const shard = new Shard(fixedShard(log, { made }).options);
   await shard.recover();
   // Nothing is held before the leases say so.
   for (let p = 0; p < PARTITION_COUNT; p++) await shard.release(p);
@@ -119,20 +96,6 @@ async function instance(url: string, name: string, made: { count: number }): Pro
   return started;
 }
 
-const issue = (reference: string): RoutedCommand => ({
-  aggregate: 'receipt',
-  key: reference,
-  command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
-});
-const settle = (reference: string): RoutedCommand => ({
-  aggregate: 'receipt',
-  key: reference,
-  command: {
-    name: 'transition',
-    input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] },
-    caller: LOCAL,
-  },
-});
 const status = (result: CommandResult) =>
   (JSON.parse(result.reply.body) as { status: string }).status;
 const reference = (i: number) => `rcp_${i.toString(16).padStart(32, 'f')}`;
@@ -166,8 +129,8 @@ describe('commands routed between instances (P22)', () => {
     const owners = new Set<string>();
     for (const [i, r] of references.entries()) {
       const [to, other] = i % 2 === 0 ? [a, b] : [b, a];
-      expect((await to.router.submit(issue(r))).reply.status).toBe(201);
-      const settled = await other.router.submit(settle(r));
+      expect((await to.router.submit(issueReceipt(r))).reply.status).toBe(201);
+      const settled = await other.router.submit(settleReceipt(r));
       expect(settled.reply.status).toBe(201);
       expect(status(settled)).toBe('settled');
       const owner = a.leases.holds(partitionOf(r)) ? a : b;
@@ -185,7 +148,7 @@ describe('commands routed between instances (P22)', () => {
     const r = Array.from({ length: 64 }, (_, i) => reference(100 + i)).find((x) =>
       a.leases.holds(partitionOf(x)),
     )!;
-    expect((await b.router.submit(issue(r))).reply.status).toBe(201);
+    expect((await b.router.submit(issueReceipt(r))).reply.status).toBe(201);
     await a.pause();
     const paused = performance.now();
     // Sent through the other instance: a call the paused owner took and never answered is
@@ -195,7 +158,7 @@ describe('commands routed between instances (P22)', () => {
     let refused = 0;
     while (settled === null) {
       try {
-        settled = await b.router.submit(settle(r));
+        settled = await b.router.submit(settleReceipt(r));
       } catch (error) {
         expect(error).toMatchObject({ code: 'path.core.unavailable' });
         refused++;
@@ -219,7 +182,7 @@ describe('commands routed between instances (P22)', () => {
     await a.leases.refreshOwners();
     const address = a.leases.ownerOf(partitionOf(r))?.address;
     expect(address).toBeDefined();
-    await expect(stranger.send(address!, issue(r), 5_000)).rejects.toThrow(
+    await expect(stranger.send(address!, issueReceipt(r), 5_000)).rejects.toThrow(
       /not a call of this cluster/,
     );
     stranger.close();

@@ -45,12 +45,17 @@ async function instance(store: string): Promise<NodeProcess> {
   return node;
 }
 
+/** A fresh database, and the operator's own credential made in it with the command line. */
+async function freshCluster() {
+  const store = await freshDatabase(inject('postgresUrl'));
+  const cliDir = tempDir('path-node-cli');
+  dirs.push(cliDir);
+  return { store, cliDir, own: createCredential(cliDir, 'local', { local: true, store }) };
+}
+
 describe('serve --store postgres://… (P22)', () => {
   it('keeps all it answers in the database: a node on a fresh data directory answers the same', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, own } = await freshCluster();
     const first = await instance(store);
     const key = await publishedKey(first.baseUrl);
     const issued = await new Client(first.baseUrl, own).post('/receipts', receipt('10.00'), {
@@ -77,10 +82,7 @@ describe('serve --store postgres://… (P22)', () => {
   });
 
   it('P14: every write acknowledged before a kill -9 is answered by the next start', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, own } = await freshCluster();
     const node = await instance(store);
     const client = new Client(node.baseUrl, own);
     const acknowledged: string[] = [];
@@ -106,10 +108,7 @@ describe('serve --store postgres://… (P22)', () => {
   });
 
   it('takes the command line against the same database while it runs', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, cliDir, own } = await freshCluster();
     const node = await instance(store);
     const beta = createCredential(cliDir, 'beta', { local: false, store });
     const client = new Client(node.baseUrl, own);
@@ -151,10 +150,7 @@ describe('serve --store postgres://… (P22)', () => {
   });
 
   it('refuses a second instance on the same database until partitions are leased', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, own } = await freshCluster();
     const first = await instance(store);
     const other = tempDir('path-node-cluster');
     dirs.push(other);
@@ -177,10 +173,7 @@ describe('serve --store postgres://… (P22)', () => {
   });
 
   it('P7: one idempotency key sent many times at once runs once; the rest replay or wait', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, own } = await freshCluster();
     const node = await instance(store);
     const client = new Client(node.baseUrl, own);
     const signedAt = Date.now();
@@ -208,10 +201,7 @@ describe('serve --store postgres://… (P22)', () => {
   });
 
   it('P5: a request is remembered in the database before it runs: a replay to the next start is refused', async () => {
-    const store = await freshDatabase(inject('postgresUrl'));
-    const cliDir = tempDir('path-node-cli');
-    dirs.push(cliDir);
-    const own = createCredential(cliDir, 'local', { local: true, store });
+    const { store, own } = await freshCluster();
     // A request that changes nothing durable: refused for its body after it was authenticated.
     const body = Buffer.from(JSON.stringify({ issued_by: 'payee' }));
     const target = `${PREFIX}/receipts`;

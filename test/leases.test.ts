@@ -4,13 +4,10 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as ShardModule from '../src/actors/shard.js';
 import type * as LeasesModule from '../src/cluster/leases.js';
-import { SimulatedClock } from '../src/clock.js';
-import { DEFAULT_LIMITS } from '../src/config.js';
-import { DECIDERS } from '../src/domain/index.js';
-import { signingKeyFromSeed } from '../src/protocol/signing.js';
 import { PARTITION_COUNT } from '../src/log/log.js';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
 import { freshDatabase } from './support/postgres.js';
+import { fixedShard, issueReceipt, settleReceipt } from './support/shards.js';
 
 // The compiled modules: the log's reader thread is a file beside it.
 const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
@@ -127,43 +124,16 @@ describe('partition leases (P22)', () => {
     const url = await freshDatabase(inject('postgresUrl'));
     const a = await instance(url, 'a');
     const fatal: unknown[] = [];
-    const shard = new Shard({
-      partitions: Array.from({ length: PARTITION_COUNT }, (_, p) => p),
-      log: a.log,
-      deciders: DECIDERS,
-      clock: new SimulatedClock(Date.parse('2026-11-21T12:00:00Z')),
-      member: 'local',
-      signer: () =>
-        signingKeyFromSeed('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60'),
-      newId: ((prefix: string) => `${prefix}_${'d'.repeat(32)}`) as never,
-      snapshotEveryRecords: 1_000,
-      mailboxDepthMax: 64,
-      limits: DEFAULT_LIMITS,
-      onFatal: (error) => fatal.push(error),
-    });
+    const shard = new Shard(fixedShard(a.log, { onFatal: (error) => fatal.push(error) }).options);
     await shard.recover();
     const reference = `rcp_${'e'.repeat(32)}`;
-    const caller = { member: 'local', local: true };
-    const via = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
-    const issued = await shard.submit({
-      aggregate: 'receipt',
-      key: reference,
-      command: { name: 'issue', input: { reference, issued_by: 'payer', via }, caller },
-    });
+    const issued = await shard.submit(issueReceipt(reference));
     expect(issued.reply.status).toBe(201);
     const p = (await import('../src/log/log.js')).partitionOf(reference);
     a.leases.halt();
     const b = await instance(url, 'b');
     expect(await within(LEASE_MS * 4, () => b.leases.partitions().includes(p))).not.toBeNull();
-    const settle = {
-      aggregate: 'receipt',
-      key: reference,
-      command: {
-        name: 'transition',
-        input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] },
-        caller,
-      },
-    };
+    const settle = settleReceipt(reference);
     await expect(shard.submit(settle)).rejects.toMatchObject({ name: 'MovedError', partition: p });
     await expect(shard.submit(settle)).rejects.toMatchObject({ name: 'MovedError', partition: p });
     expect(shard.stateOf(reference)).toBeNull();

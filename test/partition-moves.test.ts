@@ -5,11 +5,12 @@
 // the one that gave it away are refused as moved.
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type * as Pool from '../src/actors/pool.js';
-import type { CommandResult, RoutedCommand } from '../src/actors/types.js';
+import type { CommandResult } from '../src/actors/types.js';
 import { DEFAULT_LIMITS } from '../src/config.js';
 import { partitionOf } from '../src/log/log.js';
 import { removeDir, tempDir } from './support/harness.js';
 import { freshDatabase } from './support/postgres.js';
+import { issueReceipt, settleReceipt } from './support/shards.js';
 
 const { ShardPool } = (await import(
   new URL('../dist/src/actors/pool.js', import.meta.url).href
@@ -17,8 +18,6 @@ const { ShardPool } = (await import(
 
 const SEED = '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60';
 const HEX32 = 'ab'.repeat(32);
-const LOCAL = { member: 'local', local: true };
-const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 
 const pools: Pool.ShardPool[] = [];
 const dir = tempDir('path-node-moves');
@@ -49,20 +48,6 @@ async function instance(store: string, dataDir: string): Promise<Pool.ShardPool>
   return pool;
 }
 
-const issue = (reference: string): RoutedCommand => ({
-  aggregate: 'receipt',
-  key: reference,
-  command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
-});
-const settle = (reference: string): RoutedCommand => ({
-  aggregate: 'receipt',
-  key: reference,
-  command: {
-    name: 'transition',
-    input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] },
-    caller: LOCAL,
-  },
-});
 const body = (result: CommandResult) => JSON.parse(result.reply.body) as Record<string, unknown>;
 
 describe('a partition moves between two instances through the database (P22)', () => {
@@ -74,16 +59,16 @@ describe('a partition moves between two instances through the database (P22)', (
     const reference = `rcp_${'c'.repeat(32)}`;
     const p = partitionOf(reference);
     await b.release(p);
-    const issued = await a.submit(issue(reference));
+    const issued = await a.submit(issueReceipt(reference));
     expect(issued.reply.status).toBe(201);
     await a.release(p);
-    await expect(a.submit(settle(reference))).rejects.toMatchObject({
+    await expect(a.submit(settleReceipt(reference))).rejects.toMatchObject({
       name: 'MovedError',
       partition: p,
     });
     await b.adopt(p);
     // The adopting instance answers from the state the first one left: issued there, settled here.
-    const settled = await b.submit(settle(reference));
+    const settled = await b.submit(settleReceipt(reference));
     expect(settled.reply.status).toBe(201);
     expect(body(settled)).toMatchObject({ reference, status: 'settled' });
   });

@@ -8,51 +8,21 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Shard } from '../src/actors/shard.js';
 import type { RoutedCommand } from '../src/actors/types.js';
-import { SimulatedClock } from '../src/clock.js';
-import { DEFAULT_LIMITS } from '../src/config.js';
-import { DECIDERS } from '../src/domain/index.js';
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
 import { PARTITION_COUNT, TABLES, type Log } from '../src/log/log.js';
 import type { PostgresLog as PostgresLogType } from '../src/log/postgres-log.js';
-import { signingKeyFromSeed } from '../src/protocol/signing.js';
 import { freshDatabase } from './support/postgres.js';
+import { fixedShard } from './support/shards.js';
 
 // The compiled module: the log's reader thread is a file beside it.
 const { PostgresLog } = (await import(
   new URL('../dist/src/log/postgres-log.js', import.meta.url).href
 )) as { PostgresLog: typeof PostgresLogType };
 
-const signer = signingKeyFromSeed(
-  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
-);
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
 const LOCAL = { member: 'alpha', local: true };
 const BETA = { member: 'beta', local: false };
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
-const START = Date.parse('2026-11-21T12:00:00Z');
-
-/** A shard over `log` whose clock and ids are the same on every run. */
-function fixedShard(log: Log) {
-  let made = 0;
-  const newId = (prefix: string) => `${prefix}_${(++made).toString(16).padStart(32, '0')}`;
-  const clock = new SimulatedClock(START);
-  const shard = new Shard({
-    partitions: ALL,
-    log,
-    deciders: DECIDERS,
-    clock,
-    member: 'alpha',
-    signer: () => signer,
-    newId: newId as never,
-    snapshotEveryRecords: 5,
-    mailboxDepthMax: 1024,
-    limits: DEFAULT_LIMITS,
-    onFatal: (e) => {
-      throw e;
-    },
-  });
-  return { shard, clock };
-}
 
 /** The same commands, one after another: receipts issued, settled and superseded, with keys. */
 function commands(): RoutedCommand[] {
@@ -100,7 +70,8 @@ function contents(log: Log) {
 }
 
 async function run(log: Log) {
-  const { shard, clock } = fixedShard(log);
+  const { options, clock } = fixedShard(log, { member: 'alpha', snapshotEveryRecords: 5 });
+  const shard = new Shard(options);
   await shard.recover();
   const answers: string[] = [];
   for (const command of commands()) {
