@@ -324,7 +324,7 @@ async function startListeners(
     ...(log instanceof PostgresLog
       ? {
           replayGuard: (mark: ReplayMark) =>
-            log.insertIfAbsent('replay', mark.key, replayRows.mark(mark).bytes!),
+            log.claim('replay', mark.key, replayRows.mark(mark).bytes!),
         }
       : {}),
     limits: config.limits,

@@ -41,12 +41,14 @@ const PEEK_CACHE_ENTRIES = 10_000;
  * (`alone`) beside it.
  */
 const WRITE_CONNECTIONS = 2;
-/** Connections for reads and claims made without waiting (getAsync, insertIfAbsent). */
-const READ_CONNECTIONS = 4;
+/** Connections of each side pool: reads made without waiting (getAsync), and claims. */
+const SIDE_CONNECTIONS = 4;
 /** The advisory lock under which an instance makes the node's keys (store.ts, ensureSecrets). */
 const NODE_TABLES_LOCK = 0x6e6f6465;
 /** Every session of the node commits synchronously, whatever the server's default (P14). */
 const SESSION_OPTIONS = '-c synchronous_commit=on';
+/** Claims commit asynchronously (claim): visible at once, durable a moment later. */
+const CLAIM_SESSION_OPTIONS = '-c synchronous_commit=off';
 
 /**
  * node-postgres and synckit, loaded when cluster mode is first used: loading them costs a start
@@ -113,6 +115,7 @@ export class PostgresLog implements Log {
   private cacheTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private readPool: pg.Pool | null = null;
+  private claimPool: pg.Pool | null = null;
 
   private constructor(
     private readonly url: string,
@@ -249,7 +252,7 @@ export class PostgresLog implements Log {
    * never queue behind a commit.
    */
   async getAsync(table: Table, key: string): Promise<Buffer | undefined> {
-    this.readPool ??= await this.openReadPool();
+    this.readPool ??= await this.openPool(SESSION_OPTIONS);
     const found = await this.readPool.query<{ bytes: Buffer }>(
       'select bytes from rows where tbl = $1 and key = $2',
       [table, key],
@@ -258,25 +261,25 @@ export class PostgresLog implements Log {
   }
 
   /**
-   * Writes a row unless the key has one already, durably; whether it wrote. What makes a row a
-   * claim that only one instance wins (a request's replay mark, P5).
+   * Writes a row unless the key has one already; whether it wrote. Only one instance wins a key:
+   * what makes a request's replay mark a claim (P5). The mark is visible to every instance once
+   * this resolves, and durable a moment later: it commits asynchronously, on sessions of its own,
+   * so a request does not wait for a flush of its mark. A crash of the database can lose the marks
+   * of its last moments, and with them only the requests that changed nothing durable: a change
+   * carries its mark in its own commit, which is synchronous.
    */
-  async insertIfAbsent(table: Table, key: string, bytes: Buffer): Promise<boolean> {
-    this.readPool ??= await this.openReadPool();
-    const inserted = await this.readPool.query(
+  async claim(table: Table, key: string, bytes: Buffer): Promise<boolean> {
+    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
+    const inserted = await this.claimPool.query(
       'insert into rows (tbl, key, bytes) values ($1, $2, $3) on conflict (tbl, key) do nothing',
       [table, key, bytes],
     );
     return inserted.rowCount === 1;
   }
 
-  private async openReadPool(): Promise<pg.Pool> {
+  private async openPool(options: string): Promise<pg.Pool> {
     const { pg } = await clusterModules();
-    const pool = new pg.Pool({
-      connectionString: this.url,
-      max: READ_CONNECTIONS,
-      options: SESSION_OPTIONS,
-    });
+    const pool = new pg.Pool({ connectionString: this.url, max: SIDE_CONNECTIONS, options });
     pool.on('error', () => undefined);
     return pool;
   }
@@ -437,6 +440,7 @@ export class PostgresLog implements Log {
     this.reader({ op: 'close' });
     await this.pool.end();
     await this.readPool?.end();
+    await this.claimPool?.end();
   }
 }
 
