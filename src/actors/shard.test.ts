@@ -434,8 +434,15 @@ describe('a start answers once every partition is checked, folding each when fir
     started.stop();
     expect(await warming).toBeNull();
     await started.snapshotAll();
-    // Nothing snapshotted of what was not folded: the next start reads every record again.
-    expect((await shardOver(log).recover()).records).toBe(40);
+    // Nothing snapshotted of what was not folded: the next start reads those records again. (The
+    // first partition's fold may end in the turn the warm-up began, before the stop; that one
+    // is folded, and snapshotted.)
+    const snapshotted = ALL.filter((p) => log.readSnapshot(p) !== undefined);
+    expect(snapshotted.length).toBeLessThanOrEqual(1);
+    const unfolded = ALL.filter((p) => !snapshotted.includes(p));
+    const records = unfolded.reduce((n, p) => n + [...log.read(p, 0)].length, 0);
+    expect(records).toBeGreaterThan(30);
+    expect((await shardOver(log).recover()).records).toBe(records);
   });
 });
 
