@@ -49,6 +49,16 @@ async function instance(url: string, name: string, made: { count: number }): Pro
   // Nothing is held before the leases say so.
   for (let p = 0; p < PARTITION_COUNT; p++) await shard.release(p);
   let paused = false;
+  let closing = false;
+  const moves = new Set<Promise<unknown>>();
+  /** Moves under way, awaited by close: none may read the log after it is closed. */
+  const moving = (start: () => Promise<void>[]): Promise<void> => {
+    if (closing) return Promise.resolve();
+    const all = Promise.all(start()).then(() => undefined);
+    const tracked = all.catch(() => undefined).finally(() => moves.delete(tracked));
+    moves.add(tracked);
+    return all;
+  };
   const listener = await ChannelListener.start({
     host: '127.0.0.1',
     port: 0,
@@ -62,9 +72,10 @@ async function instance(url: string, name: string, made: { count: number }): Pro
     address: `http://127.0.0.1:${listener.port}`,
     leaseMs: LEASE_MS,
     epochs,
-    onGained: (ps) => ps.forEach((p) => void shard.adopt(p)),
-    onGiving: (ps) => Promise.all(ps.map((p) => shard.release(p))).then(() => undefined),
-    onLost: (ps) => ps.forEach((p) => void shard.release(p)),
+    // Partitions move while the instance runs; once it closes, its log is gone and nothing moves.
+    onGained: (ps) => moving(() => ps.map((p) => shard.adopt(p))),
+    onGiving: (ps) => moving(() => ps.map((p) => shard.release(p))),
+    onLost: (ps) => void moving(() => ps.map((p) => shard.release(p))),
   });
   const client = new ChannelClient(KEY);
   const router = new ClusterRouter({
@@ -85,7 +96,9 @@ async function instance(url: string, name: string, made: { count: number }): Pro
       paused = true;
     },
     async close() {
+      closing = true;
       await leases.stop().catch(() => undefined);
+      await Promise.all(moves);
       shard.stop();
       client.close();
       await listener.close();
