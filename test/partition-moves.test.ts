@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type * as Pool from '../src/actors/pool.js';
 import type { CommandResult } from '../src/actors/types.js';
 import { DEFAULT_LIMITS } from '../src/config.js';
-import { partitionOf } from '../src/log/log.js';
+import { PARTITION_COUNT, partitionOf } from '../src/log/log.js';
 import { removeDir, tempDir } from './support/harness.js';
 import { freshDatabase } from './support/postgres.js';
 import { issueReceipt, settleReceipt } from './support/shards.js';
@@ -26,11 +26,16 @@ afterEach(async () => {
 });
 afterAll(() => removeDir(dir));
 
-async function instance(store: string, dataDir: string): Promise<Pool.ShardPool> {
+async function instance(
+  store: string,
+  dataDir: string,
+  released: number[] = [],
+): Promise<Pool.ShardPool> {
   const { pool } = await ShardPool.start({
     workers: 2,
     dataDir,
     store,
+    released,
     member: 'local',
     seedHex: SEED,
     sealingKeyHex: HEX32,
@@ -55,10 +60,12 @@ describe('a partition moves between two instances through the database (P22)', (
     const store = await freshDatabase(inject('postgresUrl'));
     // In cluster mode the workers keep nothing in the data directory.
     const a = await instance(store, dir);
-    const b = await instance(store, dir);
+    // The second starts with every partition held elsewhere: it reads none of them.
+    const all = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+    const b = await instance(store, dir, all);
     const reference = `rcp_${'c'.repeat(32)}`;
     const p = partitionOf(reference);
-    await b.release(p);
+    await expect(b.submit(issueReceipt(reference))).rejects.toMatchObject({ name: 'MovedError' });
     const issued = await a.submit(issueReceipt(reference));
     expect(issued.reply.status).toBe(201);
     await a.release(p);

@@ -14,6 +14,8 @@ export interface WorkerData {
   /** Cluster mode's database (P22), or null: the log is LMDB's in the data directory. */
   store: string | null;
   partitions: number[];
+  /** Cluster mode: partitions held by other instances at start (Shard `released`). */
+  released: number[];
   member: string;
   seedHex: string;
   sealingKeyHex: string;

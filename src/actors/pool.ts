@@ -30,6 +30,8 @@ export interface PoolOptions {
   workers: number;
   dataDir: string;
   store: string | null;
+  /** Cluster mode: partitions held by other instances at start, adopted when leased here. */
+  released?: readonly number[];
   member: string;
   seedHex: string;
   sealingKeyHex: string;
@@ -240,6 +242,7 @@ export class ShardPool {
       dataDir: this.options.dataDir,
       store: this.options.store,
       partitions,
+      released: partitions.filter((p) => this.options.released?.includes(p)),
       member: this.options.member,
       seedHex: this.options.seedHex,
       sealingKeyHex: this.options.sealingKeyHex,

@@ -59,6 +59,7 @@ function shardOver(
     clock?: SimulatedClock;
     snapshotEveryRecords?: number;
     operatorWebhooks?: boolean;
+    released?: number[];
   } = {},
 ) {
   return new Shard({
@@ -75,6 +76,7 @@ function shardOver(
     ...(options.operatorWebhooks === undefined
       ? {}
       : { operatorWebhooks: options.operatorWebhooks }),
+    ...(options.released === undefined ? {} : { released: options.released }),
     onFatal: (e) => {
       throw e;
     },
@@ -562,5 +564,20 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     expect(log.recordCount()).toBe(before + 1);
     expect((there.stateOf('timed-moved') as Timed).expired).toBe(true);
     expect(shard.stateOf('timed-moved')).toBeNull();
+  });
+
+  it('a shard may start with partitions held elsewhere: neither read nor served until adopted', async () => {
+    const log = new MemoryLog();
+    const first = shardOver(log);
+    await first.recover();
+    const { reference } = await issue(first);
+    const p = partitionOf(reference);
+    const started = shardOver(log, { released: [p] });
+    const stats = await started.recover();
+    expect(stats.records).toBe(0);
+    await expect(settle(started, reference)).rejects.toThrow(MovedError);
+    await first.release(p);
+    await started.adopt(p);
+    expect((await settle(started, reference)).reply.status).toBe(201);
   });
 });

@@ -70,6 +70,11 @@ export interface ShardOptions {
   snapshotEveryRecords: number;
   /** Commands waiting in one aggregate's mailbox before new ones are refused (503). */
   mailboxDepthMax: number;
+  /**
+   * Cluster mode: partitions held by other instances when this one starts. They are neither
+   * checked nor folded here, and their commands are refused as moved until adopted.
+   */
+  released?: readonly number[];
   /** Called when a durable append fails: the node cannot go on safely. */
   onFatal: (error: unknown) => void;
   /**
@@ -153,6 +158,7 @@ export class Shard {
       this.applied.set(p, Promise.resolve());
     }
     this.scheduler = new Scheduler(options.clock, (key) => this.tick(key));
+    for (const p of options.released ?? []) this.released.add(p);
   }
 
   /**
@@ -173,6 +179,12 @@ export class Shard {
    * when one first needs it (submit) or when the warm-up reaches it.
    */
   async check(elsewhere: Elsewhere): Promise<Checked> {
+    // Partitions held elsewhere are claimed here first, so that neither this shard nor a helper
+    // reads them.
+    for (const p of this.released) {
+      elsewhere.checks.claim(p);
+      elsewhere.folds.claim(p);
+    }
     const checked = checkPartitions(this.options.log, () => elsewhere.checks.fromFront());
     while (!elsewhere.allChecked) await elsewhere.pause();
     this.warming = elsewhere;
@@ -204,7 +216,8 @@ export class Shard {
     }
     await handedOver;
     // The last folds started for commands, or for partitions the helpers left.
-    while (!this.stopped && this.installed.size < this.options.partitions.length)
+    const settledCount = () => this.installed.size + this.released.size;
+    while (!this.stopped && settledCount() < this.options.partitions.length)
       await elsewhere.pause();
     return this.stopped ? null : this.recovered;
   }
@@ -259,6 +272,11 @@ export class Shard {
    */
   private install(p: number, folded: FoldedPartition): void {
     const slots = this.slots.get(p)!;
+    // Held elsewhere (a helper folded it before this shard claimed it away): not taken.
+    if (this.released.has(p)) {
+      slots.clear();
+      return;
+    }
     this.seq.set(p, folded.seq);
     this.adopted.set(p, folded.seq);
     // Records replayed since the snapshot count towards the next one (a shutdown writes it).

@@ -30,6 +30,7 @@ const fatal = (error: unknown) => {
 };
 const shard = new Shard({
   partitions: data.partitions,
+  released: data.released,
   log,
   deciders: DECIDERS,
   clock: systemClock,
