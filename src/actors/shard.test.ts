@@ -566,7 +566,7 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     expect(shard.stateOf('timed-moved')).toBeNull();
   });
 
-  it('a shard may start with partitions held elsewhere, unread and unserved till adopted', async () => {
+  it('a shard may start with partitions held elsewhere, unread until adopted', async () => {
     const log = new MemoryLog();
     const first = shardOver(log);
     await first.recover();
