@@ -216,9 +216,9 @@ export class Shard {
     }
     await handedOver;
     // The last folds started for commands, or for partitions the helpers left.
-    const settledCount = () => this.installed.size + this.released.size;
-    while (!this.stopped && settledCount() < this.options.partitions.length)
-      await elsewhere.pause();
+    // Every partition is folded here, or held by another instance.
+    const accounted = () => this.installed.size + this.released.size;
+    while (!this.stopped && accounted() < this.options.partitions.length) await elsewhere.pause();
     return this.stopped ? null : this.recovered;
   }
 

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhook, PathError, type KeysDocument } from '../client/index.js';
 import { DEFAULT_LIMITS, LISTEN_FORWARD_TIMEOUT_MS } from '../config.js';
 import { keysDocument } from '../http/routes/fixed.js';
-import { withEnvironment } from '../log/lmdb-log.js';
-import { NodeStore, signingSecrets, lmdbStoreTables } from '../store.js';
+import { withStore } from '../log/open.js';
+import { NodeStore, signingSecrets } from '../store.js';
 
 export interface ListenOptions {
   port: number;
@@ -54,8 +54,8 @@ async function materialOf(options: ListenOptions): Promise<Material> {
     return { secrets: given, keys: (await res.json()) as KeysDocument };
   }
   if (dataDir === undefined) return { secrets: given, keys: null };
-  return withEnvironment(dataDir, (env) => {
-    const store = new NodeStore(lmdbStoreTables(env));
+  return withStore({ dataDir, store: null }, ({ tables }) => {
+    const store = new NodeStore(tables);
     const overlapMs = DEFAULT_LIMITS.webhook_secret_overlap_ms;
     const kept = signingSecrets(store.webhookSecrets(), Date.now(), overlapMs);
     return {

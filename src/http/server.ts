@@ -51,7 +51,6 @@ export interface RequestContext {
 
 export type Handler = (context: RequestContext) => HttpReply | Promise<HttpReply>;
 
-/** Stored idempotent answers and the calls still in flight (P7). */
 /** A stored answer for an idempotency key (P7). */
 export interface StoredAnswer {
   requestHash: string;
@@ -621,10 +620,7 @@ export class HttpServer {
       idempotencyKey?: string;
     },
   ): void {
-    const done = (reply: HttpReply) => {
-      this.active--;
-      this.send(res, reply, base, false, state);
-    };
+    const done = (reply: HttpReply) => this.answerNow(res, reply, base, state);
     if (checksSignature(context.route, signed)) {
       const verdict = this.options.authenticator.authenticate(
         {
@@ -679,6 +675,17 @@ export class HttpServer {
     this.finish(res, context, base, state, undefined, true);
   }
 
+  /** Answers a counted call without running its handler (a refusal, a stored answer). */
+  private answerNow(
+    res: uws.HttpResponse,
+    reply: HttpReply,
+    base: Base,
+    state: { aborted: boolean },
+  ): void {
+    this.active--;
+    this.send(res, reply, base, false, state);
+  }
+
   /** Answers what the idempotency check found, or runs the call marked in flight. */
   private runOnce(
     res: uws.HttpResponse,
@@ -687,10 +694,7 @@ export class HttpServer {
     state: { aborted: boolean },
     outcome: HttpReply | null,
   ): void {
-    if (outcome !== null) {
-      this.active--;
-      return this.send(res, outcome, base, false, state);
-    }
+    if (outcome !== null) return this.answerNow(res, outcome, base, state);
     const scope = context.idempotency!.scope;
     this.inFlightScopes.add(scope);
     this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);

@@ -28,7 +28,7 @@ import {
   type Table,
   type TableWrite,
 } from './log.js';
-import { migrate } from './postgres-schema.js';
+import { migrate, ROW_BYTES } from './postgres-schema.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
 
@@ -73,6 +73,9 @@ export interface Fence {
 }
 
 export { FencedError };
+
+const notHeld = (partition: number) =>
+  new FencedError(`partition ${partition} is not leased to this instance`);
 
 /** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
 const FENCED_STATE = 'PN001';
@@ -179,8 +182,7 @@ export class PostgresLog implements Log {
     if (fence === null) return batch;
     return batch.filter((p) => {
       const free = p.entries.find((e) => fence.epochs[e.partition] === 0n);
-      if (free !== undefined)
-        p.reject(new FencedError(`partition ${free.partition} is not leased to this instance`));
+      if (free !== undefined) p.reject(notHeld(free.partition));
       return free === undefined;
     });
   }
@@ -191,14 +193,14 @@ export class PostgresLog implements Log {
     if (batch.length === 0) return;
     const records = batch.flatMap((p) => p.entries);
     const { put, del } = tableArrays(batch);
-    const fenced = [...new Set(records.map((e) => e.partition))];
     const fence = this.fence;
+    const fenced = fence === null ? [] : [...new Set(records.map((e) => e.partition))];
     try {
       const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)';
       await this.pool.query(call, [
         fence?.holder ?? null,
-        fence === null ? [] : fenced,
-        fence === null ? [] : fenced.map((p) => String(fence.epochs[p])),
+        fenced,
+        fenced.map((p) => String(fence!.epochs[p])),
         records.map((e) => e.partition),
         records.map((e) => e.seq),
         records.map((e) => e.bytes),
@@ -253,10 +255,7 @@ export class PostgresLog implements Log {
    */
   async getAsync(table: Table, key: string): Promise<Buffer | undefined> {
     this.readPool ??= await this.openPool(SESSION_OPTIONS);
-    const found = await this.readPool.query<{ bytes: Buffer }>(
-      'select bytes from rows where tbl = $1 and key = $2',
-      [table, key],
-    );
+    const found = await this.readPool.query<{ bytes: Buffer }>(ROW_BYTES, [table, key]);
     return found.rows[0]?.bytes;
   }
 
@@ -412,8 +411,7 @@ export class PostgresLog implements Log {
    */
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     const fence = this.fence;
-    if (fence !== null && fence.epochs[partition] === 0n)
-      throw new FencedError(`partition ${partition} is not leased to this instance`);
+    if (fence !== null && fence.epochs[partition] === 0n) throw notHeld(partition);
     const written = await this.pool.query(
       'insert into snapshots (partition, bytes) select $1, $2 ' +
         'where $3::text is null or exists (select 1 from leases ' +

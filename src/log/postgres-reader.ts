@@ -4,6 +4,7 @@
 // of its own. Every read is one statement in autocommit: it sees every commit made before it.
 import pg from 'pg';
 import { runAsWorker } from 'synckit';
+import { ROW_BYTES } from './postgres-schema.js';
 
 export type ReadRequest =
   | { op: 'open'; url: string }
@@ -77,12 +78,8 @@ async function answer(request: ReadRequest): Promise<ReadAnswer> {
       return null;
     }
     case 'get': {
-      const found = await (
-        await connected()
-      ).query<{ bytes: Buffer }>('select bytes from rows where tbl = $1 and key = $2', [
-        request.table,
-        request.key,
-      ]);
+      const client = await connected();
+      const found = await client.query<{ bytes: Buffer }>(ROW_BYTES, [request.table, request.key]);
       return found.rows[0]?.bytes ?? null;
     }
     case 'scan': {

@@ -26,25 +26,6 @@ export const MIGRATIONS: readonly string[] = [
     bytes bytea not null,
     primary key (tbl, key)
   );
-  -- One commit of a command (or of a group of them): its records and its table rows, or nothing.
-  create function path_append(
-    partitions integer[], seqs bigint[], records bytea[],
-    put_tables text[], put_keys text[], put_bytes bytea[],
-    del_tables text[], del_keys text[]
-  ) returns void language plpgsql as $$
-  begin
-    insert into records (partition, seq, bytes)
-      select * from unnest(partitions, seqs, records);
-    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
-      where r.tbl = d.tbl and r.key = d.key;
-    insert into rows (tbl, key, bytes)
-      select * from unnest(put_tables, put_keys, put_bytes)
-      on conflict (tbl, key) do update set bytes = excluded.bytes;
-  end
-  $$;
-  `,
-  // Version 2: partitions leased to instances, and appends fenced by the lease's epoch (P22).
-  `
   create table instances (
     id text primary key,
     address text not null,
@@ -56,9 +37,10 @@ export const MIGRATIONS: readonly string[] = [
     epoch bigint not null default 0,
     expires_at timestamptz not null default '-infinity'
   );
+  -- Partitions leased to instances (src/cluster/leases.ts), one row each.
   insert into leases (partition) select generate_series(0, 255);
-  drop function path_append(integer[], bigint[], bytea[], text[], text[], bytea[], text[], text[]);
-  -- As before, and fenced: with a holder, every partition in fence_partitions must be leased to
+  -- One commit of a command (or of a group of them): its records and its table rows, or nothing.
+  -- Fenced (P22): with a holder, every partition in fence_partitions must be leased to
   -- it at the epoch given, checked under a share lock on its lease row, so that a takeover
   -- (which raises the epoch) waits for this commit or makes it fail. Without a holder (one
   -- instance a database, under its instance lock) nothing is fenced.
@@ -94,6 +76,9 @@ export const MIGRATIONS: readonly string[] = [
   $$;
   `,
 ];
+
+/** One row's bytes: the log's reader thread and the front end's reads without waiting. */
+export const ROW_BYTES = 'select bytes from rows where tbl = $1 and key = $2';
 
 /** A fixed key of pg_advisory_xact_lock: the node's schema changes, one instance at a time. */
 const MIGRATION_LOCK = 0x70617468;
