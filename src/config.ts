@@ -64,6 +64,15 @@ export interface Config {
    * `postgres://` URL; null for the embedded node (LMDB in the data directory).
    */
   store: string | null;
+  /**
+   * Cluster mode: where this instance takes the commands other instances send it (P22), the
+   * address they reach it at (empty: `http://internalHost:port`), and how long a partition's
+   * lease lasts unrenewed (a dead instance's partitions wait this long for a new owner).
+   */
+  internalHost: string;
+  internalPort: number;
+  internalUrl: string;
+  leaseMs: number;
   member: string;
   baseUrl: string;
   externalPort: number;
@@ -225,6 +234,19 @@ export const CHANNEL_SKEW_MS = 30_000;
 export const CHANNEL_BODY_BYTES_MAX = 16 * 1024 * 1024; // tidy: format (16 MiB)
 /** The partitions' owners are read again at most this often when a command finds one moved. */
 export const OWNERS_READ_EVERY_MS = 50;
+/**
+ * A partition's lease, unrenewed (--lease-ms): the longest a dead instance's partitions wait for
+ * a new owner. Renewed three times a lease; shorter ones cost the database more renewals.
+ */
+export const LEASE_MS_DEFAULT = 10_000;
+export const LEASE_MS_MIN = 300;
+/** A commit's note at most (postgres-log.ts): well under PostgreSQL's 8,000-byte payload. */
+export const NOTE_BYTES_MAX = 7_000;
+/**
+ * How many leases an idempotency key's claim across instances lasts unreleased (its instance
+ * died, or a call was answered 503 while its command may still run on its owner).
+ */
+export const FLIGHT_LEASES = 2;
 /** Between two looks for a moving partition's new owner. */
 export const MOVE_RETRY_MS = 25;
 
@@ -316,6 +338,10 @@ const SERVE_FLAGS = [
   'host',
   'data-dir',
   'store',
+  'internal-host',
+  'internal-port',
+  'internal-url',
+  'lease-ms',
   'member',
   'base-url',
   'external-port',
@@ -373,6 +399,10 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     host,
     dataDir: text('data-dir', './data'),
     store: storeOf(text('store', '')),
+    internalHost: text('internal-host', '127.0.0.1'),
+    internalPort: integer('internal-port', 8083, 0, 65535),
+    internalUrl: internalUrlOf(text('internal-url', '')),
+    leaseMs: integer('lease-ms', LEASE_MS_DEFAULT, LEASE_MS_MIN, 600_000),
     member,
     baseUrl,
     externalPort: integer('external-port', 8081, 0, 65535),
@@ -394,6 +424,14 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     logLevel: text('log-level', 'info'),
     limits: loadLimits(env),
   };
+}
+
+/** The address other instances reach this one at, if given: an http origin. */
+function internalUrlOf(raw: string): string {
+  const url = raw.replace(/\/+$/, '');
+  if (url !== '' && !/^http:\/\/[^/]+$/.test(url))
+    throw new ConfigError('--internal-url must be an http origin (http://host:port)');
+  return url;
 }
 
 /** The cluster's database URL (P22), or null for the embedded node. */

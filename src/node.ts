@@ -1,9 +1,9 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
-import { ShardPool } from './actors/pool.js';
-import type { Config } from './config.js';
+import { ShardPool, type Commands } from './actors/pool.js';
+import { FLIGHT_LEASES, type Config } from './config.js';
 import type { ReplayMark } from './actors/types.js';
-import type { Log, TableWrite } from './log/log.js';
+import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
 import { checkIdempotency, housekeeping } from './log/housekeeping.js';
@@ -40,7 +40,8 @@ import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
-import { holdInstanceLock, PostgresLog } from './log/postgres-log.js';
+import { PostgresLog, type Fence } from './log/postgres-log.js';
+import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
 import { NodeStore, type StoreTables } from './store.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
@@ -58,7 +59,7 @@ export async function startNode(
   onFatal: (message: string) => void,
 ): Promise<RunningNode> {
   const started = Date.now();
-  const claimed = await claim(config, onFatal);
+  const claimed = claim(config);
   announceDataDir(config, logger);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config);
@@ -67,7 +68,17 @@ export async function startNode(
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;
   const image = directoryImageOf(config, env);
-  const runtime = await startPool(config, logger, onFatal, { log, identity, signer, metrics });
+  // Cluster mode: this start's instance, hearing the others' commits before anything is loaded.
+  const cluster = log instanceof PostgresLog ? await hearCluster(config, logger, log) : null;
+  const fence = cluster?.fence ?? null;
+  const runtime = await startPool(config, logger, onFatal, {
+    log,
+    identity,
+    signer,
+    metrics,
+    fence,
+  });
+  cluster?.hearing.attach(runtime.directory, runtime.events);
   const access = await startNetwork(config, logger, {
     log,
     store: identity.store,
@@ -75,9 +86,12 @@ export async function startNode(
     directory: runtime.directory,
     image,
   });
+  const joined =
+    cluster && (await joinCluster(config, logger, { ...cluster, ...runtime, identity }));
   // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
   const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
-  const services = nodeServices(config, { log, identity, signer, runtime, access });
+  const commands = joined?.commands ?? runtime.pool;
+  const services = nodeServices(config, { log, identity, signer, runtime, access, commands });
   const listeners = await startListeners(config, logger, {
     services,
     log,
@@ -91,25 +105,15 @@ export async function startNode(
   becomeReady(watch, runtime, access);
   logger.info(
     {
-      port: listeners.port,
-      external_port: listeners.external.port,
-      admin_port: watch.port,
-      base_url: services.config.baseUrl,
-      member: config.member,
-      workers: config.workers,
-      recovery: runtime.checked,
-      directory_rows: access.directoryRows,
-      directory_image: access.directoryImage,
-      replica_rows: access.replicaRows,
-      replay_rows: access.replayed,
+      ...listeningFields({ config, watch, runtime, access, listeners }),
       follow_ups: followedUp,
-      directory_keys: runtime.directory.index.size,
       recovery_ms: Date.now() - started,
+      ...(joined === null ? {} : joined.fields()),
     },
     'listening',
   );
   announceRecovered(logger, runtime.pool, started);
-  const held = { ...claimed, env, log, runtime, access, listeners, followers, watch };
+  const held = { ...claimed, env, log, runtime, access, listeners, followers, watch, joined };
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
@@ -117,15 +121,42 @@ export async function startNode(
   };
 }
 
+/** Cluster mode: this start's instance, hearing the others' commits before anything loads. */
+async function hearCluster(config: Config, logger: Logger, log: PostgresLog) {
+  return { fence: newInstance(), hearing: await Hearing.start(config, logger, log), log };
+}
+
+/** What the `listening` line says of the parts just started. */
+function listeningFields(parts: {
+  config: Config;
+  watch: Watch;
+  runtime: Runtime;
+  access: Access;
+  listeners: Listeners;
+}) {
+  const { config, watch, runtime, access, listeners } = parts;
+  return {
+    port: listeners.port,
+    external_port: listeners.external.port,
+    admin_port: watch.port,
+    base_url: listeners.baseUrl,
+    member: config.member,
+    workers: config.workers,
+    recovery: runtime.checked,
+    directory_rows: access.directoryRows,
+    directory_image: access.directoryImage,
+    replica_rows: access.replicaRows,
+    replay_rows: access.replayed,
+    directory_keys: runtime.directory.index.size,
+  };
+}
+
 /**
- * Where the node keeps its state, made this process's before anything in it is opened: the data
- * directory (P16) and, in cluster mode, the database (P22: until partitions are leased to
- * instances, one instance a database).
+ * The data directory, made this process's before anything in it is opened (P16). In cluster mode
+ * (P22) the database takes several instances: each holds the partitions leased to it.
  */
-async function claim(config: Config, onFatal: (message: string) => void) {
-  const lock = lockDataDir(config.dataDir);
-  const instance = config.store === null ? null : await holdInstanceLock(config.store, onFatal);
-  return { lock, instance };
+function claim(config: Config) {
+  return { lock: lockDataDir(config.dataDir) };
 }
 
 /**
@@ -168,6 +199,9 @@ async function catchUpHousekeeping(
   await events.sweep();
 }
 
+/** Every partition: where a cluster instance's pool starts, all held elsewhere (P22). */
+const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+
 /** The signing key in force: the command line may rotate it while the node runs. */
 interface SignerCell {
   current: SigningKey;
@@ -184,9 +218,16 @@ async function startPool(
   config: Config,
   logger: Logger,
   onFatal: (message: string) => void,
-  opened: { log: Log; identity: Identity; signer: SignerCell; metrics: Metrics },
+  opened: {
+    log: Log;
+    identity: Identity;
+    signer: SignerCell;
+    metrics: Metrics;
+    /** Cluster mode: every partition starts held elsewhere, until leased here. */
+    fence: Fence | null;
+  },
 ) {
-  const { log, identity, signer, metrics } = opened;
+  const { log, identity, signer, metrics, fence } = opened;
   const events = new WebhookDelivery({
     onOutcome: (outcome) => metrics.delivered(outcome),
     log,
@@ -197,6 +238,7 @@ async function startPool(
     dev: config.dev,
     limits: config.limits,
     logger,
+    ...(fence === null ? {} : { mine: holdsEvent(fence) }),
   });
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
@@ -205,6 +247,7 @@ async function startPool(
     workers: config.workers,
     dataDir: config.dataDir,
     store: config.store,
+    ...(fence === null ? {} : { fence, released: ALL_PARTITIONS }),
     member: config.member,
     seedHex: identity.signingKey.seed_hex,
     sealingKeyHex: identity.sealingKey.toString('hex'),
@@ -216,7 +259,8 @@ async function startPool(
     onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit: (result) => {
       log.refresh();
-      if (result.outbox.length > 0) events.notify(result.outbox);
+      // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
+      if (result.outbox.length > 0 && fence === null) events.notify(result.outbox);
       if (result.directory.length > 0) directory.apply(result.directory);
     },
   });
@@ -276,12 +320,19 @@ async function startNetwork(
 /** What the route handlers reach. */
 function nodeServices(
   config: Config,
-  parts: { log: Log; identity: Identity; signer: SignerCell; runtime: Runtime; access: Access },
+  parts: {
+    log: Log;
+    identity: Identity;
+    signer: SignerCell;
+    runtime: Runtime;
+    access: Access;
+    commands: Commands;
+  },
 ): Services {
   const { log, identity, signer, runtime, access } = parts;
   return {
     config: { ...config },
-    pool: runtime.pool,
+    pool: parts.commands,
     log,
     store: identity.store,
     pepper: Buffer.from(identity.pepper.hex, 'hex'),
@@ -319,7 +370,7 @@ async function startListeners(
   const server = new HttpServer({
     routes,
     authenticator: access.authenticator,
-    idempotency: idempotencyStore(log, config.limits.idempotency_retention_ms),
+    idempotency: idempotencyStore(log, config),
     // Cluster mode: every request is remembered in the database before it runs (P5, P22).
     ...(log instanceof PostgresLog
       ? {
@@ -346,7 +397,7 @@ async function startListeners(
     baseUrl: services.config.baseUrl,
     limits: config.limits,
   });
-  return { server, external, port, documents, configure };
+  return { server, external, port, documents, configure, baseUrl: services.config.baseUrl };
 }
 
 /**
@@ -403,7 +454,7 @@ async function stopNode(
   logger: Logger,
   parts: {
     lock: DataDirLock;
-    instance: { release(): Promise<void> } | null;
+    joined: Joined | null;
     env: LmdbEnvironment | null;
     log: Log;
     runtime: Runtime;
@@ -422,13 +473,14 @@ async function stopNode(
   ]);
   // Requests that changed nothing durable are remembered too, once no new one can arrive.
   await log.write([...access.authenticator.remembered()].map(replayRows.mark));
+  // Cluster mode: each partition's commands answered and its snapshot written, then given back.
+  await parts.joined?.leave();
   await runtime.events.stop();
   await access.network.stop();
   await runtime.pool.drain();
   if (parts.env !== null) await saveDirectoryImage(config, logger, { ...parts, env: parts.env });
   await log.close();
   watch.admin.close();
-  await parts.instance?.release();
   lock.release();
   logger.info('stopped');
 }
@@ -588,16 +640,26 @@ function followChanges(store: NodeStore, intervalMs: number, changed: () => void
   }, intervalMs);
 }
 
-function idempotencyStore(log: Log, retentionMs: number): IdempotencyStore {
+function idempotencyStore(log: Log, config: Config): IdempotencyStore {
+  const retentionMs = config.limits.idempotency_retention_ms;
   const answer = (scope: string, bytes: Buffer | undefined) => {
     if (bytes === undefined) return undefined;
     const entry = idempotencyRows.read(scope, bytes);
     return entry.at + retentionMs < Date.now() ? undefined : entry;
   };
-  // Cluster mode: asked of the database without holding the front end's thread meanwhile.
-  if (log instanceof PostgresLog)
-    return { stored: (scope) => log.getAsync('idempotency', scope).then((b) => answer(scope, b)) };
-  return { stored: (scope) => answer(scope, log.get('idempotency', scope)) };
+  const stored = (scope: string) => answer(scope, log.get('idempotency', scope));
+  if (!(log instanceof PostgresLog)) return { stored };
+  // Cluster mode: claimed across instances and read in one round trip, without holding the front
+  // end's thread meanwhile. A claim of an instance that died lapses after FLIGHT_LEASES leases.
+  const ttlMs = config.leaseMs * FLIGHT_LEASES;
+  return {
+    stored,
+    claim: async (scope) => {
+      const found = await log.claimFlight(scope, ttlMs);
+      return found === 'in-flight' ? found : answer(scope, found);
+    },
+    release: (scope) => void log.releaseFlight(scope).catch(() => undefined),
+  };
 }
 
 /** The requests earlier runs accepted and still remember (P5). */

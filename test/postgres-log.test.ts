@@ -97,6 +97,7 @@ describe('PostgresLog (P22)', () => {
       "select table_name as name from information_schema.tables where table_schema = 'public' order by 1",
     );
     expect(tables.map((t) => t.name)).toEqual([
+      'flights',
       'instances',
       'leases',
       'path_schema',

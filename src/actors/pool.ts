@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Worker, type Transferable } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
+import type { Fence } from '../log/postgres-log.js';
 import { refusal } from '../protocol/errors.js';
 import {
   RECOVERY_HELPERS_PER_WORKER_MAX,
@@ -32,6 +33,8 @@ export interface PoolOptions {
   store: string | null;
   /** Cluster mode: partitions held by other instances at start, adopted when leased here. */
   released?: readonly number[];
+  /** Cluster mode: the fence of the workers' appends (the instance and its leases' epochs). */
+  fence?: Fence;
   member: string;
   seedHex: string;
   sealingKeyHex: string;
@@ -61,6 +64,9 @@ export interface SubmitOptions {
   transfer?: readonly Transferable[];
 }
 
+/** What the front end's routes ask of the shards: a pool's, or in cluster mode the router's. */
+export type Commands = Pick<ShardPool, 'submit' | 'hashKeys' | 'signAnswers'>;
+
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
@@ -80,6 +86,9 @@ export class ShardPool {
   /** Round robin for stateless work (any worker will do). */
   private nextStateless = 0;
   private stopping = false;
+  /** Where follow-ups go: this pool, or in cluster mode the owners of their partitions. */
+  private route: (routed: RoutedCommand) => Promise<CommandResult> = (routed) =>
+    this.submit(routed);
 
   private constructor(private readonly options: PoolOptions) {}
 
@@ -130,6 +139,11 @@ export class ShardPool {
     return this.call(worker, (id) => ({ t: 'adopt', id, partition }));
   }
 
+  /** Cluster mode (P22): follow-ups are sent to the instance holding their partition. */
+  routeFollowUps(route: (routed: RoutedCommand) => Promise<CommandResult>): void {
+    this.route = route;
+  }
+
   /** Carries out the follow-ups earlier runs wrote and did not finish (at start). */
   async resumeFollowUps(pending: Iterable<PendingFollowUp>): Promise<number> {
     const all = [...pending];
@@ -140,7 +154,7 @@ export class ShardPool {
   private carryOut(f: PendingFollowUp): Promise<void> {
     const { limits } = this.options;
     return carryOut(f, {
-      submit: (routed) => this.submit(routed),
+      submit: (routed) => this.route(routed),
       retryMs: limits.follow_up_retry_ms,
       retryMaxMs: limits.follow_up_retry_max_ms,
       stopped: () => this.stopping,
@@ -243,6 +257,7 @@ export class ShardPool {
       store: this.options.store,
       partitions,
       released: partitions.filter((p) => this.options.released?.includes(p)),
+      fence: this.options.fence ?? null,
       member: this.options.member,
       seedHex: this.options.seedHex,
       sealingKeyHex: this.options.sealingKeyHex,

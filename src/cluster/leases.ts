@@ -168,7 +168,7 @@ export class Leases {
   /** Drains, stops appending, then frees the partitions for the next instance at once. */
   private async give(partitions: number[]): Promise<void> {
     await this.options.onGiving?.(partitions);
-    this.drop(partitions);
+    this.drop(partitions, false);
     await this.client.query(
       "update leases set owner = null, expires_at = '-infinity' " +
         'where owner = $1 and partition = any($2)',
@@ -176,12 +176,13 @@ export class Leases {
     );
   }
 
-  private drop(partitions: number[]): void {
+  /** Stops appending to the partitions; `lost` tells onLost (a lease that lapsed or moved). */
+  private drop(partitions: number[], lost = true): void {
     for (const p of partitions) {
       this.held.delete(p);
       this.options.epochs[p] = 0n;
     }
-    this.options.onLost?.(partitions);
+    if (lost) this.options.onLost?.(partitions);
   }
 
   /** Renews every third of a lease from now on. */
@@ -204,8 +205,7 @@ export class Leases {
     this.halt();
     await this.ticking?.catch(() => undefined);
     try {
-      const all = this.partitions();
-      this.drop(all);
+      this.drop(this.partitions(), false);
       await this.client.query(
         "update leases set owner = null, expires_at = '-infinity' where owner = $1",
         [this.options.instance],

@@ -29,6 +29,8 @@ export interface RouterOptions {
   moveWaitMs: number;
   /** How long an owner has to answer a command sent to it. */
   callTimeoutMs: number;
+  /** Told of each result another instance answered: this one's reads and index catch up. */
+  onRemote?: (result: CommandResult) => void;
 }
 
 /** A connection to the owner that was never made: the command surely did not reach it. */
@@ -46,8 +48,11 @@ export class ClusterRouter {
       try {
         if (leases.holds(p)) return await local.submit(routed, options);
         const owner = leases.ownerOf(p);
-        if (owner !== null && owner.instance !== self)
-          return await client.send(owner.address, routed, this.options.callTimeoutMs);
+        if (owner !== null && owner.instance !== self) {
+          const result = await client.send(owner.address, routed, this.options.callTimeoutMs);
+          if (result.committed) this.options.onRemote?.(result);
+          return result;
+        }
       } catch (error) {
         if (error instanceof ChannelError && !notDelivered(error))
           throw refusal(

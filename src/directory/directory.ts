@@ -100,6 +100,28 @@ export class LocalDirectory {
   }
 
   /**
+   * Cluster mode (P22): re-reads the keys another instance's commit changed, as told by its
+   * note (postgres-log.ts). A key is named by its hash; its type is its rows', or, once it has
+   * none left, the type the index holds it under (a key the index does not hold stays out).
+   */
+  applyHashes(hashes: readonly string[]): void {
+    const rows: DirectoryRow[] = [];
+    for (const hash of hashes) {
+      let type: string | null = null;
+      for (const { key, bytes } of this.log.scan('directory', {
+        start: `${hash}/`,
+        end: `${hash}0`,
+        limit: 1,
+      }))
+        type = unframeRow<StoredRow>('directory', key, bytes).t;
+      type ??= this.index.typeOf(hash);
+      if (type !== null)
+        rows.push({ key: hash, identifierHash: hash, identifierType: type, visibility: null });
+    }
+    if (rows.length > 0) this.apply(rows);
+  }
+
+  /**
    * The index is loaded (built or adopted) and the change feed's load is over: the rows commits
    * changed meanwhile are applied now, and from here on as they come.
    */

@@ -21,6 +21,7 @@ const TYPE_CODES: Record<string, number> = {
   tax: 5,
   address: 6,
 };
+const TYPE_NAMES = Object.fromEntries(Object.entries(TYPE_CODES).map(([n, c]) => [c, n]));
 const HOLDER_SHIFT = 5;
 const typeCode = (identifierType: string): number => TYPE_CODES[identifierType] ?? 7;
 export type IndexVisibility = keyof typeof VISIBILITY;
@@ -161,6 +162,12 @@ export class DirectoryIndex {
     if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
+  }
+
+  /** The type of a key the index holds visible, or null (cluster mode's removals, P22). */
+  typeOf(hashHex: string): string | null {
+    const value = this.values[this.slotOf(hashHex, false)]!;
+    return (value & 3) === 0 ? null : (TYPE_NAMES[(value >>> 2) & 7] ?? null);
   }
 
   /** The holder of a visible key of this type, or null: one probe sequence whatever the answer. */

@@ -13,7 +13,7 @@ import { Scheduler } from '../actors/scheduler.js';
 import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
-import type { Log, TableWrite } from '../log/log.js';
+import { partitionOf, type Log, type TableWrite } from '../log/log.js';
 import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../log/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -30,6 +30,11 @@ export interface DeliveryOptions {
   dev: boolean;
   limits: Limits;
   logger: Logger;
+  /**
+   * Cluster mode (P22): whether this instance delivers an event now (it holds the event's
+   * partition); another instance delivers the rest. Absent: every event is this node's.
+   */
+  mine?: (id: string) => boolean;
   /** Told of each attempt's outcome (the operator's metrics, P21). */
   onOutcome?: (outcome: 'delivered' | 'failed' | 'abandoned') => void;
   /** Sends one delivery; the node uses fetch, tests may observe. */
@@ -58,7 +63,21 @@ export class WebhookDelivery {
 
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
+    this.schedule(() => true);
+  }
+
+  /**
+   * Cluster mode: schedules the events still in the outbox whose partitions this instance has
+   * just taken (their earlier owner may have stopped before it delivered them).
+   */
+  adopt(partitions: readonly number[]): void {
+    const taken = new Set(partitions);
+    this.schedule((id) => taken.has(partitionOf(id)));
+  }
+
+  private schedule(which: (id: string) => boolean): void {
     for (const { key, bytes } of this.options.log.scan('outbox')) {
+      if (!which(key) || !this.mine(key)) continue;
       const state = this.stateOf(key);
       if (state !== undefined && finished(state)) continue;
       const created = parseTime(outboxRows.read(key, bytes).created_at);
@@ -76,6 +95,8 @@ export class WebhookDelivery {
     const writes: TableWrite[] = [];
     const taken: string[] = [];
     for (const { key } of this.options.log.scan('resends')) {
+      // The instance holding the event's partition takes its resend (cluster mode).
+      if (!this.mine(key)) continue;
       writes.push({ table: 'resends', key, bytes: null });
       const bytes = this.options.log.get('outbox', key);
       if (bytes === undefined || this.running.has(key)) continue;
@@ -155,8 +176,17 @@ export class WebhookDelivery {
     }));
   }
 
+  private mine(id: string): boolean {
+    return this.options.mine?.(id) ?? true;
+  }
+
   private enqueue(id: string): void {
     if (this.stopped || this.running.has(id)) return;
+    // Its partition moved to another instance, which delivers it from here on.
+    if (!this.mine(id)) {
+      this.undelivered.delete(id);
+      return;
+    }
     this.running.add(id);
     this.waiting.push(id);
     this.pump();

@@ -65,6 +65,14 @@ export interface StoredAnswer {
  */
 export interface IdempotencyStore {
   stored(scope: string): StoredAnswer | undefined | Promise<StoredAnswer | undefined>;
+  /**
+   * Cluster mode (P7 across instances): claims the scope for this call and reads its stored
+   * answer in one step; `in-flight` while a call on any instance holds it. Asked instead of
+   * `stored` where given.
+   */
+  claim?(scope: string): Promise<StoredAnswer | undefined | 'in-flight'>;
+  /** Ends a claim once its call is answered. */
+  release?(scope: string): void;
 }
 
 export interface ServerOptions {
@@ -697,7 +705,7 @@ export class HttpServer {
     if (outcome !== null) return this.answerNow(res, outcome, base, state);
     const scope = context.idempotency!.scope;
     this.inFlightScopes.add(scope);
-    this.finish(res, context, base, state, () => this.inFlightScopes.delete(scope), true);
+    this.finish(res, context, base, state, (reply) => this.landed(scope, reply), true);
   }
 
   /**
@@ -724,6 +732,8 @@ export class HttpServer {
         `${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`,
       )
       .digest('hex');
+    const claim = this.options.idempotency.claim;
+    if (claim !== undefined) return this.claimed(context, scope, requestHash, claim(scope));
     const stored = this.options.idempotency.stored(scope);
     if (!(stored instanceof Promise))
       return this.storedOutcome(context, scope, requestHash, stored);
@@ -742,6 +752,23 @@ export class HttpServer {
         throw error;
       },
     );
+  }
+
+  /**
+   * A claim across instances: refused as in progress while another call holds it; released at
+   * once when a stored answer (or a conflict) answers this call, else when its call is answered.
+   */
+  private async claimed(
+    context: RequestContext,
+    scope: string,
+    requestHash: string,
+    claim: Promise<StoredAnswer | undefined | 'in-flight'>,
+  ): Promise<HttpReply | null> {
+    const found = await claim;
+    if (found === 'in-flight') return inProgress();
+    const outcome = this.storedOutcome(context, scope, requestHash, found);
+    if (outcome !== null) this.options.idempotency.release?.(scope);
+    return outcome;
   }
 
   /** What a stored answer (or none) means for this call; checked in the same turn as it is run. */
@@ -772,12 +799,22 @@ export class HttpServer {
     return null;
   }
 
+  /**
+   * A call with an idempotency key is answered. A claim across instances is kept past a 503: the
+   * command may have reached an instance that did not answer in time and still commit, so a retry
+   * meanwhile is refused as in progress until the claim lapses, never run a second time.
+   */
+  private landed(scope: string, reply: HttpReply): void {
+    this.inFlightScopes.delete(scope);
+    if (reply.status !== 503) this.options.idempotency.release?.(scope);
+  }
+
   private finish(
     res: uws.HttpResponse,
     context: RequestContext,
     base: Base,
     state: { aborted: boolean } | null,
-    after?: () => void,
+    after?: (reply: HttpReply) => void,
     counted = false,
   ): void {
     let result: HttpReply | Promise<HttpReply>;
@@ -787,7 +824,7 @@ export class HttpServer {
       result = this.internal(error, base.requestId);
     }
     const complete = (reply: HttpReply) => {
-      after?.();
+      after?.(reply);
       if (counted) this.active--;
       this.send(res, reply, base, false, state ?? undefined);
     };

@@ -1,5 +1,5 @@
 // What route handlers may use: the shards, the committed views, the node's identity.
-import type { ShardPool, SubmitOptions } from '../actors/pool.js';
+import type { Commands, SubmitOptions } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import { BODY_DEPTH_MAX, VIEW_CACHE_ENTRIES_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
@@ -24,7 +24,7 @@ import type { RequestContext } from './server.js';
 
 export interface Services {
   config: Config;
-  pool: ShardPool;
+  pool: Commands;
   log: Log;
   store: NodeStore;
   /** The network pepper (P8) and its published version id. */

@@ -4,7 +4,7 @@
 // environment, which what is LMDB's alone (the directory image, backups) reads.
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
 import type { Log } from './log.js';
-import { PostgresLog } from './postgres-log.js';
+import { PostgresLog, type Fence } from './postgres-log.js';
 import { lmdbStoreTables, type StoreTables } from '../store.js';
 
 export interface Place {
@@ -29,11 +29,13 @@ export async function openStore(place: Place): Promise<OpenedStore> {
   return { log: new LmdbLog(env), tables: lmdbStoreTables(env), env };
 }
 
-/** A thread's own handle on the log (the actor workers and their recovery helpers). */
-export async function openThreadLog(place: Place): Promise<Log> {
-  return place.store === null
-    ? new LmdbLog(openEnvironment(place.dataDir))
-    : PostgresLog.open(place.store);
+/**
+ * A thread's own handle on the log (the actor workers and their recovery helpers); in cluster
+ * mode a worker's appends are fenced by its instance's leases.
+ */
+export async function openThreadLog(place: Place, fence: Fence | null = null): Promise<Log> {
+  if (place.store === null) return new LmdbLog(openEnvironment(place.dataDir));
+  return PostgresLog.open(place.store, fence === null ? {} : { fence });
 }
 
 /**

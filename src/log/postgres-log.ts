@@ -18,7 +18,7 @@
 // the same bound on staleness as LMDB's held read transaction.
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
-import { READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import { NOTE_BYTES_MAX, READ_SNAPSHOT_HOLD_MS } from '../config.js';
 import {
   FencedError,
   type Log,
@@ -196,7 +196,7 @@ export class PostgresLog implements Log {
     const fence = this.fence;
     const fenced = fence === null ? [] : [...new Set(records.map((e) => e.partition))];
     try {
-      const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)';
+      const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)';
       await this.pool.query(call, [
         fence?.holder ?? null,
         fenced,
@@ -209,6 +209,7 @@ export class PostgresLog implements Log {
         put.bytes,
         del.tables,
         del.keys,
+        notesOf(batch.flatMap((p) => p.writes)),
       ]);
     } catch (error) {
       const refused =
@@ -274,6 +275,34 @@ export class PostgresLog implements Log {
       [table, key, bytes],
     );
     return inserted.rowCount === 1;
+  }
+
+  /**
+   * Claims an idempotency scope for this instance's call (P7 across instances), and reads its
+   * stored answer in the same statement: `in-flight` while another instance's claim holds (it
+   * lapses after `ttlMs`, should that instance die), else the answer stored, if any. An answer is
+   * committed before its claim is released, so a claim won after a release reads it.
+   */
+  async claimFlight(scope: string, ttlMs: number): Promise<'in-flight' | Buffer | undefined> {
+    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
+    const found = await this.claimPool.query<{ won: number; bytes: Buffer | null }>(
+      'with c as (insert into flights (scope, until) ' +
+        "values ($1, now() + $2 * interval '1 millisecond') " +
+        'on conflict (scope) do update set until = excluded.until ' +
+        'where flights.until < now() returning 1) ' +
+        'select (select count(*) from c)::int as won, ' +
+        "(select bytes from rows where tbl = 'idempotency' and key = $1) as bytes",
+      [scope, ttlMs],
+    );
+    const row = found.rows[0]!;
+    if (row.won === 0) return 'in-flight';
+    return row.bytes ?? undefined;
+  }
+
+  /** Ends this instance's claim on a scope: its answer, if it has one, is committed. */
+  async releaseFlight(scope: string): Promise<void> {
+    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
+    await this.claimPool.query('delete from flights where scope = $1', [scope]);
   }
 
   private async openPool(options: string): Promise<pg.Pool> {
@@ -442,49 +471,94 @@ export class PostgresLog implements Log {
   }
 }
 
-/** The advisory lock one running instance holds on its database (P22, before leases). */
-const INSTANCE_LOCK = 0x696e7374;
+/**
+ * What a commit tells the other instances (P22), on the `path_changes` channel, sent by the
+ * database when the commit is: rows changed (their read caches are dropped), the directory keys
+ * it changed (their lookup indexes re-read them), the events it put in the outbox (the instance
+ * holding each one's partition delivers it).
+ */
+export type Note =
+  { kind: 'changed' } | { kind: 'directory'; hashes: string[] } | { kind: 'events'; ids: string[] };
 
-export class InstanceLockError extends Error {
-  override name = 'InstanceLockError';
+/** A commit's notes: one `c`, then `d` and `e` lines of keys (several where many). */
+export function notesOf(writes: readonly TableWrite[]): string[] {
+  if (writes.length === 0) return [];
+  const hashes = new Set<string>();
+  const ids = new Set<string>();
+  for (const w of writes) {
+    if (w.table === 'directory') hashes.add(w.key.slice(0, w.key.indexOf('/')));
+    else if (w.table === 'outbox' && w.bytes !== null) ids.add(w.key);
+  }
+  return ['c', ...chunked('d', hashes), ...chunked('e', ids)];
+}
+
+function chunked(kind: string, keys: Set<string>): string[] {
+  const notes: string[] = [];
+  let note = '';
+  for (const key of keys) {
+    if (note.length + key.length + 1 > NOTE_BYTES_MAX) {
+      notes.push(note);
+      note = '';
+    }
+    note += (note === '' ? kind : '') + ' ' + key;
+  }
+  if (note !== '') notes.push(note);
+  return notes;
+}
+
+function readNote(payload: string): Note | null {
+  const [kind, ...keys] = payload.split(' ');
+  if (kind === 'c') return { kind: 'changed' };
+  if (kind === 'd') return { kind: 'directory', hashes: keys };
+  if (kind === 'e') return { kind: 'events', ids: keys };
+  return null;
+}
+
+/** The notes' listener: the current connection, reopened when it is lost. */
+export interface NoteListener {
+  close(): Promise<void>;
 }
 
 /**
- * Holds the database for this instance alone, as the data directory's lock does for the embedded
- * node (P16): a session advisory lock on a connection kept for the node's life. Until partitions
- * are leased to instances, two instances on one database would both append to every partition,
- * so a second one is refused. A lost connection loses the lock, and `onLost` is told: the node
- * must stop, since another instance may now start.
+ * Listens to every commit's notes. A notification sent while the connection was down is lost:
+ * `onGap` is told once it is back, so that what the notes keep current can be read whole again.
  */
-export async function holdInstanceLock(
+export async function listenToNotes(
   url: string,
-  onLost: (reason: string) => void,
-): Promise<{ release(): Promise<void> }> {
+  on: { note: (note: Note) => void; gap: () => void; retryMs: number },
+): Promise<NoteListener> {
   const { pg } = await clusterModules();
-  const client = new pg.Client({ connectionString: url });
-  let released = false;
-  client.on('error', (error) => {
-    if (!released)
-      onLost(`the connection holding the database's instance lock failed: ${error.message}`);
-  });
-  await client.connect();
-  const taken = await client.query<{ taken: boolean }>('select pg_try_advisory_lock($1) as taken', [
-    INSTANCE_LOCK,
-  ]);
-  if (taken.rows[0]?.taken !== true) {
-    await client.end();
-    throw new InstanceLockError(
-      'another instance of the node runs on this database; until partitions are leased to ' +
-        'instances, one database takes one running instance',
-    );
-  }
-  client.on('end', () => {
-    if (!released) onLost("the connection holding the database's instance lock closed");
-  });
+  let closed = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString: url });
+    next.on('notification', (n) => {
+      const note = readNote(n.payload ?? '');
+      if (note !== null) on.note(note);
+    });
+    next.on('error', () => undefined);
+    next.on('end', () => {
+      if (closed) return;
+      client = null;
+      retry = setTimeout(reconnect, on.retryMs);
+    });
+    await next.connect();
+    await next.query('listen path_changes');
+    client = next;
+  };
+  const reconnect = () => {
+    retry = null;
+    connect().then(on.gap, () => {
+      if (!closed) retry = setTimeout(reconnect, on.retryMs);
+    });
+  };
+  await connect();
   return {
-    async release() {
-      released = true;
-      await client.end();
+    async close() {
+      closed = true;
+      if (retry !== null) clearTimeout(retry);
+      await client?.end().catch(() => undefined);
     },
   };
 }

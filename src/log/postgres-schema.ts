@@ -37,18 +37,25 @@ export const MIGRATIONS: readonly string[] = [
     epoch bigint not null default 0,
     expires_at timestamptz not null default '-infinity'
   );
+  -- Requests with an idempotency key in flight on some instance (P7 across instances): a claim
+  -- lapses at 'until', should its instance die. Unlogged: a claim is worth nothing after a
+  -- crash of the database, which ends every request in flight.
+  create unlogged table flights (
+    scope text primary key,
+    until timestamptz not null
+  );
   -- Partitions leased to instances (src/cluster/leases.ts), one row each.
   insert into leases (partition) select generate_series(0, 255);
   -- One commit of a command (or of a group of them): its records and its table rows, or nothing.
   -- Fenced (P22): with a holder, every partition in fence_partitions must be leased to
   -- it at the epoch given, checked under a share lock on its lease row, so that a takeover
-  -- (which raises the epoch) waits for this commit or makes it fail. Without a holder (one
-  -- instance a database, under its instance lock) nothing is fenced.
+  -- (which raises the epoch) waits for this commit or makes it fail. Without a holder (the
+  -- command line's writes, which touch no partition's records) nothing is fenced.
   create function path_append(
     holder text, fence_partitions integer[], fence_epochs bigint[],
     partitions integer[], seqs bigint[], records bytea[],
     put_tables text[], put_keys text[], put_bytes bytea[],
-    del_tables text[], del_keys text[]
+    del_tables text[], del_keys text[], notes text[]
   ) returns void language plpgsql as $$
   declare
     held integer;
@@ -72,6 +79,8 @@ export const MIGRATIONS: readonly string[] = [
     insert into rows (tbl, key, bytes)
       select * from unnest(put_tables, put_keys, put_bytes)
       on conflict (tbl, key) do update set bytes = excluded.bytes;
+    -- Told to every instance when, and only if, this commit is (postgres-log.ts, Note).
+    perform pg_notify('path_changes', n) from unnest(notes) as n;
   end
   $$;
   `,

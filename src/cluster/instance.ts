@@ -1,0 +1,237 @@
+// One instance of a cluster (P22), joined: it takes the commands other instances send it on the
+// internal channel, holds its share of the partitions by lease (its workers fold a partition when
+// it comes, snapshot it when it goes), sends each command to the holder of its partition, and
+// hears every commit's notes (postgres-log.ts): read caches dropped, the lookup index kept
+// current, and the events of its partitions delivered.
+//
+// The order matters at both ends. Joining: the channel listens before the leases name its
+// address. Leaving (an orderly stop, once the front end has answered what it took): renewals
+// stop, every partition is released (its commands answered, its snapshot written), then the
+// leases are given back so the others take them at once rather than after the lease time.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Commands, ShardPool } from '../actors/pool.js';
+import type { CommandResult } from '../actors/types.js';
+import type { Config } from '../config.js';
+import type { LocalDirectory } from '../directory/directory.js';
+import type { WebhookDelivery } from '../events/delivery.js';
+import { partitionOf } from '../log/log.js';
+import {
+  listenToNotes,
+  type Fence,
+  type Note,
+  type NoteListener,
+  type PostgresLog,
+} from '../log/postgres-log.js';
+import { ChannelClient, ChannelListener, channelKey } from './channel.js';
+import { Leases, sharedEpochs } from './leases.js';
+import { ClusterRouter } from './router.js';
+
+/** An instance's name in the leases table: new at every start, so a restart is a new owner. */
+export function newInstance(): Fence {
+  return { holder: `i_${randomBytes(8).toString('hex')}`, epochs: sharedEpochs() };
+}
+
+/**
+ * Every commit's notes, heard from before the directory loads (a change made meanwhile waits in
+ * the directory's early rows) until the instance leaves. The directory and the events are the
+ * node's once started; notes before then only drop read caches.
+ */
+export class Hearing {
+  private parts: { directory: LocalDirectory; events: WebhookDelivery } | null = null;
+
+  private constructor(
+    private readonly log: PostgresLog,
+    readonly notes: NoteListener,
+  ) {}
+
+  static async start(config: Config, logger: Logger, log: PostgresLog): Promise<Hearing> {
+    let hearing: Hearing | null = null;
+    const notes = await listenToNotes(config.store!, {
+      note: (note) => hearing?.heard(note),
+      // Notes sent while the connection was down are lost: what they keep current is read again.
+      gap: () => {
+        logger.warn('the connection hearing other instances was lost; reading their changes again');
+        hearing?.reread();
+      },
+      retryMs: config.leaseMs / RETRIES_PER_LEASE,
+    });
+    hearing = new Hearing(log, notes);
+    return hearing;
+  }
+
+  attach(directory: LocalDirectory, events: WebhookDelivery): void {
+    this.parts = { directory, events };
+  }
+
+  private heard(note: Note): void {
+    if (note.kind === 'changed') this.log.refresh();
+    else if (note.kind === 'directory') this.parts?.directory.applyHashes(note.hashes);
+    else this.parts?.events.notify(note.ids);
+  }
+
+  private reread(): void {
+    this.log.refresh();
+    if (this.parts === null) return;
+    void this.parts.directory.load().catch(() => undefined);
+    this.parts.events.start();
+  }
+}
+
+/** How often a lost connection to the database's notes is tried again, per lease. */
+const RETRIES_PER_LEASE = 3;
+
+export interface Joined {
+  /** What the routes submit commands to: the holder of each command's partition. */
+  commands: Commands;
+  leases: Leases;
+  /** Where the other instances reach this one. */
+  address: string;
+  /** What the `listening` line says of the instance. */
+  fields(): { instance: string; internal_address: string; partitions_held: number };
+  /** The orderly leave: partitions released and given back, the channel closed. */
+  leave(): Promise<void>;
+}
+
+export async function joinCluster(
+  config: Config,
+  logger: Logger,
+  parts: {
+    fence: Fence;
+    log: PostgresLog;
+    pool: ShardPool;
+    /** The operator's sealing key: the channel's key is derived from it. */
+    identity: { sealingKey: Buffer };
+    events: WebhookDelivery;
+    directory: LocalDirectory;
+    hearing: Hearing;
+  },
+): Promise<Joined> {
+  const { fence, log, pool, events, directory } = parts;
+  const key = channelKey(parts.identity.sealingKey);
+  const listener = await ChannelListener.start({
+    host: config.internalHost,
+    port: config.internalPort,
+    key,
+    submit: (routed) => pool.submit(routed),
+  });
+  const address = config.internalUrl || `http://${config.internalHost}:${listener.port}`;
+  const moves = new Moves(logger);
+  const release = (p: number) => pool.release(p);
+  const leases = await leasesOf(config, logger, { fence, address, pool, events, moves });
+  const client = new ChannelClient(key);
+  const router = new ClusterRouter({
+    self: fence.holder,
+    local: pool,
+    leases,
+    client,
+    moveWaitMs: config.leaseMs * 2,
+    callTimeoutMs: config.leaseMs,
+    // The answer reaches this instance's caller: its own next reads and lookups show the change.
+    onRemote: (result: CommandResult) => {
+      log.refresh();
+      if (result.directory.length > 0) directory.apply(result.directory);
+    },
+  });
+  const submit: Commands['submit'] = (routed, options) => router.submit(routed, options);
+  pool.routeFollowUps(submit);
+  return {
+    commands: {
+      submit,
+      hashKeys: (items, offset) => pool.hashKeys(items, offset),
+      signAnswers: (answers, requester, signedAt) => pool.signAnswers(answers, requester, signedAt),
+    },
+    leases,
+    address,
+    fields: () => ({
+      instance: fence.holder,
+      internal_address: address,
+      partitions_held: leases.partitions().length,
+    }),
+    async leave() {
+      leases.halt();
+      await moves.start(leases.partitions(), release).catch(() => undefined);
+      await leases.stop();
+      await moves.end();
+      await parts.hearing.notes.close();
+      client.close();
+      await listener.close();
+    },
+  };
+}
+
+/**
+ * This instance's leases: a partition that comes is folded, then its undelivered events taken
+ * up (their earlier holder may be gone); one given back is drained first; one lost is dropped.
+ */
+function leasesOf(
+  config: Config,
+  logger: Logger,
+  parts: {
+    fence: Fence;
+    address: string;
+    pool: ShardPool;
+    events: WebhookDelivery;
+    moves: Moves;
+  },
+): Promise<Leases> {
+  const { fence, pool, events, moves } = parts;
+  const release = (p: number) => pool.release(p);
+  return Leases.start({
+    url: config.store!,
+    instance: fence.holder,
+    address: parts.address,
+    leaseMs: config.leaseMs,
+    epochs: fence.epochs,
+    onGained: (ps) => {
+      moves
+        .start(ps, (p) => pool.adopt(p))
+        .then(
+          () => events.adopt(ps),
+          () => undefined,
+        );
+      logger.info({ partitions: ps.length }, 'partitions taken');
+    },
+    onGiving: (ps) => moves.start(ps, release),
+    onLost: (ps) => {
+      moves.start(ps, release).catch(() => undefined);
+      logger.warn({ partitions: ps.length }, 'partitions lost');
+    },
+  });
+}
+
+/** Partitions moving in or out of this instance, awaited by a leave: none may outlive the log. */
+class Moves {
+  private readonly running = new Set<Promise<unknown>>();
+  private ended = false;
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Moves the partitions (adopts or releases each); a failure is logged, and rejects. */
+  start(ps: number[], move: (p: number) => Promise<void>): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    const all = Promise.all(ps.map(move)).then(() => undefined);
+    const tracked = all
+      .catch((error: unknown) =>
+        this.logger.error(
+          { partitions: ps, err: { message: (error as Error).message } },
+          'move failed',
+        ),
+      )
+      .finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+    return all;
+  }
+
+  /** No move starts from now on; resolves once those under way are over. */
+  async end(): Promise<void> {
+    this.ended = true;
+    await Promise.all(this.running);
+  }
+}
+
+/** Whether this instance delivers an event now: it holds the event's partition. */
+export const holdsEvent =
+  (fence: Fence) =>
+  (id: string): boolean =>
+    fence.epochs[partitionOf(id)]! > 0n;

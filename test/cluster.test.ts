@@ -1,0 +1,331 @@
+// Three instances of one operator on the test run's PostgreSQL (P22), each a real node process on
+// loopback with a data directory of its own: writes through any instance are read the same from
+// every other; one winner of a 40-way `complete` race spread over all three; one run of one
+// idempotency key sent to all three at once; a key registered
+// through one is found by lookups through the others; `kill -9` of an instance under load loses
+// no acknowledged write and its partitions answer again within the lease time; an instance paused
+// with SIGSTOP past its lease cannot append after SIGCONT (the fence), so it never decides on the
+// state it held before.
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import { partitionOf } from '../src/log/log.js';
+import { Client, createCredential, startNode, tempDir, type Answer, type Credential, type NodeProcess } from './support/harness.js';
+import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
+import { freshDatabase } from './support/postgres.js';
+import { sleep, waitFor } from './support/wait.js';
+
+const LEASE_MS = 1_500;
+const { running, dirs } = cleanedUpAfterEach();
+
+interface Instance {
+  node: NodeProcess;
+  /** Its id in the leases table (the `listening` line's `instance`). */
+  id: string;
+  local: Client;
+  beta: Client;
+  gamma: Client;
+}
+
+interface Cluster {
+  store: string;
+  instances: Instance[];
+  /** Each live instance's partitions, as the leases table says now. */
+  owners(): Promise<Map<string, Set<number>>>;
+  close(): Promise<void>;
+}
+
+async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', Credential>): Promise<Instance> {
+  const dataDir = tempDir('path-cluster');
+  dirs.push(dataDir);
+  const node = await startNode({
+    dataDir, store, workers: 2,
+    args: ['--lease-ms', String(LEASE_MS), '--internal-port', '0', '--lookup-budget-base', '1000000'],
+  });
+  running.push(node);
+  const id = (await node.line('listening')).instance as string;
+  return { node, id, local: new Client(node.baseUrl, creds.own), beta: new Client(node.baseUrl, creds.beta), gamma: new Client(node.baseUrl, creds.gamma) };
+}
+
+/** Three instances on a fresh database, once the partitions are shared out among them. */
+async function threeInstances(): Promise<Cluster> {
+  const store = await freshDatabase(inject('postgresUrl'));
+  const cliDir = tempDir('path-cluster-cli');
+  dirs.push(cliDir);
+  const creds = {
+    own: createCredential(cliDir, 'local', { local: true, store }),
+    beta: createCredential(cliDir, 'beta', { local: false, store }),
+    gamma: createCredential(cliDir, 'gamma', { local: false, store }),
+  };
+  const instances: Instance[] = [];
+  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds));
+  const db = new pg.Client({ connectionString: store });
+  await db.connect();
+  const owners = async () => {
+    const rows = await db.query<{ owner: string; partition: number }>('select owner, partition from leases where owner is not null and expires_at > now()');
+    const map = new Map<string, Set<number>>();
+    for (const { owner, partition } of rows.rows) map.set(owner, (map.get(owner) ?? new Set()).add(partition));
+    return map;
+  };
+  await waitFor('the partitions shared out among three instances', async () => {
+    const map = await owners();
+    return instances.every((i) => (map.get(i.id)?.size ?? 0) >= 84);
+  }, LEASE_MS * 10);
+  return { store, instances, owners, close: () => db.end() };
+}
+
+const receipt = (value: string) => ({
+  issued_by: 'payee',
+  via: { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' },
+  received: { value, asset_type: 'fiat', asset_code: 'EUR' },
+  rail_references: [{ type: 'book_entry', value: `BE-${value}` }],
+  payer: { member: 'beta' },
+});
+
+/** What a client does with 503 and Retry-After: the same call again, a bounded number of times. */
+async function retried(call: () => Promise<Answer>): Promise<Answer> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await call();
+    if (answer.status !== 503 || attempt === 5) return answer;
+    await sleep(Number(answer.headers.get('retry-after') ?? 1) * 100);
+  }
+}
+
+/** A checkout session opened through `via`, whose partition `holder` holds (tried until one is). */
+async function sessionHeldBy(via: Instance, held: Set<number>) {
+  for (let tries = 0; tries < 64; tries++) {
+    const request = await via.local.post('/requests', { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] }, { timestamp: stamp() });
+    expect(request.status, request.text).toBe(201);
+    const session = await via.local.post('/checkout/sessions', {
+      request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel',
+    }, { timestamp: stamp() });
+    expect(session.status, session.text).toBe(201);
+    if (held.has(partitionOf(session.json.reference))) return session.json as { id: string; reference: string };
+  }
+  throw new Error('no session landed on the partitions asked for');
+}
+
+describe('three instances on one database (P22)', () => {
+  it('a write through any instance is read, byte for byte, through every other', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      const owners = await cluster.owners();
+      const ownersSeen = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const writer = instances[i % 3]!;
+        const issued = await writer.local.post('/receipts', receipt(`${i + 1}.00`), { timestamp: stamp() });
+        expect(issued.status, issued.text).toBe(201);
+        const p = partitionOf(issued.json.reference);
+        ownersSeen.add([...owners].find(([, ps]) => ps.has(p))![0]);
+        for (const reader of instances) {
+          const read = await reader.beta.get(`/receipts/${issued.json.reference}`);
+          expect(read.status, read.text).toBe(200);
+          expect(read.text).toBe(issued.text);
+        }
+      }
+      // The receipts landed on every instance's partitions: most calls crossed the channel.
+      expect(ownersSeen.size).toBe(3);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('40 completes of one session spread over the three instances: exactly one wins', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      const request = await instances[0]!.local.post('/requests', { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] }, { timestamp: stamp() });
+      const session = await instances[1]!.local.post('/checkout/sessions', {
+        request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel',
+      }, { timestamp: stamp() });
+      expect(session.status, session.text).toBe(201);
+      const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => {
+        const via = instances[i % 3]!;
+        return (i % 2 === 0 ? via.beta : via.gamma).post(`/checkout/sessions/${session.json.reference}/complete`, undefined, { timestamp: stamp() });
+      }));
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.filter((s) => s === 200), statuses.join(',')).toHaveLength(1);
+      for (const a of answers.filter((x) => x.status !== 200)) {
+        expect(a.status, a.text).toBe(409);
+        expect(a.json.error.code).toBe('path.checkout.session_not_open');
+      }
+      for (const via of instances) {
+        const read = await via.local.get(`/checkout/sessions/${session.json.id}`);
+        expect(read.json.status).toBe('completed');
+      }
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('P7 across instances: one idempotency key sent to all three at once runs once', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+        instances[i % 3]!.local.post('/receipts', receipt('3.00'), { idempotencyKey: 'one-key', timestamp: stamp() })));
+      const created = answers.filter((a) => a.status === 201);
+      for (const a of answers.filter((x) => x.status !== 201)) {
+        expect(a.status, a.text).toBe(409);
+        expect(a.json.error.code).toBe('path.core.idempotency_in_progress');
+      }
+      expect(created.length).toBeGreaterThan(0);
+      // One receipt: every 201 is the same answer, byte for byte, and so is every later retry.
+      expect(new Set(created.map((a) => a.text)).size).toBe(1);
+      for (const via of instances) {
+        const again = await via.local.post('/receipts', receipt('3.00'), { idempotencyKey: 'one-key', timestamp: stamp() });
+        expect(again.status, again.text).toBe(201);
+        expect(again.text).toBe(created[0]!.text);
+        expect(again.headers.get('path-idempotent-replayed')).toBe('true');
+      }
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('a key registered through one instance is found by lookups through the others', async () => {
+    const cluster = await threeInstances();
+    try {
+      const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+      const phones = ['+44 20 7946 0811', '+44 20 7946 0812', '+44 20 7946 0813'];
+      const lookup = (via: Instance, identifier: string) =>
+        via.beta.post('/sonar/lookup', { identifier_type: 'phone', identifier }, { timestamp: stamp() });
+      for (const identifier of phones) expect((await lookup(b, identifier)).json.found).toBe(false);
+      const subject = await a.local.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() });
+      expect(subject.status, subject.text).toBe(201);
+      for (const identifier of phones) {
+        const res = await a.local.post('/identifiers', { subject_id: subject.json.id, identifier_type: 'phone', identifier, discoverability: 'network' }, { timestamp: stamp() });
+        expect(res.status, res.text).toBe(201);
+      }
+      // The instance the write went through answers at once; the others as soon as they hear of it.
+      for (const identifier of phones) expect((await lookup(a, identifier)).json.found).toBe(true);
+      for (const via of [b, c])
+        for (const identifier of phones)
+          await waitFor('the others to find the key', async () => (await lookup(via, identifier)).json.found === true, 5_000);
+      // A withdrawal through another instance takes the keys out of every index.
+      const withdrawn = await c.local.post(`/subjects/${subject.json.id}/withdraw`, {}, { timestamp: stamp() });
+      expect(withdrawn.status, withdrawn.text).toBe(200);
+      for (const via of [a, b, c])
+        for (const identifier of phones)
+          await waitFor('every index to drop the key', async () => (await lookup(via, identifier)).json.found === false, 5_000);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('kill -9 of an instance under load: every acknowledged write is kept, its partitions answer again within the lease time', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      const victim = instances[2]!;
+      const survivors = instances.slice(0, 2);
+      const victimPartitions = (await cluster.owners()).get(victim.id)!;
+      const acknowledged: Answer[] = [];
+      let killedAt = 0;
+      let refused = 0;
+      let next = 0;
+      const TOTAL = 240;
+      // A client that retries with the same idempotency key on another instance when one fails.
+      const worker = async () => {
+        for (let n = next++; n < TOTAL; n = next++) {
+          const key = `load-${n}`;
+          for (let attempt = 0; ; attempt++) {
+            const via = killedAt === 0 ? instances[(n + attempt) % 3]! : survivors[(n + attempt) % 2]!;
+            let answer: Answer | null = null;
+            try {
+              answer = await via.local.post('/receipts', receipt(`${n + 1}.00`), { idempotencyKey: key, timestamp: stamp() });
+            } catch {
+              answer = null; // the victim's socket, closed by the kill
+            }
+            if (answer !== null && answer.status === 201) {
+              acknowledged.push(answer);
+              break;
+            }
+            // Refused while the dead instance's partitions wait for a new owner (503), or while
+            // its claim on the key lasts (409 in progress: the call it took may have run).
+            if (answer !== null) {
+              expect([503, 409], answer.text).toContain(answer.status);
+              if (answer.status === 409) expect(answer.json.error.code).toBe('path.core.idempotency_in_progress');
+              refused++;
+            }
+            expect(attempt).toBeLessThan(80);
+            await sleep(100);
+          }
+        }
+      };
+      const load = Promise.all(Array.from({ length: 6 }, worker));
+      await waitFor('a third of the load', () => acknowledged.length >= TOTAL / 3, 60_000);
+      killedAt = performance.now();
+      await victim.node.kill9();
+      // Beside the load: a receipt sent after the kill, again and again, until one lands on a
+      // partition the dead instance held. Its answer is the first from those partitions.
+      let takeoverMs = 0;
+      for (let n = 0; takeoverMs === 0; n++) {
+        const sent = performance.now();
+        const answer = await survivors[n % 2]!.local.post('/receipts', receipt(`9${n}.00`), { timestamp: stamp() });
+        if (answer.status === 201 && victimPartitions.has(partitionOf(answer.json.reference)))
+          takeoverMs = performance.now() - killedAt;
+        expect(sent - killedAt).toBeLessThan(LEASE_MS * 10);
+      }
+      await load;
+      console.log(`kill -9 under load: ${acknowledged.length} of ${TOTAL} acknowledged, ${refused} refused meanwhile (503 or 409 in progress), the dead instance's partitions answered again ${takeoverMs.toFixed(0)} ms after the kill (lease ${LEASE_MS} ms)`);
+      expect(acknowledged).toHaveLength(TOTAL);
+      expect(takeoverMs).toBeLessThan(LEASE_MS * 3);
+      // Every acknowledged receipt, read through each survivor, is the one acknowledged.
+      for (const issued of acknowledged)
+        for (const via of survivors) {
+          const read = await via.beta.get(`/receipts/${issued.json.reference}`);
+          expect(read.text).toBe(issued.text);
+        }
+      const after = await cluster.owners();
+      expect(after.has(victim.id)).toBe(false);
+      expect([...after.values()].reduce((n, ps) => n + ps.size, 0)).toBe(256);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('an instance paused with SIGSTOP past its lease cannot append after SIGCONT: it never decides on what it held', async () => {
+    const cluster = await threeInstances();
+    try {
+      const [a, , c] = cluster.instances as [Instance, Instance, Instance];
+      const held = (await cluster.owners()).get(c.id)!;
+      const session = await sessionHeldBy(c, held);
+      // The paused instance holds the session open in its memory.
+      c.node.process.kill('SIGSTOP');
+      await waitFor('the paused instance\'s partitions taken over', async () => !(await cluster.owners()).has(c.id), LEASE_MS * 4);
+      // The new owner has the session in its memory too (a read is a command to the owner).
+      const open = await retried(() => a.local.get(`/checkout/sessions/${session.id}`));
+      expect(open.json.status, open.text).toBe('open');
+      // Its renewals are held up in the database (a lock on its heartbeat row), so that on SIGCONT
+      // it still believes it holds the session's partition: its memory says open, and only the
+      // fence keeps it from appending a completion the new owner would never see.
+      const stall = new pg.Client({ connectionString: cluster.store });
+      await stall.connect();
+      await stall.query('begin');
+      await stall.query('select 1 from instances where id = $1 for update', [c.id]);
+      const late = retried(() => c.gamma.post(`/checkout/sessions/${session.reference}/complete`, undefined, { idempotencyKey: 'complete-late', timestamp: stamp() }));
+      c.node.process.kill('SIGCONT');
+      await sleep(LEASE_MS);
+      await stall.query('rollback');
+      await stall.end();
+      const won = await late;
+      expect(won.status, won.text).toBe(200);
+      // The new owner saw that completion: a second one, through another instance, is refused.
+      const again = await retried(() => a.beta.post(`/checkout/sessions/${session.reference}/complete`, undefined, { idempotencyKey: 'complete-again', timestamp: stamp() }));
+      expect(again.status, again.text).toBe(409);
+      expect(again.json.error.code).toBe('path.checkout.session_not_open');
+      for (const via of cluster.instances) {
+        const read = await via.local.get(`/checkout/sessions/${session.id}`);
+        expect(read.json).toMatchObject({ status: 'completed', completed_at: won.json.completed_at });
+      }
+      await c.node.line('partitions lost');
+      // It takes its share again, and serves it.
+      await waitFor('the resumed instance to hold partitions again', async () => ((await cluster.owners()).get(c.id)?.size ?? 0) > 0, LEASE_MS * 6);
+      const issued = await c.local.post('/receipts', receipt('7.00'), { timestamp: stamp() });
+      expect(issued.status, issued.text).toBe(201);
+    } finally {
+      await cluster.close();
+    }
+  });
+});
