@@ -30,6 +30,7 @@ import {
 } from './directory/image.js';
 import { startExternal } from './external/listener.js';
 import { Network } from './network/network.js';
+import { FEED_PARTITION, type FeedWriting } from './network/feed.js';
 import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
@@ -63,14 +64,12 @@ export async function startNode(
   announceDataDir(config, logger);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config);
-  const { log, tables, env } = await openStore(config);
+  const { log, tables, env, cluster } = await openPlace(config, logger);
+  const fence = cluster?.fence ?? null;
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;
   const image = directoryImageOf(config, env);
-  // Cluster mode: this start's instance, hearing the others' commits before anything is loaded.
-  const cluster = log instanceof PostgresLog ? await hearCluster(config, logger, log) : null;
-  const fence = cluster?.fence ?? null;
   const runtime = await startPool(config, logger, onFatal, {
     log,
     identity,
@@ -81,13 +80,15 @@ export async function startNode(
   cluster?.hearing.attach(runtime.directory, runtime.events);
   const access = await startNetwork(config, logger, {
     log,
+    fence,
     store: identity.store,
     signer,
     directory: runtime.directory,
     image,
   });
   const joined =
-    cluster && (await joinCluster(config, logger, { ...cluster, ...runtime, identity }));
+    cluster &&
+    (await joinCluster(config, logger, { ...cluster, ...runtime, identity, ...feedOf(access) }));
   // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
   const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
   const commands = joined?.commands ?? runtime.pool;
@@ -121,10 +122,23 @@ export async function startNode(
   };
 }
 
-/** Cluster mode: this start's instance, hearing the others' commits before anything loads. */
-async function hearCluster(config: Config, logger: Logger, log: PostgresLog) {
-  return { fence: newInstance(), hearing: await Hearing.start(config, logger, log), log };
+/**
+ * The store, and in cluster mode (P22) this start's instance: its writes that need a lease
+ * fenced by its leases, hearing the others' commits before anything is loaded.
+ */
+async function openPlace(config: Config, logger: Logger) {
+  const fence = config.store === null ? null : newInstance();
+  const opened = await openStore(config, fence);
+  const { log } = opened;
+  const cluster =
+    log instanceof PostgresLog && fence !== null
+      ? { fence, hearing: await Hearing.start(config, logger, log), log }
+      : null;
+  return { ...opened, cluster };
 }
+
+/** Cluster mode: the feed's writer moved here, and brings the feed level with the directory. */
+const feedOf = (access: Access) => ({ onFeed: () => access.network.republish() });
 
 /** What the `listening` line says of the parts just started. */
 function listeningFields(parts: {
@@ -281,9 +295,10 @@ async function startNetwork(
     signer: SignerCell;
     directory: LocalDirectory;
     image: { tails: number[]; read: Promise<ImageRead> };
+    fence: Fence | null;
   },
 ) {
-  const { log, store, signer, directory, image } = opened;
+  const { log, store, signer, directory, image, fence } = opened;
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -298,6 +313,9 @@ async function startNetwork(
     limits: config.limits,
     logger,
     onKeys: () => loadCredentials(),
+    ...(fence !== null && log instanceof PostgresLog
+      ? { feedWriting: feedWritingOf(log, fence) }
+      : {}),
   });
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
@@ -314,6 +332,14 @@ async function startNetwork(
     directoryImage: started.image,
     /** The image's position when this start used it: an unchanged index is not written again. */
     imageUsed: started.image === 'used' && read.kind === 'read' ? read.position : null,
+  };
+}
+
+/** Cluster mode: the feed is written by the holder of its partition, fenced by that lease. */
+function feedWritingOf(log: PostgresLog, fence: Fence): FeedWriting {
+  return {
+    mine: () => fence.epochs[FEED_PARTITION]! > 0n,
+    write: (writes) => log.writeHolding(FEED_PARTITION, writes),
   };
 }
 

@@ -12,6 +12,7 @@ import { partitionOf } from '../src/log/log.js';
 import { Client, createCredential, startNode, tempDir, type Answer, type Credential, type NodeProcess } from './support/harness.js';
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
 import { freshDatabase } from './support/postgres.js';
+import { Receiver } from './support/receiver.js';
 import { sleep, waitFor } from './support/wait.js';
 
 const LEASE_MS = 1_500;
@@ -34,12 +35,12 @@ interface Cluster {
   close(): Promise<void>;
 }
 
-async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', Credential>): Promise<Instance> {
+async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', Credential>, args: string[]): Promise<Instance> {
   const dataDir = tempDir('path-cluster');
   dirs.push(dataDir);
   const node = await startNode({
     dataDir, store, workers: 2,
-    args: ['--lease-ms', String(LEASE_MS), '--internal-port', '0', '--lookup-budget-base', '1000000'],
+    args: ['--lease-ms', String(LEASE_MS), '--internal-port', '0', '--lookup-budget-base', '1000000', ...args],
   });
   running.push(node);
   const id = (await node.line('listening')).instance as string;
@@ -47,7 +48,7 @@ async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', C
 }
 
 /** Three instances on a fresh database, once the partitions are shared out among them. */
-async function threeInstances(): Promise<Cluster> {
+async function threeInstances(args: string[] = []): Promise<Cluster> {
   const store = await freshDatabase(inject('postgresUrl'));
   const cliDir = tempDir('path-cluster-cli');
   dirs.push(cliDir);
@@ -57,7 +58,7 @@ async function threeInstances(): Promise<Cluster> {
     gamma: createCredential(cliDir, 'gamma', { local: false, store }),
   };
   const instances: Instance[] = [];
-  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds));
+  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds, args));
   const db = new pg.Client({ connectionString: store });
   await db.connect();
   const owners = async () => {
@@ -210,6 +211,80 @@ describe('three instances on one database (P22)', () => {
           await waitFor('every index to drop the key', async () => (await lookup(via, identifier)).json.found === false, 5_000);
     } finally {
       await cluster.close();
+    }
+  });
+
+  it('the network feed is written by one instance at a time: one entry per change, in order, and none lost when its writer dies', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      let phone = 900;
+      const register = async (via: Instance, count: number) => {
+        const subject = await retried(() => via.local.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() }));
+        expect(subject.status, subject.text).toBe(201);
+        for (let i = 0; i < count; i++) {
+          const identifier = `+44 20 7946 0${phone++}`;
+          const res = await retried(() => via.local.post('/identifiers', { subject_id: subject.json.id, identifier_type: 'phone', identifier, discoverability: 'network' }, { timestamp: stamp() }));
+          expect(res.status, res.text).toBe(201);
+        }
+      };
+      /** The feed as read through `via`, once it has `count` entries. */
+      const feed = (via: Instance, count: number) => waitFor(`${count} feed entries`, async () => {
+        const page = await via.beta.get('/directory/feed?after=0&limit=1000');
+        expect(page.status, page.text).toBe(200);
+        return page.json.entries.length >= count ? page.json : undefined;
+      }, 10_000);
+      for (const via of instances) await register(via, 2);
+      for (const via of instances) {
+        const page = await feed(via, 6);
+        expect(page.entries.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+        expect(new Set(page.entries.map((e: { identifier_hash: string }) => e.identifier_hash)).size).toBe(6);
+        expect(page.last).toBe(6);
+      }
+      // The writer (the holder of partition 0) dies; the next holder goes on from the feed written.
+      const owners = await cluster.owners();
+      const writer = instances.find((i) => owners.get(i.id)?.has(0))!;
+      await writer.node.kill9();
+      const survivors = instances.filter((i) => i !== writer);
+      await register(survivors[0]!, 1);
+      await register(survivors[1]!, 1);
+      for (const via of survivors) {
+        const page = await feed(via, 8);
+        expect(page.entries.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        expect(new Set(page.entries.map((e: { identifier_hash: string }) => e.identifier_hash)).size).toBe(8);
+      }
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('each event is delivered by one instance, once', async () => {
+    const receiver = await new Receiver().open();
+    const cluster = await threeInstances(['--dev', '--webhook-urls', receiver.url()]);
+    try {
+      const { instances } = cluster;
+      const references: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const via = instances[i % 3]!;
+        const request = await via.local.post('/requests', { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] }, { timestamp: stamp() });
+        const session = await instances[(i + 1) % 3]!.local.post('/checkout/sessions', {
+          request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel',
+        }, { timestamp: stamp() });
+        expect(session.status, session.text).toBe(201);
+        const done = await instances[(i + 2) % 3]!.beta.post(`/checkout/sessions/${session.json.reference}/complete`, undefined, { timestamp: stamp() });
+        expect(done.status, done.text).toBe(200);
+        references.push(session.json.reference);
+      }
+      const completed = () => receiver.deliveries.filter((d) => d.body?.event === 'checkout.session.completed');
+      await waitFor('every completion delivered', () => completed().length >= references.length, 10_000);
+      // Time for a second delivery of any of them, were one to come.
+      await sleep(LEASE_MS);
+      expect(completed().map((d) => d.body.data.reference).sort()).toEqual([...references].sort());
+      const ids = receiver.deliveries.map((d) => d.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(ids.length);
+    } finally {
+      await cluster.close();
+      await receiver.close();
     }
   });
 

@@ -26,6 +26,7 @@ import {
 import { ChannelClient, ChannelListener, channelKey } from './channel.js';
 import { Leases, sharedEpochs } from './leases.js';
 import { ClusterRouter } from './router.js';
+import { FEED_PARTITION } from '../network/feed.js';
 
 /** An instance's name in the leases table: new at every start, so a restart is a new owner. */
 export function newInstance(): Fence {
@@ -105,9 +106,11 @@ export async function joinCluster(
     events: WebhookDelivery;
     directory: LocalDirectory;
     hearing: Hearing;
+    /** This instance now holds the partition whose holder writes the network feed. */
+    onFeed: () => Promise<void>;
   },
 ): Promise<Joined> {
-  const { fence, log, pool, events, directory } = parts;
+  const { fence, log, pool, directory } = parts;
   const key = channelKey(parts.identity.sealingKey);
   const listener = await ChannelListener.start({
     host: config.internalHost,
@@ -118,7 +121,7 @@ export async function joinCluster(
   const address = config.internalUrl || `http://${config.internalHost}:${listener.port}`;
   const moves = new Moves(logger);
   const release = (p: number) => pool.release(p);
-  const leases = await leasesOf(config, logger, { fence, address, pool, events, moves });
+  const leases = await leasesOf(config, logger, { ...parts, address, moves });
   const client = new ChannelClient(key);
   const router = new ClusterRouter({
     self: fence.holder,
@@ -173,6 +176,7 @@ function leasesOf(
     pool: ShardPool;
     events: WebhookDelivery;
     moves: Moves;
+    onFeed: () => Promise<void>;
   },
 ): Promise<Leases> {
   const { fence, pool, events, moves } = parts;
@@ -187,7 +191,18 @@ function leasesOf(
       moves
         .start(ps, (p) => pool.adopt(p))
         .then(
-          () => events.adopt(ps),
+          () => {
+            events.adopt(ps);
+            if (ps.includes(FEED_PARTITION))
+              parts
+                .onFeed()
+                .catch((error: unknown) =>
+                  logger.error(
+                    { err: { message: (error as Error).message } },
+                    'feed not republished',
+                  ),
+                );
+          },
           () => undefined,
         );
       logger.info({ partitions: ps.length }, 'partitions taken');

@@ -20,9 +20,10 @@ export interface OpenedStore {
   env: LmdbEnvironment | null;
 }
 
-export async function openStore(place: Place): Promise<OpenedStore> {
+/** Opens the store; in cluster mode the log's writes that need a lease are fenced by `fence`. */
+export async function openStore(place: Place, fence: Fence | null = null): Promise<OpenedStore> {
   if (place.store !== null) {
-    const log = await PostgresLog.open(place.store);
+    const log = await PostgresLog.open(place.store, fence === null ? {} : { fence });
     return { log, tables: log.nodeTables(), env: null };
   }
   const env = openEnvironment(place.dataDir);

@@ -83,9 +83,17 @@ const FENCED_STATE = 'PN001';
 interface Pending {
   entries: readonly LogEntry[];
   writes: readonly TableWrite[];
+  /** Rows written under the lease of this partition, though no record of it is appended. */
+  holding?: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
+
+/** The partitions whose leases a pending commit needs. */
+const fencedBy = (p: Pending): number[] => [
+  ...p.entries.map((e) => e.partition),
+  ...(p.holding === undefined ? [] : [p.holding]),
+];
 
 const asBuffer = (bytes: Uint8Array): Buffer =>
   Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -176,13 +184,25 @@ export class PostgresLog implements Log {
     });
   }
 
+  /**
+   * Rows written only while this instance holds `partition` (cluster mode): the write is fenced
+   * by that partition's lease as an append to it would be.
+   */
+  writeHolding(partition: number, writes: readonly TableWrite[]): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the PostgreSQL log is closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ entries: [], writes, holding: partition, resolve, reject });
+      this.schedule();
+    });
+  }
+
   /** The appends of partitions this instance holds; the others are refused now. */
   private held(batch: Pending[]): Pending[] {
     const fence = this.fence;
     if (fence === null) return batch;
     return batch.filter((p) => {
-      const free = p.entries.find((e) => fence.epochs[e.partition] === 0n);
-      if (free !== undefined) p.reject(notHeld(free.partition));
+      const free = fencedBy(p).find((partition) => fence.epochs[partition] === 0n);
+      if (free !== undefined) p.reject(notHeld(free));
       return free === undefined;
     });
   }
@@ -194,7 +214,7 @@ export class PostgresLog implements Log {
     const records = batch.flatMap((p) => p.entries);
     const { put, del } = tableArrays(batch);
     const fence = this.fence;
-    const fenced = fence === null ? [] : [...new Set(records.map((e) => e.partition))];
+    const fenced = fence === null ? [] : [...new Set(batch.flatMap(fencedBy))];
     try {
       const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)';
       await this.pool.query(call, [

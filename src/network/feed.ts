@@ -28,6 +28,18 @@ interface FeedState {
 const SEQ_DIGITS = 16;
 const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
+/**
+ * Cluster mode (P22): one instance writes the feed at a time, the holder of FEED_PARTITION, its
+ * writes fenced by that partition's lease; the others serve its pages from the table.
+ */
+export interface FeedWriting {
+  mine: () => boolean;
+  write: (writes: TableWrite[]) => Promise<void>;
+}
+
+/** The partition whose holder writes the feed in cluster mode. */
+export const FEED_PARTITION = 0;
+
 export class FeedPublisher {
   private lastSeq = 0;
   /** Entries appended but not yet written, by key (the latest state of each key wins). */
@@ -46,8 +58,30 @@ export class FeedPublisher {
   constructor(
     private readonly log: Log,
     private readonly now: () => number,
+    private readonly writing: FeedWriting | null = null,
   ) {
-    for (const { key } of log.scan('feed', { reverse: true, limit: 1 })) this.lastSeq = Number(key);
+    this.lastSeq = this.storedLast();
+  }
+
+  private storedLast(): number {
+    for (const { key } of this.log.scan('feed', { reverse: true, limit: 1 })) return Number(key);
+    return 0;
+  }
+
+  /** Whether this node writes the feed now: always, but in cluster mode. */
+  private writes(): boolean {
+    return this.writing === null || this.writing.mine();
+  }
+
+  /**
+   * Cluster mode: this instance has just become the feed's writer. It starts from the feed as
+   * written (what the earlier writer appended but did not write is found again by the load that
+   * follows, which compares the directory with the feed's state).
+   */
+  resync(): void {
+    this.lastSeq = this.storedLast();
+    this.pending = [];
+    this.pendingState.clear();
   }
 
   get sequence(): number {
@@ -65,6 +99,7 @@ export class FeedPublisher {
 
   /** A key's local visibility, at load or after a change: appended when the feed says otherwise. */
   observe(hash: string, identifierType: string, visibility: IndexVisibility): void {
+    if (!this.writes()) return;
     const stated = this.loading === null ? this.stated(hash) : this.statedDuringLoad(hash);
     const v = visibility === 'none' ? null : visibility;
     if ((stated?.v ?? null) === v) return;
@@ -117,10 +152,27 @@ export class FeedPublisher {
       const round = this.pending;
       this.pending = [];
       if (round.length === 0) return;
-      await this.log.write(round.flatMap((p) => p.writes));
+      const writes = round.flatMap((p) => p.writes);
+      // A round refused in cluster mode is forgotten as one written would be.
+      if (this.writing === null) await this.log.write(writes);
+      else await this.writtenHolding(writes);
       for (const { hash, state } of round)
         if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
     });
+  }
+
+  /**
+   * Cluster mode: a round written only while this instance holds the feed's partition. One
+   * refused (the partition moved) is dropped: the new writer finds its changes again.
+   */
+  private async writtenHolding(writes: TableWrite[]): Promise<boolean> {
+    if (!this.writing!.mine()) return false;
+    try {
+      await this.writing!.write(writes);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** A signed page of entries after `after` (P2): followers verify it with this node's keys. */
@@ -147,7 +199,7 @@ export class FeedPublisher {
           endpoint,
           after,
           next,
-          last: this.lastSeq,
+          last: this.writes() ? this.lastSeq : this.storedLast(),
           entries,
           ...envelopeFields(signer, signedAt),
         },

@@ -7,7 +7,7 @@ import { samePosition, type ImagePosition, type ImageRead } from '../directory/i
 import type { Log } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
-import { FeedPublisher } from './feed.js';
+import { FeedPublisher, type FeedWriting } from './feed.js';
 import { Follower, storedCursor } from './follower.js';
 import { MemberRegistry } from './members.js';
 
@@ -32,6 +32,8 @@ export class Network {
       logger: Logger;
       /** Member keys changed: credentials must be reloaded. */
       onKeys: () => void;
+      /** Cluster mode: who writes the feed, and how. */
+      feedWriting?: FeedWriting;
     },
   ) {
     this.registry = new MemberRegistry({
@@ -42,7 +44,7 @@ export class Network {
       timeoutMs: options.limits.peer_request_timeout_ms,
       onKeys: options.onKeys,
     });
-    this.feed = new FeedPublisher(options.log, Date.now);
+    this.feed = new FeedPublisher(options.log, Date.now, options.feedWriting ?? null);
     options.directory.observer = (hash, type, visibility) =>
       this.feed.observe(hash, type, visibility);
   }
@@ -82,6 +84,20 @@ export class Network {
     const replicaRows = this.syncFollowers({ replica: !usable });
     const outcome = usable ? 'used' : image.kind === 'read' ? 'stale' : image.kind;
     return { directoryRows, replicaRows, image: outcome };
+  }
+
+  /**
+   * Cluster mode: this instance has become the feed's writer. The feed is brought level with the
+   * directory as at a start: every key's visibility compared with what the feed last said of it.
+   */
+  async republish(): Promise<void> {
+    this.feed.resync();
+    this.feed.beginLoad();
+    await this.options.directory.load({
+      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
+    });
+    this.feed.endLoad();
+    await this.feed.flush();
   }
 
   /**
