@@ -201,4 +201,27 @@ describe('commands routed between instances (P22)', () => {
     stranger.close();
     expect(b.shard.stateOf(r)).toBeNull();
   });
+
+  it("an owner's refusal made before it ran the command reaches the caller as it is", async () => {
+    const busy = {
+      code: 'path.core.unavailable',
+      message: 'the node has too many commands in flight',
+      detail: { retry_after_seconds: 1 },
+    };
+    const listener = await ChannelListener.start({
+      host: '127.0.0.1',
+      port: 0,
+      key: KEY,
+      submit: () => Promise.reject(busy),
+    });
+    const client = new ChannelClient(KEY);
+    try {
+      await expect(
+        client.send(`http://127.0.0.1:${listener.port}`, issueReceipt(reference(300)), 5_000),
+      ).rejects.toEqual(busy);
+    } finally {
+      client.close();
+      await listener.close();
+    }
+  });
 });

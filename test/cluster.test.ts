@@ -35,11 +35,11 @@ interface Cluster {
   close(): Promise<void>;
 }
 
-async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', Credential>, args: string[]): Promise<Instance> {
+async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', Credential>, args: string[], env: Record<string, string>): Promise<Instance> {
   const dataDir = tempDir('path-cluster');
   dirs.push(dataDir);
   const node = await startNode({
-    dataDir, store, workers: 2,
+    dataDir, store, workers: 2, env,
     args: ['--lease-ms', String(LEASE_MS), '--internal-port', '0', '--lookup-budget-base', '1000000', ...args],
   });
   running.push(node);
@@ -48,7 +48,7 @@ async function instance(store: string, creds: Record<'own' | 'beta' | 'gamma', C
 }
 
 /** Three instances on a fresh database, once the partitions are shared out among them. */
-async function threeInstances(args: string[] = []): Promise<Cluster> {
+async function threeInstances(args: string[] = [], env: Record<string, string> = {}): Promise<Cluster> {
   const store = await freshDatabase(inject('postgresUrl'));
   const cliDir = tempDir('path-cluster-cli');
   dirs.push(cliDir);
@@ -58,7 +58,7 @@ async function threeInstances(args: string[] = []): Promise<Cluster> {
     gamma: createCredential(cliDir, 'gamma', { local: false, store }),
   };
   const instances: Instance[] = [];
-  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds, args));
+  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds, args, env));
   const db = new pg.Client({ connectionString: store });
   await db.connect();
   const owners = async () => {
@@ -282,6 +282,90 @@ describe('three instances on one database (P22)', () => {
       expect(completed().map((d) => d.body.data.reference).sort()).toEqual([...references].sort());
       const ids = receiver.deliveries.map((d) => d.headers['webhook-id']);
       expect(new Set(ids).size).toBe(ids.length);
+    } finally {
+      await cluster.close();
+      await receiver.close();
+    }
+  });
+
+  it('a public read through an instance that neither wrote nor holds the object shows the change at once', async () => {
+    const cluster = await threeInstances();
+    try {
+      const { instances } = cluster;
+      const owners = await cluster.owners();
+      const request = await instances[0]!.local.post('/requests', { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] }, { timestamp: stamp() });
+      const session = await instances[0]!.local.post('/checkout/sessions', {
+        request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel',
+      }, { timestamp: stamp() });
+      const reference = session.json.reference as string;
+      const owner = instances.find((i) => owners.get(i.id)!.has(partitionOf(reference)))!;
+      const [writer, reader] = instances.filter((i) => i !== owner) as [Instance, Instance];
+      const read = () => fetch(`${reader.node.baseUrl}/path/${reference}`).then((r) => r.json() as Promise<{ status: string }>);
+      // Read twice: the second comes from the reader's cache.
+      expect((await read()).status).toBe('open');
+      expect((await read()).status).toBe('open');
+      const done = await writer.beta.post(`/checkout/sessions/${reference}/complete`, undefined, { timestamp: stamp() });
+      expect(done.status, done.text).toBe(200);
+      // The commit's note drops the reader's cache as the commit lands: well within the second a
+      // cache entry would otherwise live (READ_SNAPSHOT_HOLD_MS).
+      const started = performance.now();
+      await waitFor('the reader to show the completion', async () => (await read()).status === 'completed', 250, 10);
+      console.log(`a public read through a third instance showed the change ${(performance.now() - started).toFixed(0)} ms after the writer answered`);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('an orderly stop hands its partitions over at once, and writes go on without waiting for a lease', async () => {
+    const cluster = await threeInstances();
+    try {
+      const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+      const theirs = (await cluster.owners()).get(c.id)!;
+      const stopped = performance.now();
+      expect(await c.node.stop()).toBe(0);
+      await waitFor('the others to hold every partition', async () => {
+        const owners = await cluster.owners();
+        return !owners.has(c.id) && (owners.get(a.id)?.size ?? 0) + (owners.get(b.id)?.size ?? 0) === 256;
+      }, LEASE_MS);
+      const handedMs = performance.now() - stopped;
+      // Writes landing on the stopped instance's partitions answer 201 at once, no 503.
+      let onTheirs = 0;
+      for (let i = 0; onTheirs < 3; i++) {
+        const issued = await (i % 2 === 0 ? a : b).local.post('/receipts', receipt(`5${i}.00`), { timestamp: stamp() });
+        expect(issued.status, issued.text).toBe(201);
+        if (theirs.has(partitionOf(issued.json.reference))) onTheirs++;
+        expect(i).toBeLessThan(100);
+      }
+      console.log(`an orderly stop: its partitions held by the others ${handedMs.toFixed(0)} ms after SIGTERM (lease ${LEASE_MS} ms)`);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('an event its instance could not deliver before kill -9 is delivered by the next holder of its partition', async () => {
+    const receiver = await new Receiver().open();
+    receiver.respond = () => 503;
+    const cluster = await threeInstances(['--dev', '--webhook-urls', receiver.url()], { PATH_LIMIT_WEBHOOK_FIRST_RETRY_MS: '300' });
+    try {
+      const { instances } = cluster;
+      const request = await instances[0]!.local.post('/requests', { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] }, { timestamp: stamp() });
+      const session = await instances[1]!.local.post('/checkout/sessions', {
+        request_reference: request.json.reference, success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/cancel',
+      }, { timestamp: stamp() });
+      const done = await instances[2]!.beta.post(`/checkout/sessions/${session.json.reference}/complete`, undefined, { timestamp: stamp() });
+      expect(done.status, done.text).toBe(200);
+      const completed = () => receiver.deliveries.filter((d) => d.body?.event === 'checkout.session.completed');
+      await waitFor('a refused attempt', () => completed().length >= 1, 10_000);
+      // The instance delivering it (the holder of the event's partition) dies with it undelivered.
+      const id = completed()[0]!.headers['webhook-id'] as string;
+      const owners = await cluster.owners();
+      const deliverer = instances.find((i) => owners.get(i.id)!.has(partitionOf(id)))!;
+      await deliverer.node.kill9();
+      const killedAt = completed().length;
+      receiver.respond = () => 200;
+      await waitFor('the event delivered by the next holder', () => completed().some((d) => d.status === 200), LEASE_MS * 8);
+      expect(completed().length).toBeGreaterThan(killedAt);
+      expect(new Set(completed().map((d) => d.headers['webhook-id']))).toEqual(new Set([id]));
     } finally {
       await cluster.close();
       await receiver.close();

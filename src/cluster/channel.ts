@@ -13,6 +13,7 @@ import { pack, unpack } from 'msgpackr';
 import { MovedError } from '../actors/moved.js';
 import { CHANNEL_BODY_BYTES_MAX, CHANNEL_SKEW_MS } from '../config.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
+import type { Refusal } from '../protocol/errors.js';
 
 const PATH = '/internal/v1/command';
 const MAC_HEADER = 'path-internal-mac';
@@ -27,8 +28,21 @@ function mac(key: Buffer, time: string, body: Buffer): Buffer {
   return createHmac('sha256', key).update(time).update('\n').update(body).digest();
 }
 
-/** What the owner answers: the command's result, or that it no longer holds the partition. */
-type Answer = { result: CommandResult } | { moved: number } | { error: string };
+/**
+ * What the owner answers: the command's result; that it no longer holds the partition; a refusal
+ * it made before running the command (too many in flight), passed on to the caller as it is; or
+ * an error.
+ */
+type Answer =
+  { result: CommandResult } | { moved: number } | { refused: Refusal } | { error: string };
+
+/** A refusal (protocol/errors.ts): a plain object with a code and a message, not an Error. */
+const isRefusal = (error: unknown): error is Refusal =>
+  typeof error === 'object' &&
+  error !== null &&
+  !(error instanceof Error) &&
+  typeof (error as Refusal).code === 'string' &&
+  typeof (error as Refusal).message === 'string';
 
 export class ChannelError extends Error {
   override name = 'ChannelError';
@@ -99,6 +113,7 @@ async function answer(
   } catch (error) {
     if (error instanceof MovedError)
       return [409, pack({ moved: error.partition } satisfies Answer)];
+    if (isRefusal(error)) return [503, pack({ refused: error } satisfies Answer)];
     return refuse(500, error instanceof Error ? error.message : String(error));
   }
 }
@@ -141,6 +156,7 @@ export class ChannelClient {
             }
             if ('result' in answered) resolve(answered.result);
             else if ('moved' in answered) reject(new MovedError(answered.moved));
+            else if ('refused' in answered) reject(answered.refused);
             else reject(new ChannelError(answered.error));
           });
         },
