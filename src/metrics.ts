@@ -15,6 +15,8 @@ export interface MetricSources {
   directoryKeys: () => number;
   webhookBacklog: () => { events: number; oldestCreatedAt: number | null };
   replicationLag: () => ReadonlyMap<string, number>;
+  /** Partitions this node holds: all of them, but in cluster mode (its leases, P22). */
+  partitionsHeld: () => number;
 }
 
 /** Seconds, from 0.5 ms to 10 s: a request or a commit on this node spans that range. */
@@ -66,6 +68,11 @@ export class Metrics {
     );
     this.gauge('path_replay_entries', 'Signed requests remembered against replays (P5).', (s) =>
       s.replayEntries(),
+    );
+    this.gauge(
+      'path_partitions_held',
+      'Partitions this node holds (cluster mode: leased to this instance).',
+      (s) => s.partitionsHeld(),
     );
     this.gauge('path_directory_keys', 'Hashed keys in the lookup index.', (s) => s.directoryKeys());
     this.gauge(

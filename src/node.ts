@@ -103,7 +103,7 @@ export async function startNode(
   const parts = { log, identity, signer, runtime, access, listeners };
   const followers = startFollowers(config, logger, parts);
   await catchUpHousekeeping(log, config, runtime.events);
-  becomeReady(watch, runtime, access);
+  becomeReady(watch, runtime, access, joined);
   logger.info(
     {
       ...listeningFields({ config, watch, runtime, access, listeners }),
@@ -546,13 +546,14 @@ function readImage(dataDir: string): Promise<ImageRead> {
 }
 
 /** The gauges read the parts now running, and `/readyz` says ready (P21). */
-function becomeReady(watch: Watch, runtime: Runtime, access: Access): void {
+function becomeReady(watch: Watch, runtime: Runtime, access: Access, joined: Joined | null): void {
   watch.metrics.bind({
     pendingCommands: () => runtime.pool.pendingCount,
     replayEntries: () => access.authenticator.size(),
     directoryKeys: () => runtime.directory.index.size,
     webhookBacklog: () => runtime.events.backlog(),
     replicationLag: () => access.network.lags(),
+    partitionsHeld: () => joined?.leases.partitions().length ?? PARTITION_COUNT,
   });
   watch.admin.state = 'ready';
 }

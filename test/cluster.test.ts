@@ -126,6 +126,13 @@ describe('three instances on one database (P22)', () => {
       }
       // The receipts landed on every instance's partitions: most calls crossed the channel.
       expect(ownersSeen.size).toBe(3);
+      // Each instance's metrics say what it holds; together, every partition once.
+      const held = await Promise.all(instances.map(async (i) => {
+        const text = await (await fetch(`http://127.0.0.1:${i.node.adminPort}/metrics`)).text();
+        return Number(/^path_partitions_held (\d+)$/m.exec(text)?.[1]);
+      }));
+      expect(held.reduce((x, y) => x + y, 0)).toBe(256);
+      for (const [n, count] of held.entries()) expect(count).toBe(owners.get(instances[n]!.id)!.size);
     } finally {
       await cluster.close();
     }
