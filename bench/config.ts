@@ -23,7 +23,23 @@ export interface BenchConfig {
   get: { duration_seconds: number; warmup_seconds: number; rounds: number; shapes: readonly LoadShape[] };
   post: { requests: number; warmup_requests: number; connections: number; floor_time_ms: number };
   /** Figure 14: the cluster store beside the embedded one, each measured `rounds` times in turns. */
-  cluster: { rounds: number; post: SignedLoad };
+  cluster: {
+    rounds: number;
+    post: SignedLoad;
+    /** 14c: the numbers of instances on one database that the same POST load is spread over. */
+    instances: readonly number[];
+    /** 14c: that load (smaller than `post`: the counts of instances take six turns in all). */
+    spread: SignedLoad;
+    /** Longest wait for the partitions to be shared out among the instances; between two looks. */
+    share_timeout_ms: number;
+    share_poll_ms: number;
+    /**
+     * 14d: kill -9 of one of three instances leased for `lease_ms`, `rounds` times: a write
+     * through a survivor is sent every `retry_ms` until one lands on the dead instance's
+     * partitions, for at most `timeout_ms`.
+     */
+    takeover: { rounds: number; lease_ms: number; retry_ms: number; timeout_ms: number };
+  };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
   versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
@@ -140,6 +156,11 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     cluster: {
       rounds: quick ? 1 : 2,
       post: { count: quick ? 1_000 : 10_000, warmup: quick ? 256 : 1_000, connections: 256 },
+      instances: [1, 2, 3],
+      spread: { count: quick ? 1_000 : 6_000, warmup: quick ? 256 : 1_000, connections: 256 },
+      share_timeout_ms: 60_000,
+      share_poll_ms: 100,
+      takeover: { rounds: quick ? 1 : 3, lease_ms: 2_000, retry_ms: 5, timeout_ms: 30_000 },
     },
     restart: {
       records: restartRecords,

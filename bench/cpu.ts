@@ -3,7 +3,7 @@
 // shared 2-core machine this tells a server-bound figure from one starved by other work.
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** Kernel clock ticks per second (USER_HZ); 100 on every Linux this runs on. */
+/** Kernel clock ticks per second (USER_HZ, `getconf CLK_TCK`); 100 on every Linux this runs on. */
 const TICKS_PER_SECOND = 100;
 
 interface Sample {
@@ -30,6 +30,13 @@ function threadTicks(pid: number): Map<string, number> {
     }
   }
   return ticks;
+}
+
+/** CPU seconds a process has used so far, all its threads, user and system (`/proc/<pid>/stat`). */
+export function processCpuSeconds(pid: number): number {
+  // Fields after the command name: utime is field 14 and stime 15 (proc(5)).
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 function machineTicks(): { busy: number; total: number } | null {

@@ -6,6 +6,8 @@
 //           fixed request count, after a warm-up batch.
 //   signed: the same for any plan of distinct requests (request-plans.ts): bodies and paths that
 //           differ request by request, several credentials taken in turn.
+// A signed load may name several nodes (`baseUrls`, cluster instances): its connections are then
+// spread over them round-robin, connection i to node i mod n.
 import { createRequire } from 'node:module';
 import { MEASURING_LINE } from './processes.js';
 import { plannedRequest, type RequestPlan } from './request-plans.js';
@@ -22,6 +24,8 @@ export interface GetJob {
 export interface PostJob {
   kind: 'post';
   baseUrl: string;
+  /** Several nodes in place of `baseUrl`, the connections spread over them round-robin. */
+  baseUrls?: string[];
   target: string;
   credential: ClientCredential;
   body: unknown;
@@ -33,6 +37,8 @@ export interface PostJob {
 export interface SignedJob {
   kind: 'signed';
   baseUrl: string;
+  /** Several nodes in place of `baseUrl`, the connections spread over them round-robin. */
+  baseUrls?: string[];
   /** Taken in turn, request by request. */
   credentials: ClientCredential[];
   plan: RequestPlan;
@@ -68,7 +74,8 @@ interface AutocannonRequest {
   setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
 }
 interface AutocannonOptions {
-  url: string;
+  /** Several URLs: connection i goes to url[i mod n]. */
+  url: string | string[];
   connections: number;
   pipelining?: number;
   duration?: number;
@@ -142,6 +149,7 @@ function signAll(job: SignedJob, count: number): SignedRequest[] {
 function signedJobOf(job: PostJob): SignedJob {
   return {
     kind: 'signed', baseUrl: job.baseUrl, credentials: [job.credential], count: job.count, warmupCount: job.warmupCount, connections: job.connections,
+    baseUrls: job.baseUrls,
     idempotency: true, plan: { kind: 'template', method: 'POST', target: job.target, body: JSON.stringify(job.body) },
   };
 }
@@ -157,7 +165,9 @@ async function runSigned(job: SignedJob): Promise<LoadResult & { warmup: LoadRes
       return { ...r, method: s.method, path: s.path, headers: { ...s.headers }, body: s.body };
     },
   };
-  const url = job.baseUrl + signed[0]!.path;
+  const bases = job.baseUrls ?? [job.baseUrl];
+  const path = signed[0]!.path;
+  const url = bases.length === 1 ? bases[0]! + path : bases.map((base) => base + path);
   const warmup = job.warmupCount > 0
     ? await measure({ url, connections: Math.min(job.connections, job.warmupCount), amount: job.warmupCount, sampleInt: FIXED_COUNT_SAMPLE_MS, requests: [request] })
     : null;
