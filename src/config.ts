@@ -247,6 +247,8 @@ export const NOTE_BYTES_MAX = 7_000;
  * died, or a call was answered 503 while its command may still run on its owner).
  */
 export const FLIGHT_LEASES = 2;
+/** After another instance's lease would lapse, the wait before its partitions are taken. */
+export const LEASE_EXPIRY_MARGIN_MS = 20;
 /** Between two looks for a moving partition's new owner. */
 export const MOVE_RETRY_MS = 25;
 

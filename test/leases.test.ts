@@ -1,6 +1,7 @@
 // Partition leases and fencing (P22) on the test run's PostgreSQL: instances share the partitions
 // fairly, a lease that lapses (a paused instance) is taken over, and the instance that lost it can
 // no longer append there; an orderly stop gives its partitions back at once.
+import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as ShardModule from '../src/actors/shard.js';
 import type * as LeasesModule from '../src/cluster/leases.js';
@@ -53,12 +54,16 @@ async function instance(url: string, name: string): Promise<Instance> {
   return started;
 }
 
-/** Polls `check` every 50 ms for up to `withinMs`; the time it took, or null. */
-async function within(withinMs: number, check: () => boolean): Promise<number | null> {
+/** Polls `check` every `everyMs` for up to `withinMs`; the time it took, or null. */
+async function within(
+  withinMs: number,
+  check: () => boolean,
+  everyMs = 50,
+): Promise<number | null> {
   const started = performance.now();
   while (performance.now() - started < withinMs) {
     if (check()) return performance.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   return check() ? performance.now() - started : null;
 }
@@ -106,6 +111,37 @@ describe('partition leases (P22)', () => {
     a.leases.resume();
     await a.leases.tick();
     expect(a.epochs[partition]).toBe(0n);
+  });
+
+  it("another instance's partitions are taken as its lease lapses, not a renewal period later", async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const a = await instance(url, 'a');
+    const b = await instance(url, 'b');
+    expect(
+      await within(LEASE_MS * 4, () => b.leases.partitions().length === PARTITION_COUNT / 2),
+    ).not.toBeNull();
+    // a renews now and stops; b's rounds (every third of a lease) are set to fall well before
+    // and well after the lapse of a's leases: 5/18 of a lease after a's last renewal, and so on.
+    await a.leases.tick();
+    a.leases.halt();
+    b.leases.halt();
+    await new Promise((resolve) => setTimeout(resolve, (LEASE_MS * 5) / 18));
+    b.leases.resume();
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const lapse = await db.query<{ left_ms: number }>(
+      "select extract(epoch from max(expires_at) - now())::float8 * 1000 as left_ms from leases where owner = 'a'",
+    );
+    await db.end();
+    const lapsesAt = performance.now() + lapse.rows[0]!.left_ms;
+    const tookAll = await within(
+      LEASE_MS * 4,
+      () => b.leases.partitions().length === PARTITION_COUNT,
+      5,
+    );
+    expect(tookAll).not.toBeNull();
+    // Taken within a few milliseconds of the lapse, not at b's next round (5/18 of a lease later).
+    expect(performance.now() - lapsesAt).toBeLessThan(LEASE_MS / 6);
   });
 
   it('an orderly stop gives the partitions back at once, not after the lease', async () => {

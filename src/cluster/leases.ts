@@ -8,7 +8,7 @@
 //
 // Times are the database's (`now()`), so the instances' clocks need not agree.
 import type pg from 'pg';
-import { OWNERS_READ_EVERY_MS } from '../config.js';
+import { LEASE_EXPIRY_MARGIN_MS, OWNERS_READ_EVERY_MS } from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { clusterModules } from '../log/postgres-log.js';
 
@@ -49,6 +49,8 @@ export class Leases {
   private ownersRead = 0;
   private readingOwners: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** A round at the moment another instance's lease would lapse unrenewed. */
+  private expiryTimer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private stopped = false;
 
@@ -125,14 +127,39 @@ export class Leases {
   }
 
   private async readOwners(): Promise<void> {
-    const rows = await this.client.query<{ partition: number; owner: string; address: string }>(
-      'select l.partition, l.owner, i.address from leases l join instances i on i.id = l.owner ' +
-        'where l.expires_at > now()',
+    const rows = await this.client.query<{
+      partition: number;
+      owner: string;
+      address: string;
+      left_ms: number;
+    }>(
+      'select l.partition, l.owner, i.address, ' +
+        'extract(epoch from l.expires_at - now())::float8 * 1000 as left_ms ' +
+        'from leases l join instances i on i.id = l.owner where l.expires_at > now()',
     );
     this.owners = new Map(
       rows.rows.map((r) => [r.partition, { instance: r.owner, address: r.address }]),
     );
     this.ownersRead = performance.now();
+    const others = rows.rows.filter((r) => r.owner !== this.options.instance);
+    this.watchExpiry(Math.min(...others.map((r) => r.left_ms)));
+  }
+
+  /**
+   * Sets a round for just after the soonest lease of another instance would lapse. A live
+   * instance renews long before, and this instance's next round (every third of a lease) sets
+   * it again; it fires only for an instance that stopped renewing, so that its partitions are
+   * taken as their leases lapse rather than up to a renewal period later.
+   */
+  private watchExpiry(leftMs: number): void {
+    if (this.expiryTimer !== null) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    if (this.timer === null || !Number.isFinite(leftMs)) return;
+    this.expiryTimer = setTimeout(
+      () => void this.tick().catch(() => undefined),
+      Math.max(0, leftMs) + LEASE_EXPIRY_MARGIN_MS,
+    );
+    this.expiryTimer.unref();
   }
 
   private async renew(): Promise<void> {
@@ -197,6 +224,8 @@ export class Leases {
   halt(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    if (this.expiryTimer !== null) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
   }
 
   /** Gives every partition back and leaves the cluster (an orderly stop). */
