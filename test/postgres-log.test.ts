@@ -225,4 +225,38 @@ describe('PostgresLog (P22)', () => {
       expect(store.webhookSecrets()).toHaveLength(1);
     }
   });
+
+  it('claims made together (one statement a turn): each key is won once, a flight until released or lapsed', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const [a, b] = await Promise.all([openLog(url), openLog(url)]);
+    const mark = Buffer.from('mark');
+    // Two logs (two instances), each with the same key twice in one turn, and a key of its own.
+    const claims = await Promise.all([
+      a.claim('replay', 'k1', mark),
+      a.claim('replay', 'k1', mark),
+      a.claim('replay', 'ka', mark),
+      b.claim('replay', 'k1', mark),
+      b.claim('replay', 'kb', mark),
+    ]);
+    expect(claims.filter((won, i) => won && [0, 1, 3].includes(i))).toHaveLength(1);
+    expect([claims[2], claims[4]]).toEqual([true, true]);
+    expect(await a.claim('replay', 'ka', mark)).toBe(false);
+    // Flights: one call of a scope wins it until it is released; the answer is read with it.
+    const flights = await Promise.all([
+      a.claimFlight('s1', 60_000),
+      a.claimFlight('s1', 60_000),
+      b.claimFlight('s1', 60_000),
+      b.claimFlight('s2', 60_000),
+    ]);
+    expect(flights.filter((f) => f !== 'in-flight')).toHaveLength(2);
+    expect(flights[3]).toBeUndefined();
+    await a.write([{ table: 'idempotency', key: 's2', bytes: Buffer.from('answer') }]);
+    expect(await a.claimFlight('s2', 60_000)).toBe('in-flight');
+    await b.releaseFlight('s2');
+    expect((await a.claimFlight('s2', 60_000)) as Buffer).toEqual(Buffer.from('answer'));
+    // A claim lapses after its time, should its instance die.
+    expect(await a.claimFlight('s3', 50)).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await b.claimFlight('s3', 60_000)).toBeUndefined();
+  });
 });

@@ -29,6 +29,7 @@ import {
   type TableWrite,
 } from './log.js';
 import { migrate, ROW_BYTES } from './postgres-schema.js';
+import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
 
@@ -125,8 +126,9 @@ export class PostgresLog implements Log {
   private cacheVersion = 0;
   private cacheTimer: NodeJS.Timeout | null = null;
   private closed = false;
-  private readPool: pg.Pool | null = null;
-  private claimPool: pg.Pool | null = null;
+  /** The side pools, each opened once at its first use (a promise: calls may race to it). */
+  private readPool: Promise<pg.Pool> | null = null;
+  private claimPool: Promise<pg.Pool> | null = null;
 
   private constructor(
     private readonly url: string,
@@ -275,8 +277,8 @@ export class PostgresLog implements Log {
    * never queue behind a commit.
    */
   async getAsync(table: Table, key: string): Promise<Buffer | undefined> {
-    this.readPool ??= await this.openPool(SESSION_OPTIONS);
-    const found = await this.readPool.query<{ bytes: Buffer }>(ROW_BYTES, [table, key]);
+    this.readPool ??= this.openPool(SESSION_OPTIONS);
+    const found = await (await this.readPool).query<{ bytes: Buffer }>(ROW_BYTES, [table, key]);
     return found.rows[0]?.bytes;
   }
 
@@ -288,14 +290,24 @@ export class PostgresLog implements Log {
    * of its last moments, and with them only the requests that changed nothing durable: a change
    * carries its mark in its own commit, which is synchronous.
    */
-  async claim(table: Table, key: string, bytes: Buffer): Promise<boolean> {
-    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
-    const inserted = await this.claimPool.query(
-      'insert into rows (tbl, key, bytes) values ($1, $2, $3) on conflict (tbl, key) do nothing',
-      [table, key, bytes],
-    );
-    return inserted.rowCount === 1;
+  claim(table: Table, key: string, bytes: Buffer): Promise<boolean> {
+    return this.claims.call({ table, key, bytes });
   }
+
+  private readonly claims = new TurnBatch<{ table: Table; key: string; bytes: Buffer }, boolean>(
+    async (inputs) => {
+      const first = firstOfEach(inputs, (i) => `${i.table}\u0000${i.key}`);
+      const sent = inputs.filter((_, n) => first[n]);
+      const inserted = await this.claimQuery<{ tbl: string; key: string }>(
+        'insert into rows (tbl, key, bytes) ' +
+          'select * from unnest($1::text[], $2::text[], $3::bytea[]) ' +
+          'on conflict (tbl, key) do nothing returning tbl, key',
+        [sent.map((i) => i.table), sent.map((i) => i.key), sent.map((i) => i.bytes)],
+      );
+      const won = new Set(inserted.map((r) => `${r.tbl}\u0000${r.key}`));
+      return inputs.map((i, n) => first[n]! && won.has(`${i.table}\u0000${i.key}`));
+    },
+  );
 
   /**
    * Claims an idempotency scope for this instance's call (P7 across instances), and reads its
@@ -303,26 +315,51 @@ export class PostgresLog implements Log {
    * lapses after `ttlMs`, should that instance die), else the answer stored, if any. An answer is
    * committed before its claim is released, so a claim won after a release reads it.
    */
-  async claimFlight(scope: string, ttlMs: number): Promise<'in-flight' | Buffer | undefined> {
-    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
-    const found = await this.claimPool.query<{ won: number; bytes: Buffer | null }>(
-      'with c as (insert into flights (scope, until) ' +
-        "values ($1, now() + $2 * interval '1 millisecond') " +
-        'on conflict (scope) do update set until = excluded.until ' +
-        'where flights.until < now() returning 1) ' +
-        'select (select count(*) from c)::int as won, ' +
-        "(select bytes from rows where tbl = 'idempotency' and key = $1) as bytes",
-      [scope, ttlMs],
-    );
-    const row = found.rows[0]!;
-    if (row.won === 0) return 'in-flight';
-    return row.bytes ?? undefined;
+  claimFlight(scope: string, ttlMs: number): Promise<'in-flight' | Buffer | undefined> {
+    return this.flights.call({ scope, ttlMs });
   }
 
+  private readonly flights = new TurnBatch<
+    { scope: string; ttlMs: number },
+    'in-flight' | Buffer | undefined
+  >(async (inputs) => {
+    const first = firstOfEach(inputs, (i) => i.scope);
+    const sent = inputs.filter((_, n) => first[n]);
+    const rows = await this.claimQuery<{ scope: string; won: boolean; bytes: Buffer | null }>(
+      'with s as (select * from unnest($1::text[], $2::float8[]) as s(scope, ttl)), ' +
+        'c as (insert into flights (scope, until) ' +
+        "select scope, now() + ttl * interval '1 millisecond' from s " +
+        'on conflict (scope) do update set until = excluded.until ' +
+        'where flights.until < now() returning scope) ' +
+        'select s.scope, exists (select 1 from c where c.scope = s.scope) as won, r.bytes ' +
+        "from s left join rows r on r.tbl = 'idempotency' and r.key = s.scope",
+      [sent.map((i) => i.scope), sent.map((i) => i.ttlMs)],
+    );
+    const found = new Map(rows.map((r) => [r.scope, r]));
+    return inputs.map((i, n) => {
+      const row = found.get(i.scope);
+      if (!first[n] || row === undefined || !row.won) return 'in-flight';
+      return row.bytes ?? undefined;
+    });
+  });
+
   /** Ends this instance's claim on a scope: its answer, if it has one, is committed. */
-  async releaseFlight(scope: string): Promise<void> {
-    this.claimPool ??= await this.openPool(CLAIM_SESSION_OPTIONS);
-    await this.claimPool.query('delete from flights where scope = $1', [scope]);
+  releaseFlight(scope: string): Promise<void> {
+    return this.releases.call(scope);
+  }
+
+  private readonly releases = new TurnBatch<string, undefined>(async (scopes) => {
+    await this.claimQuery('delete from flights where scope = any($1::text[])', [scopes]);
+    return scopes.map(() => undefined);
+  });
+
+  /** One statement on the claims' sessions (committed asynchronously). */
+  private async claimQuery<R extends pg.QueryResultRow>(
+    sql: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    this.claimPool ??= this.openPool(CLAIM_SESSION_OPTIONS);
+    return (await (await this.claimPool).query<R>(sql, values)).rows;
   }
 
   private async openPool(options: string): Promise<pg.Pool> {
@@ -486,8 +523,8 @@ export class PostgresLog implements Log {
     this.forget();
     this.reader({ op: 'close' });
     await this.pool.end();
-    await this.readPool?.end();
-    await this.claimPool?.end();
+    await (await this.readPool)?.end();
+    await (await this.claimPool)?.end();
   }
 }
 
