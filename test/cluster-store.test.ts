@@ -17,15 +17,8 @@ import {
   type NodeProcess,
 } from './support/harness.js';
 import { freshDatabase } from './support/postgres.js';
+import { payeeReceipt as receipt } from './support/bodies.js';
 import { verifiesWith } from './support/verify.js';
-
-const receipt = (value: string) => ({
-  issued_by: 'payee',
-  via: { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' },
-  received: { value, asset_type: 'fiat', asset_code: 'EUR' },
-  rail_references: [{ type: 'book_entry', value: `BE-${value}` }],
-  payer: { member: 'beta' },
-});
 
 const nodes: NodeProcess[] = [];
 const dirs: string[] = [];

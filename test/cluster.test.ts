@@ -20,6 +20,7 @@ import {
 } from './support/harness.js';
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
 import { freshDatabase } from './support/postgres.js';
+import { payeeReceipt as receipt } from './support/bodies.js';
 import { Receiver } from './support/receiver.js';
 import { sleep, waitFor } from './support/wait.js';
 
@@ -114,13 +115,26 @@ async function threeInstances(
   return { store, instances, owners, close: () => db.end() };
 }
 
-const receipt = (value: string) => ({
-  issued_by: 'payee',
-  via: { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' },
-  received: { value, asset_type: 'fiat', asset_code: 'EUR' },
-  rail_references: [{ type: 'book_entry', value: `BE-${value}` }],
-  payer: { member: 'beta' },
-});
+/** A payment request opened through `requestVia`, and a checkout session of it through `sessionVia`. */
+async function openSession(requestVia: Instance, sessionVia: Instance): Promise<Answer> {
+  const request = await requestVia.local.post(
+    '/requests',
+    { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
+    { timestamp: stamp() },
+  );
+  expect(request.status, request.text).toBe(201);
+  const session = await sessionVia.local.post(
+    '/checkout/sessions',
+    {
+      request_reference: request.json.reference,
+      success_url: 'https://shop.example/ok',
+      cancel_url: 'https://shop.example/cancel',
+    },
+    { timestamp: stamp() },
+  );
+  expect(session.status, session.text).toBe(201);
+  return session;
+}
 
 /** What a client does with 503 and Retry-After: the same call again, a bounded number of times. */
 async function retried(call: () => Promise<Answer>): Promise<Answer> {
@@ -131,25 +145,32 @@ async function retried(call: () => Promise<Answer>): Promise<Answer> {
   }
 }
 
-/** A checkout session opened through `via`, whose partition `holder` holds (tried until one is). */
+/**
+ * A subject registered through `via` with `phones` discoverable by the network, each call tried
+ * again on 503 (an instance's partitions may be moving); its id.
+ */
+async function subjectWith(via: Instance, phones: string[]): Promise<string> {
+  const subject = await retried(() =>
+    via.local.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() }),
+  );
+  expect(subject.status, subject.text).toBe(201);
+  for (const identifier of phones) {
+    const body = {
+      subject_id: subject.json.id,
+      identifier_type: 'phone',
+      identifier,
+      discoverability: 'network',
+    };
+    const res = await retried(() => via.local.post('/identifiers', body, { timestamp: stamp() }));
+    expect(res.status, res.text).toBe(201);
+  }
+  return subject.json.id as string;
+}
+
+/** A checkout session opened through `via`, on one of the partitions `held` (tried until so). */
 async function sessionHeldBy(via: Instance, held: Set<number>) {
   for (let tries = 0; tries < 64; tries++) {
-    const request = await via.local.post(
-      '/requests',
-      { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
-      { timestamp: stamp() },
-    );
-    expect(request.status, request.text).toBe(201);
-    const session = await via.local.post(
-      '/checkout/sessions',
-      {
-        request_reference: request.json.reference,
-        success_url: 'https://shop.example/ok',
-        cancel_url: 'https://shop.example/cancel',
-      },
-      { timestamp: stamp() },
-    );
-    expect(session.status, session.text).toBe(201);
+    const session = await openSession(via, via);
     if (held.has(partitionOf(session.json.reference)))
       return session.json as { id: string; reference: string };
   }
@@ -198,21 +219,7 @@ describe('three instances on one database (P22)', () => {
     const cluster = await threeInstances();
     try {
       const { instances } = cluster;
-      const request = await instances[0]!.local.post(
-        '/requests',
-        { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
-        { timestamp: stamp() },
-      );
-      const session = await instances[1]!.local.post(
-        '/checkout/sessions',
-        {
-          request_reference: request.json.reference,
-          success_url: 'https://shop.example/ok',
-          cancel_url: 'https://shop.example/cancel',
-        },
-        { timestamp: stamp() },
-      );
-      expect(session.status, session.text).toBe(201);
+      const session = await openSession(instances[0]!, instances[1]!);
       const answers = await Promise.all(
         Array.from({ length: 40 }, (_, i) => {
           const via = instances[i % 3]!;
@@ -287,25 +294,7 @@ describe('three instances on one database (P22)', () => {
           { timestamp: stamp() },
         );
       for (const identifier of phones) expect((await lookup(b, identifier)).json.found).toBe(false);
-      const subject = await a.local.post(
-        '/subjects',
-        { subject_type: 'natural_person' },
-        { timestamp: stamp() },
-      );
-      expect(subject.status, subject.text).toBe(201);
-      for (const identifier of phones) {
-        const res = await a.local.post(
-          '/identifiers',
-          {
-            subject_id: subject.json.id,
-            identifier_type: 'phone',
-            identifier,
-            discoverability: 'network',
-          },
-          { timestamp: stamp() },
-        );
-        expect(res.status, res.text).toBe(201);
-      }
+      const subject = await subjectWith(a, phones);
       // The instance the write went through answers at once; the others as soon as they hear of it.
       for (const identifier of phones) expect((await lookup(a, identifier)).json.found).toBe(true);
       for (const via of [b, c])
@@ -317,7 +306,7 @@ describe('three instances on one database (P22)', () => {
           );
       // A withdrawal through another instance takes the keys out of every index.
       const withdrawn = await c.local.post(
-        `/subjects/${subject.json.id}/withdraw`,
+        `/subjects/${subject}/withdraw`,
         {},
         { timestamp: stamp() },
       );
@@ -339,28 +328,11 @@ describe('three instances on one database (P22)', () => {
     try {
       const { instances } = cluster;
       let phone = 900;
-      const register = async (via: Instance, count: number) => {
-        const subject = await retried(() =>
-          via.local.post('/subjects', { subject_type: 'natural_person' }, { timestamp: stamp() }),
+      const register = (via: Instance, count: number) =>
+        subjectWith(
+          via,
+          Array.from({ length: count }, () => `+44 20 7946 0${phone++}`),
         );
-        expect(subject.status, subject.text).toBe(201);
-        for (let i = 0; i < count; i++) {
-          const identifier = `+44 20 7946 0${phone++}`;
-          const res = await retried(() =>
-            via.local.post(
-              '/identifiers',
-              {
-                subject_id: subject.json.id,
-                identifier_type: 'phone',
-                identifier,
-                discoverability: 'network',
-              },
-              { timestamp: stamp() },
-            ),
-          );
-          expect(res.status, res.text).toBe(201);
-        }
-      };
       /** The feed as read through `via`, once it has `count` entries. */
       const feed = (via: Instance, count: number) =>
         waitFor(
@@ -408,21 +380,7 @@ describe('three instances on one database (P22)', () => {
       const references: string[] = [];
       for (let i = 0; i < 6; i++) {
         const via = instances[i % 3]!;
-        const request = await via.local.post(
-          '/requests',
-          { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
-          { timestamp: stamp() },
-        );
-        const session = await instances[(i + 1) % 3]!.local.post(
-          '/checkout/sessions',
-          {
-            request_reference: request.json.reference,
-            success_url: 'https://shop.example/ok',
-            cancel_url: 'https://shop.example/cancel',
-          },
-          { timestamp: stamp() },
-        );
-        expect(session.status, session.text).toBe(201);
+        const session = await openSession(via, instances[(i + 1) % 3]!);
         const done = await instances[(i + 2) % 3]!.beta.post(
           `/checkout/sessions/${session.json.reference}/complete`,
           undefined,
@@ -458,20 +416,7 @@ describe('three instances on one database (P22)', () => {
     try {
       const { instances } = cluster;
       const owners = await cluster.owners();
-      const request = await instances[0]!.local.post(
-        '/requests',
-        { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
-        { timestamp: stamp() },
-      );
-      const session = await instances[0]!.local.post(
-        '/checkout/sessions',
-        {
-          request_reference: request.json.reference,
-          success_url: 'https://shop.example/ok',
-          cancel_url: 'https://shop.example/cancel',
-        },
-        { timestamp: stamp() },
-      );
+      const session = await openSession(instances[0]!, instances[0]!);
       const reference = session.json.reference as string;
       const owner = instances.find((i) => owners.get(i.id)!.has(partitionOf(reference)))!;
       const [writer, reader] = instances.filter((i) => i !== owner) as [Instance, Instance];
@@ -548,20 +493,7 @@ describe('three instances on one database (P22)', () => {
     });
     try {
       const { instances } = cluster;
-      const request = await instances[0]!.local.post(
-        '/requests',
-        { accepts: [{ rail: 'book', asset_type: 'fiat', asset_code: 'EUR' }] },
-        { timestamp: stamp() },
-      );
-      const session = await instances[1]!.local.post(
-        '/checkout/sessions',
-        {
-          request_reference: request.json.reference,
-          success_url: 'https://shop.example/ok',
-          cancel_url: 'https://shop.example/cancel',
-        },
-        { timestamp: stamp() },
-      );
+      const session = await openSession(instances[0]!, instances[1]!);
       const done = await instances[2]!.beta.post(
         `/checkout/sessions/${session.json.reference}/complete`,
         undefined,
