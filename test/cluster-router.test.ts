@@ -71,6 +71,7 @@ async function instance(url: string, name: string, made: { count: number }): Pro
     instance: name,
     address: `http://127.0.0.1:${listener.port}`,
     leaseMs: LEASE_MS,
+    fingerprint: 'test',
     epochs,
     // Partitions move while the instance runs; once it closes, its log is gone and nothing moves.
     onGained: (ps) => moving(() => ps.map((p) => shard.adopt(p))),

@@ -11,7 +11,9 @@ import { describe, expect, inject, it } from 'vitest';
 import { partitionOf } from '../src/log/log.js';
 import {
   Client,
+  CLI,
   createCredential,
+  spawnUntilListening,
   startNode,
   tempDir,
   type Answer,
@@ -666,6 +668,35 @@ describe('three instances on one database (P22)', () => {
       );
       const issued = await c.local.post('/receipts', receipt('7.00'), { timestamp: stamp() });
       expect(issued.status, issued.text).toBe(201);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('an instance with another member name is refused at start while the cluster runs', async () => {
+    const cluster = await threeInstances();
+    try {
+      const dataDir = tempDir('path-cluster-stranger');
+      dirs.push(dataDir);
+      const args = [CLI, 'serve', '--store', cluster.store, '--data-dir', dataDir, '--port', '0'];
+      const refused = await spawnUntilListening(
+        [...args, '--member', 'other', '--internal-port', '0', '--external-port', '0'],
+        { PATH_ADMIN_PORT: '0' },
+      ).then(
+        (started) => {
+          started.child.kill('SIGKILL');
+          return null;
+        },
+        (error: Error) => error.message,
+      );
+      expect(refused).toMatch(/use another --member, PATH_PEPPER or PATH_SEALING_KEY/);
+      // The cluster goes on answering, with every partition held by its own instances.
+      const issued = await cluster.instances[0]!.local.post('/receipts', receipt('8.00'), {
+        timestamp: stamp(),
+      });
+      expect(issued.status, issued.text).toBe(201);
+      const owners = await cluster.owners();
+      expect([...owners.keys()].sort()).toEqual(cluster.instances.map((i) => i.id).sort());
     } finally {
       await cluster.close();
     }

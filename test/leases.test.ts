@@ -47,6 +47,7 @@ async function instance(url: string, name: string): Promise<Instance> {
     instance: name,
     address: `http://127.0.0.1/${name}`,
     leaseMs: LEASE_MS,
+    fingerprint: 'test',
     epochs,
   });
   const started = { leases, log, epochs };

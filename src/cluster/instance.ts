@@ -8,7 +8,7 @@
 // address. Leaving (an orderly stop, once the front end has answered what it took): renewals
 // stop, every partition is released (its commands answered, its snapshot written), then the
 // leases are given back so the others take them at once rather than after the lease time.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Commands, ShardPool } from '../actors/pool.js';
 import type { CommandResult } from '../actors/types.js';
@@ -101,8 +101,8 @@ export async function joinCluster(
     fence: Fence;
     log: PostgresLog;
     pool: ShardPool;
-    /** The operator's sealing key: the channel's key is derived from it. */
-    identity: { sealingKey: Buffer };
+    /** The operator's sealing key (the channel's key is derived from it) and pepper. */
+    identity: { sealingKey: Buffer; pepper: { hex: string } };
     events: WebhookDelivery;
     directory: LocalDirectory;
     hearing: Hearing;
@@ -110,7 +110,7 @@ export async function joinCluster(
     onFeed: () => Promise<void>;
   },
 ): Promise<Joined> {
-  const { fence, log, pool, directory } = parts;
+  const { fence, pool } = parts;
   const key = channelKey(parts.identity.sealingKey);
   const listener = await ChannelListener.start({
     host: config.internalHost,
@@ -121,22 +121,14 @@ export async function joinCluster(
   const address = config.internalUrl || `http://${config.internalHost}:${listener.port}`;
   const moves = new Moves(logger);
   const release = (p: number) => pool.release(p);
-  const leases = await leasesOf(config, logger, { ...parts, address, moves });
-  const client = new ChannelClient(key);
-  const router = new ClusterRouter({
-    self: fence.holder,
-    local: pool,
-    leases,
-    client,
-    moveWaitMs: config.leaseMs * 2,
-    callTimeoutMs: config.leaseMs,
-    // The answer reaches this instance's caller: its own next reads and lookups show the change.
-    onRemote: (result: CommandResult) => {
-      log.refresh();
-      if (result.directory.length > 0) directory.apply(result.directory);
+  const leases = await leasesOf(config, logger, { ...parts, address, moves }).catch(
+    async (error: unknown) => {
+      await listener.close();
+      throw error;
     },
-  });
-  const submit: Commands['submit'] = (routed, options) => router.submit(routed, options);
+  );
+  const client = new ChannelClient(key);
+  const submit = routed(config, { ...parts, leases, client });
   pool.routeFollowUps(submit);
   return {
     commands: {
@@ -164,6 +156,37 @@ export async function joinCluster(
 }
 
 /**
+ * Commands sent to the holder of their partition. An answer another instance gave reaches this
+ * instance's caller: its own next reads and lookups show the change.
+ */
+function routed(
+  config: Config,
+  parts: {
+    fence: Fence;
+    log: PostgresLog;
+    pool: ShardPool;
+    directory: LocalDirectory;
+    leases: Leases;
+    client: ChannelClient;
+  },
+): Commands['submit'] {
+  const { log, directory } = parts;
+  const router = new ClusterRouter({
+    self: parts.fence.holder,
+    local: parts.pool,
+    leases: parts.leases,
+    client: parts.client,
+    moveWaitMs: config.leaseMs * 2,
+    callTimeoutMs: config.leaseMs,
+    onRemote: (result: CommandResult) => {
+      log.refresh();
+      if (result.directory.length > 0) directory.apply(result.directory);
+    },
+  });
+  return (command, options) => router.submit(command, options);
+}
+
+/**
  * This instance's leases: a partition that comes is folded, then its undelivered events taken
  * up (their earlier holder may be gone); one given back is drained first; one lost is dropped.
  */
@@ -177,6 +200,7 @@ function leasesOf(
     events: WebhookDelivery;
     moves: Moves;
     onFeed: () => Promise<void>;
+    identity: { sealingKey: Buffer; pepper: { hex: string } };
   },
 ): Promise<Leases> {
   const { fence, pool, events, moves } = parts;
@@ -185,6 +209,7 @@ function leasesOf(
     url: config.store!,
     instance: fence.holder,
     address: parts.address,
+    fingerprint: fingerprintOf(config.member, parts.identity),
     leaseMs: config.leaseMs,
     epochs: fence.epochs,
     onGained: (ps) => {
@@ -213,6 +238,14 @@ function leasesOf(
       logger.warn({ partitions: ps.length }, 'partitions lost');
     },
   });
+}
+
+/** A digest of what every instance of one cluster must share; it shows none of it. */
+function fingerprintOf(member: string, identity: { sealingKey: Buffer; pepper: { hex: string } }) {
+  return createHash('sha256')
+    .update(`path-node cluster v1\n${member}\n${identity.pepper.hex}\n`)
+    .update(identity.sealingKey)
+    .digest('hex');
 }
 
 /** Partitions moving in or out of this instance, awaited by a leave: none may outlive the log. */

@@ -19,6 +19,11 @@ export interface LeaseOptions {
   /** Where the other instances reach this one. */
   address: string;
   leaseMs: number;
+  /**
+   * What every instance of the cluster must share (member, pepper, sealing key), digested: an
+   * instance whose fingerprint differs from a live one's is refused at start.
+   */
+  fingerprint: string;
   /** Per partition, the epoch of this instance's lease, 0 where it holds none (shared). */
   epochs: BigInt64Array;
   onGained?: (partitions: number[]) => void;
@@ -30,6 +35,27 @@ export interface LeaseOptions {
 /** A new shared array of epochs, one per partition. */
 export function sharedEpochs(): BigInt64Array {
   return new BigInt64Array(new SharedArrayBuffer(PARTITION_COUNT * 8));
+}
+
+export class ClusterConfigError extends Error {
+  override name = 'ClusterConfigError';
+}
+
+/**
+ * Refuses to join a cluster whose live instances run with another member name or other secrets:
+ * they would sign as another issuer, hash identifiers differently, or refuse this one's calls.
+ */
+async function refuseStrangers(client: pg.Client, options: LeaseOptions): Promise<void> {
+  const others = await client.query<{ id: string }>(
+    'select id from instances ' +
+      "where seen_at > now() - $1 * interval '1 millisecond' and fingerprint <> $2 limit 1",
+    [options.leaseMs, options.fingerprint],
+  );
+  if (others.rows.length > 0)
+    throw new ClusterConfigError(
+      'the instances running on this database use another --member, PATH_PEPPER or ' +
+        'PATH_SEALING_KEY: every instance of one cluster must use the same',
+    );
 }
 
 /** How many renewals fit in one lease: a lease survives two missed renewals. */
@@ -66,6 +92,12 @@ export class Leases {
     // A lost connection shows as failed renewals: the leases lapse and the fence holds.
     client.on('error', () => undefined);
     await client.connect();
+    try {
+      await refuseStrangers(client, options);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     const leases = new Leases(client, options);
     await leases.tick();
     leases.resume();
@@ -88,9 +120,9 @@ export class Leases {
   private async round(): Promise<void> {
     const { instance, address, leaseMs } = this.options;
     await this.client.query(
-      'insert into instances (id, address, seen_at) values ($1, $2, now()) ' +
+      'insert into instances (id, address, seen_at, fingerprint) values ($1, $2, now(), $3) ' +
         'on conflict (id) do update set address = excluded.address, seen_at = now()',
-      [instance, address],
+      [instance, address, this.options.fingerprint],
     );
     await this.renew();
     const live = await this.client.query<{ n: string }>(

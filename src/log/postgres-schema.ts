@@ -29,7 +29,9 @@ export const MIGRATIONS: readonly string[] = [
   create table instances (
     id text primary key,
     address text not null,
-    seen_at timestamptz not null
+    seen_at timestamptz not null,
+    -- What every instance of one cluster must share (src/cluster/leases.ts, fingerprint).
+    fingerprint text not null
   );
   create table leases (
     partition integer primary key,
