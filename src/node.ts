@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
 import { FLIGHT_LEASES, type Config } from './config.js';
-import type { ReplayMark } from './actors/types.js';
+import type { CommandResult, ReplayMark } from './actors/types.js';
 import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
@@ -41,7 +41,7 @@ import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
-import { PostgresLog, type Fence } from './log/postgres-log.js';
+import { holds, PostgresLog, type Fence } from './log/postgres-log.js';
 import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
 import { NodeStore, type StoreTables } from './store.js';
 import { systemClock } from './clock.js';
@@ -132,7 +132,7 @@ async function openPlace(config: Config, logger: Logger) {
   const { log } = opened;
   const cluster =
     log instanceof PostgresLog && fence !== null
-      ? { fence, hearing: await Hearing.start(config, logger, log), log }
+      ? { fence, hearing: await Hearing.start(config, logger, log) }
       : null;
   return { ...opened, cluster };
 }
@@ -257,6 +257,16 @@ async function startPool(
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
   const directory = new LocalDirectory(log, localHolder);
+  /**
+   * The one fan-out after every commit, here or (cluster mode) on the instance that ran a command
+   * this one forwarded: reads refreshed, outbox events delivered, index rows applied.
+   */
+  const afterCommit = (result: CommandResult) => {
+    log.refresh();
+    // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
+    if (result.outbox.length > 0 && fence === null) events.notify(result.outbox);
+    if (result.directory.length > 0) directory.apply(result.directory);
+  };
   const { pool, checked } = await ShardPool.start({
     workers: config.workers,
     dataDir: config.dataDir,
@@ -271,14 +281,9 @@ async function startPool(
     operatorWebhooks: config.webhookUrls.length > 0,
     onFatal,
     onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
-    afterCommit: (result) => {
-      log.refresh();
-      // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
-      if (result.outbox.length > 0 && fence === null) events.notify(result.outbox);
-      if (result.directory.length > 0) directory.apply(result.directory);
-    },
+    afterCommit,
   });
-  return { events, localHolder, directory, pool, checked };
+  return { events, localHolder, directory, pool, checked, afterCommit };
 }
 
 /**
@@ -338,7 +343,7 @@ async function startNetwork(
 /** Cluster mode: the feed is written by the holder of its partition, fenced by that lease. */
 function feedWritingOf(log: PostgresLog, fence: Fence): FeedWriting {
   return {
-    mine: () => fence.epochs[FEED_PARTITION]! > 0n,
+    mine: () => holds(fence, FEED_PARTITION),
     write: (writes) => log.writeHolding(FEED_PARTITION, writes),
   };
 }

@@ -17,6 +17,7 @@ import type { LocalDirectory } from '../directory/directory.js';
 import type { WebhookDelivery } from '../events/delivery.js';
 import { partitionOf } from '../log/log.js';
 import {
+  holds,
   listenToNotes,
   type Fence,
   type Note,
@@ -99,13 +100,13 @@ export async function joinCluster(
   logger: Logger,
   parts: {
     fence: Fence;
-    log: PostgresLog;
     pool: ShardPool;
     /** The operator's sealing key (the channel's key is derived from it) and pepper. */
     identity: { sealingKey: Buffer; pepper: { hex: string } };
     events: WebhookDelivery;
-    directory: LocalDirectory;
     hearing: Hearing;
+    /** The pool's fan-out after a commit, run too for the commits this instance forwarded. */
+    afterCommit: (result: CommandResult) => void;
     /** This instance now holds the partition whose holder writes the network feed. */
     onFeed: () => Promise<void>;
   },
@@ -119,8 +120,7 @@ export async function joinCluster(
     submit: (routed) => pool.submit(routed),
   });
   const address = config.internalUrl || `http://${config.internalHost}:${listener.port}`;
-  const moves = new Moves(logger);
-  const release = (p: number) => pool.release(p);
+  const moves = new Moves(logger, pool);
   const leases = await leasesOf(config, logger, { ...parts, address, moves }).catch(
     async (error: unknown) => {
       await listener.close();
@@ -145,7 +145,7 @@ export async function joinCluster(
     }),
     async leave() {
       leases.halt();
-      await moves.start(leases.partitions(), release).catch(() => undefined);
+      await moves.release(leases.partitions()).catch(() => undefined);
       await leases.stop();
       await moves.end();
       await parts.hearing.notes.close();
@@ -157,20 +157,19 @@ export async function joinCluster(
 
 /**
  * Commands sent to the holder of their partition. An answer another instance gave reaches this
- * instance's caller: its own next reads and lookups show the change.
+ * instance's caller after the same fan-out as a local commit: its own next reads and lookups
+ * show the change.
  */
 function routed(
   config: Config,
   parts: {
     fence: Fence;
-    log: PostgresLog;
     pool: ShardPool;
-    directory: LocalDirectory;
     leases: Leases;
     client: ChannelClient;
+    afterCommit: (result: CommandResult) => void;
   },
 ): Commands['submit'] {
-  const { log, directory } = parts;
   const router = new ClusterRouter({
     self: parts.fence.holder,
     local: parts.pool,
@@ -178,10 +177,7 @@ function routed(
     client: parts.client,
     moveWaitMs: config.leaseMs * 2,
     callTimeoutMs: config.leaseMs,
-    onRemote: (result: CommandResult) => {
-      log.refresh();
-      if (result.directory.length > 0) directory.apply(result.directory);
-    },
+    onRemote: parts.afterCommit,
   });
   return (command, options) => router.submit(command, options);
 }
@@ -196,15 +192,13 @@ function leasesOf(
   parts: {
     fence: Fence;
     address: string;
-    pool: ShardPool;
     events: WebhookDelivery;
     moves: Moves;
     onFeed: () => Promise<void>;
     identity: { sealingKey: Buffer; pepper: { hex: string } };
   },
 ): Promise<Leases> {
-  const { fence, pool, events, moves } = parts;
-  const release = (p: number) => pool.release(p);
+  const { fence, events, moves } = parts;
   return Leases.start({
     url: config.store!,
     instance: fence.holder,
@@ -213,28 +207,26 @@ function leasesOf(
     leaseMs: config.leaseMs,
     epochs: fence.epochs,
     onGained: (ps) => {
-      moves
-        .start(ps, (p) => pool.adopt(p))
-        .then(
-          () => {
-            events.adopt(ps);
-            if (ps.includes(FEED_PARTITION))
-              parts
-                .onFeed()
-                .catch((error: unknown) =>
-                  logger.error(
-                    { err: { message: (error as Error).message } },
-                    'feed not republished',
-                  ),
-                );
-          },
-          () => undefined,
-        );
+      moves.adopt(ps).then(
+        () => {
+          events.adopt(ps);
+          if (ps.includes(FEED_PARTITION))
+            parts
+              .onFeed()
+              .catch((error: unknown) =>
+                logger.error(
+                  { err: { message: (error as Error).message } },
+                  'feed not republished',
+                ),
+              );
+        },
+        () => undefined,
+      );
       logger.info({ partitions: ps.length }, 'partitions taken');
     },
-    onGiving: (ps) => moves.start(ps, release),
+    onGiving: (ps) => moves.release(ps),
     onLost: (ps) => {
-      moves.start(ps, release).catch(() => undefined);
+      moves.release(ps).catch(() => undefined);
       logger.warn({ partitions: ps.length }, 'partitions lost');
     },
   });
@@ -253,10 +245,23 @@ class Moves {
   private readonly running = new Set<Promise<unknown>>();
   private ended = false;
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly pool: ShardPool,
+  ) {}
 
-  /** Moves the partitions (adopts or releases each); a failure is logged, and rejects. */
-  start(ps: number[], move: (p: number) => Promise<void>): Promise<void> {
+  /** The partitions come here: each folded from its snapshot and records. */
+  adopt(ps: number[]): Promise<void> {
+    return this.start(ps, (p) => this.pool.adopt(p));
+  }
+
+  /** The partitions leave: each one's commands answered and its snapshot written. */
+  release(ps: number[]): Promise<void> {
+    return this.start(ps, (p) => this.pool.release(p));
+  }
+
+  /** Moves the partitions; a failure is logged, and rejects. */
+  private start(ps: number[], move: (p: number) => Promise<void>): Promise<void> {
     if (this.ended) return Promise.resolve();
     const all = Promise.all(ps.map(move)).then(() => undefined);
     const tracked = all
@@ -282,4 +287,4 @@ class Moves {
 export const holdsEvent =
   (fence: Fence) =>
   (id: string): boolean =>
-    fence.epochs[partitionOf(id)]! > 0n;
+    holds(fence, partitionOf(id));

@@ -86,39 +86,43 @@ export class LocalDirectory {
       this.early.push(...changed);
       return;
     }
-    for (const hash of new Set(changed.map((r) => r.identifierHash))) {
-      let best: IndexVisibility = 'none';
-      for (const { key, bytes } of this.log.scan('directory', {
-        start: `${hash}/`,
-        end: `${hash}0`,
-      })) {
-        const v = unframeRow<StoredRow>('directory', key, bytes).v;
-        if (RANK[v] > RANK[best]) best = v;
-      }
-      this.settle(hash, changed.find((r) => r.identifierHash === hash)!.identifierType, best);
-    }
+    for (const hash of new Set(changed.map((r) => r.identifierHash)))
+      this.reread(hash, changed.find((r) => r.identifierHash === hash)!.identifierType);
   }
 
   /**
    * Cluster mode (P22): re-reads the keys another instance's commit changed, as told by its
-   * note (postgres-log.ts). A key is named by its hash; its type is its rows', or, once it has
-   * none left, the type the index holds it under (a key the index does not hold stays out).
+   * note (postgres-log.ts), which names each key by its hash alone.
    */
   applyHashes(hashes: readonly string[]): void {
-    const rows: DirectoryRow[] = [];
-    for (const hash of hashes) {
-      let type: string | null = null;
-      for (const { key, bytes } of this.log.scan('directory', {
-        start: `${hash}/`,
-        end: `${hash}0`,
-        limit: 1,
-      }))
-        type = unframeRow<StoredRow>('directory', key, bytes).t;
-      type ??= this.index.typeOf(hash);
-      if (type !== null)
-        rows.push({ key: hash, identifierHash: hash, identifierType: type, visibility: null });
+    this.apply(
+      hashes.map((hash) => ({
+        key: hash,
+        identifierHash: hash,
+        identifierType: '',
+        visibility: null,
+      })),
+    );
+  }
+
+  /**
+   * A key is as visible as its most visible row. Its type is the one given; for a key named by
+   * its hash alone, its rows', or once it has none left the one the index holds it under (a key
+   * the index does not hold and that has no rows stays out).
+   */
+  private reread(hash: string, type: string): void {
+    let best: IndexVisibility = 'none';
+    let rowType: string | null = null;
+    for (const { key, bytes } of this.log.scan('directory', {
+      start: `${hash}/`,
+      end: `${hash}0`,
+    })) {
+      const row = unframeRow<StoredRow>('directory', key, bytes);
+      rowType ??= row.t;
+      if (RANK[row.v] > RANK[best]) best = row.v;
     }
-    if (rows.length > 0) this.apply(rows);
+    const known = type !== '' ? type : (rowType ?? this.index.typeOf(hash));
+    if (known !== null) this.settle(hash, known, best);
   }
 
   /**

@@ -23,7 +23,7 @@ export interface OpenedStore {
 /** Opens the store; in cluster mode the log's writes that need a lease are fenced by `fence`. */
 export async function openStore(place: Place, fence: Fence | null = null): Promise<OpenedStore> {
   if (place.store !== null) {
-    const log = await PostgresLog.open(place.store, fence === null ? {} : { fence });
+    const log = await PostgresLog.open(place.store, { fence });
     return { log, tables: log.nodeTables(), env: null };
   }
   const env = openEnvironment(place.dataDir);
@@ -36,7 +36,7 @@ export async function openStore(place: Place, fence: Fence | null = null): Promi
  */
 export async function openThreadLog(place: Place, fence: Fence | null = null): Promise<Log> {
   if (place.store === null) return new LmdbLog(openEnvironment(place.dataDir));
-  return PostgresLog.open(place.store, fence === null ? {} : { fence });
+  return PostgresLog.open(place.store, { fence });
 }
 
 /**

@@ -28,7 +28,7 @@ import {
   type Table,
   type TableWrite,
 } from './log.js';
-import { migrate, ROW_BYTES } from './postgres-schema.js';
+import { migrate } from './postgres-schema.js';
 import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
@@ -42,7 +42,7 @@ const PEEK_CACHE_ENTRIES = 10_000;
  * (`alone`) beside it.
  */
 const WRITE_CONNECTIONS = 2;
-/** Connections of each side pool: reads made without waiting (getAsync), and claims. */
+/** Connections of the claims' pool (replay marks, idempotency claims), beside the commits. */
 const SIDE_CONNECTIONS = 4;
 /** The advisory lock under which an instance makes the node's keys (store.ts, ensureSecrets). */
 const NODE_TABLES_LOCK = 0x6e6f6465;
@@ -74,6 +74,9 @@ export interface Fence {
 }
 
 export { FencedError };
+
+/** Whether the fence's instance holds partition `p` now (a lease of a non-zero epoch). */
+export const holds = (fence: Fence, p: number): boolean => fence.epochs[p]! > 0n;
 
 const notHeld = (partition: number) =>
   new FencedError(`partition ${partition} is not leased to this instance`);
@@ -126,8 +129,7 @@ export class PostgresLog implements Log {
   private cacheVersion = 0;
   private cacheTimer: NodeJS.Timeout | null = null;
   private closed = false;
-  /** The side pools, each opened once at its first use (a promise: calls may race to it). */
-  private readPool: Promise<pg.Pool> | null = null;
+  /** The claims' pool, opened once at its first use (a promise: calls may race to it). */
   private claimPool: Promise<pg.Pool> | null = null;
 
   private constructor(
@@ -138,7 +140,7 @@ export class PostgresLog implements Log {
   ) {}
 
   /** Connects, brings the schema to this build's version and starts the reader thread. */
-  static async open(url: string, options: { fence?: Fence } = {}): Promise<PostgresLog> {
+  static async open(url: string, options: { fence?: Fence | null } = {}): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
     const pool = new pg.Pool({
       connectionString: url,
@@ -166,9 +168,14 @@ export class PostgresLog implements Log {
   }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
+    return this.enqueue({ entries, writes });
+  }
+
+  /** Queues a commit's part; it resolves once the commit that takes it is durable. */
+  private enqueue(part: Omit<Pending, 'resolve' | 'reject'>): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the PostgreSQL log is closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ entries, writes, resolve, reject });
+      this.queue.push({ ...part, resolve, reject });
       this.schedule();
     });
   }
@@ -191,11 +198,7 @@ export class PostgresLog implements Log {
    * by that partition's lease as an append to it would be.
    */
   writeHolding(partition: number, writes: readonly TableWrite[]): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('the PostgreSQL log is closed'));
-    return new Promise((resolve, reject) => {
-      this.queue.push({ entries: [], writes, holding: partition, resolve, reject });
-      this.schedule();
-    });
+    return this.enqueue({ entries: [], writes, holding: partition });
   }
 
   /** The appends of partitions this instance holds; the others are refused now. */
@@ -203,7 +206,7 @@ export class PostgresLog implements Log {
     const fence = this.fence;
     if (fence === null) return batch;
     return batch.filter((p) => {
-      const free = fencedBy(p).find((partition) => fence.epochs[partition] === 0n);
+      const free = fencedBy(p).find((partition) => !holds(fence, partition));
       if (free !== undefined) p.reject(notHeld(free));
       return free === undefined;
     });
@@ -269,17 +272,6 @@ export class PostgresLog implements Log {
 
   get(table: Table, key: string): Buffer | undefined {
     return this.getRow(table, key);
-  }
-
-  /**
-   * The same read without waiting for it: a thread that serves many callers (the front end) asks
-   * and goes on with others until the answer comes. On connections of their own, so that reads
-   * never queue behind a commit.
-   */
-  async getAsync(table: Table, key: string): Promise<Buffer | undefined> {
-    this.readPool ??= this.openPool(SESSION_OPTIONS);
-    const found = await (await this.readPool).query<{ bytes: Buffer }>(ROW_BYTES, [table, key]);
-    return found.rows[0]?.bytes;
   }
 
   /**
@@ -497,7 +489,7 @@ export class PostgresLog implements Log {
    */
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     const fence = this.fence;
-    if (fence !== null && fence.epochs[partition] === 0n) throw notHeld(partition);
+    if (fence !== null && !holds(fence, partition)) throw notHeld(partition);
     const written = await this.pool.query(
       'insert into snapshots (partition, bytes) select $1, $2 ' +
         'where $3::text is null or exists (select 1 from leases ' +
@@ -523,7 +515,6 @@ export class PostgresLog implements Log {
     this.forget();
     this.reader({ op: 'close' });
     await this.pool.end();
-    await (await this.readPool)?.end();
     await (await this.claimPool)?.end();
   }
 }
@@ -538,7 +529,7 @@ export type Note =
   { kind: 'changed' } | { kind: 'directory'; hashes: string[] } | { kind: 'events'; ids: string[] };
 
 /** A commit's notes: one `c`, then `d` and `e` lines of keys (several where many). */
-export function notesOf(writes: readonly TableWrite[]): string[] {
+function notesOf(writes: readonly TableWrite[]): string[] {
   if (writes.length === 0) return [];
   const hashes = new Set<string>();
   const ids = new Set<string>();
@@ -578,7 +569,7 @@ export interface NoteListener {
 
 /**
  * Listens to every commit's notes. A notification sent while the connection was down is lost:
- * `onGap` is told once it is back, so that what the notes keep current can be read whole again.
+ * `gap` is told once it is back, so that what the notes keep current can be read whole again.
  */
 export async function listenToNotes(
   url: string,

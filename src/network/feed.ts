@@ -153,26 +153,13 @@ export class FeedPublisher {
       this.pending = [];
       if (round.length === 0) return;
       const writes = round.flatMap((p) => p.writes);
-      // A round refused in cluster mode is forgotten as one written would be.
+      // Cluster mode: a round the fence refuses (the feed's partition moved) is forgotten as one
+      // written would be; the new writer finds its changes again.
       if (this.writing === null) await this.log.write(writes);
-      else await this.writtenHolding(writes);
+      else await this.writing.write(writes).catch(() => undefined);
       for (const { hash, state } of round)
         if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
     });
-  }
-
-  /**
-   * Cluster mode: a round written only while this instance holds the feed's partition. One
-   * refused (the partition moved) is dropped: the new writer finds its changes again.
-   */
-  private async writtenHolding(writes: TableWrite[]): Promise<boolean> {
-    if (!this.writing!.mine()) return false;
-    try {
-      await this.writing!.write(writes);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   /** A signed page of entries after `after` (P2): followers verify it with this node's keys. */
