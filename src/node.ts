@@ -41,7 +41,7 @@ import type { Services } from './http/services.js';
 import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
-import { holds, PostgresLog, type Fence } from './log/postgres-log.js';
+import { PostgresLog, type Fence } from './log/postgres-log.js';
 import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
 import { NodeStore, type StoreTables } from './store.js';
 import { systemClock } from './clock.js';
@@ -343,7 +343,7 @@ async function startNetwork(
 /** Cluster mode: the feed is written by the holder of its partition, fenced by that lease. */
 function feedWritingOf(log: PostgresLog, fence: Fence): FeedWriting {
   return {
-    mine: () => holds(fence, FEED_PARTITION),
+    epoch: () => fence.epochs[FEED_PARTITION]!,
     write: (writes) => log.writeHolding(FEED_PARTITION, writes),
   };
 }

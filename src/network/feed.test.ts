@@ -83,4 +83,42 @@ describe('the change feed at start', () => {
     const feed = await loadWith(log);
     expect(entries(feed).map((e) => e.visibility)).toEqual(['public']);
   });
+
+  it('cluster mode: a new holder of the feed appends nothing before it resyncs', async () => {
+    const log = new MemoryLog();
+    const rows = [1, 2].map((n) => ({
+      table: 'directory' as const,
+      key: `${hash(n)}/idn/${n}`,
+      bytes: frame({ t: 'phone', v: 'network' }),
+    }));
+    // This instance's publisher, made before the earlier writer wrote its entry: its sequence
+    // is behind the feed's.
+    const epoch = { now: 0n };
+    const writing = {
+      epoch: () => epoch.now,
+      write: (w: Parameters<MemoryLog['write']>[0]) => log.write(w),
+    };
+    const taker = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'), writing);
+    await log.write([rows[0]!]);
+    const earlier = await loadWith(log);
+    expect(entries(earlier).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    // It takes the partition: a change it hears before its resync is not appended (its sequence
+    // would be the earlier writer's), and is found by the resync's load instead.
+    epoch.now = 2n;
+    await log.write([rows[1]!]);
+    taker.observe(hash(2), 'phone', 'network');
+    await taker.flush();
+    expect(entries(taker).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    taker.resync();
+    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+    directory.observer = (h, t, v) => taker.observe(h, t, v);
+    taker.beginLoad();
+    await directory.load();
+    taker.endLoad();
+    await taker.flush();
+    expect(entries(taker).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+      [hash(1), 'network'],
+      [hash(2), 'network'],
+    ]);
+  });
 });

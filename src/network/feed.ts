@@ -33,7 +33,8 @@ const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
  * writes fenced by that partition's lease; the others serve its pages from the table.
  */
 export interface FeedWriting {
-  mine: () => boolean;
+  /** The epoch of this instance's lease of FEED_PARTITION, 0 where it holds none. */
+  epoch: () => bigint;
   write: (writes: TableWrite[]) => Promise<void>;
 }
 
@@ -42,6 +43,11 @@ export const FEED_PARTITION = 0;
 
 export class FeedPublisher {
   private lastSeq = 0;
+  /**
+   * Cluster mode: the lease of the feed's partition under which this publisher was last brought
+   * level with the feed as written (resync); it writes only under that lease.
+   */
+  private resyncedUnder = 0n;
   /** Entries appended but not yet written, by key (the latest state of each key wins). */
   private pending: { hash: string; state: FeedState; writes: TableWrite[] }[] = [];
   private readonly pendingState = new Map<string, FeedState>();
@@ -68,9 +74,15 @@ export class FeedPublisher {
     return 0;
   }
 
-  /** Whether this node writes the feed now: always, but in cluster mode. */
+  /**
+   * Whether this node writes the feed now: always, but in cluster mode, where it must hold the
+   * feed's partition and have resynced since it took it (before then its sequence is another
+   * writer's, out of date).
+   */
   private writes(): boolean {
-    return this.writing === null || this.writing.mine();
+    if (this.writing === null) return true;
+    const epoch = this.writing.epoch();
+    return epoch > 0n && epoch === this.resyncedUnder;
   }
 
   /**
@@ -79,6 +91,7 @@ export class FeedPublisher {
    * follows, which compares the directory with the feed's state).
    */
   resync(): void {
+    this.resyncedUnder = this.writing?.epoch() ?? 0n;
     this.lastSeq = this.storedLast();
     this.pending = [];
     this.pendingState.clear();
