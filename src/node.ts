@@ -226,6 +226,14 @@ type Watch = Awaited<ReturnType<typeof startWatch>>;
 type Runtime = Awaited<ReturnType<typeof startPool>>;
 type Access = Awaited<ReturnType<typeof startNetwork>>;
 type Listeners = Awaited<ReturnType<typeof startListeners>>;
+/** The parts a start has opened once the network runs. */
+interface Started {
+  log: Log;
+  identity: Identity;
+  signer: SignerCell;
+  runtime: Runtime;
+  access: Access;
+}
 
 /** Webhook delivery, the local directory and the shard pool (recovered from the log). */
 async function startPool(
@@ -349,17 +357,7 @@ function feedWritingOf(log: PostgresLog, fence: Fence): FeedWriting {
 }
 
 /** What the route handlers reach. */
-function nodeServices(
-  config: Config,
-  parts: {
-    log: Log;
-    identity: Identity;
-    signer: SignerCell;
-    runtime: Runtime;
-    access: Access;
-    commands: Commands;
-  },
-): Services {
+function nodeServices(config: Config, parts: Started & { commands: Commands }): Services {
   const { log, identity, signer, runtime, access } = parts;
   return {
     config: { ...config },
@@ -438,14 +436,7 @@ async function startListeners(
 function startFollowers(
   config: Config,
   logger: Logger,
-  parts: {
-    log: Log;
-    identity: Identity;
-    signer: SignerCell;
-    runtime: Runtime;
-    access: Access;
-    listeners: Listeners;
-  },
+  parts: Started & { listeners: Listeners },
 ): NodeJS.Timeout[] {
   const { log, identity, signer, runtime, access, listeners } = parts;
   const store = identity.store;
