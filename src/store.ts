@@ -140,8 +140,12 @@ export function lmdbStoreTables(env: LmdbEnvironment): StoreTables {
     refresh: () => env.root.resetReadTxn(),
     // One node per data directory (P16): its lock keeps other nodes out already.
     alone: (action) => action(),
+    // Synchronous on this thread: an asynchronous lmdb-js transaction runs its callback here
+    // while its write thread waits, and a process.exit meanwhile (a stop before the node is
+    // ready) would wait for that thread for ever. These writes are few (first start, the
+    // command line), and durable once `flushed` resolves as before.
     async transaction(change) {
-      await env.root.transaction(() =>
+      env.root.transactionSync(() =>
         change({
           put: (table, key, value) => void dbs[table].put(key, value),
           remove: (table, key) => void dbs[table].remove(key),
