@@ -212,6 +212,9 @@ export const VIEW_CACHE_ENTRIES_MAX = 4_096;
  * keeps the pages it pins from being reused.
  */
 export const READ_SNAPSHOT_HOLD_MS = 1_000;
+
+/** Stack frames a log line gives of an exception met while handling a request. */
+export const LOGGED_STACK_FRAMES_MAX = 8;
 /**
  * The access log is written in chunks of this size, or at this interval when quieter (P21).
  * Larger chunks make fewer writes, but 128 KiB measured slower than 32 KiB side by side (server

@@ -1,6 +1,7 @@
 // Structured logs (pino). Clear identifiers, names and secrets must never reach a log line;
 // the redaction list is a second line of defence behind code that never logs them.
 import pino, { type Logger } from 'pino';
+import { LOGGED_STACK_FRAMES_MAX } from './config.js';
 
 export const REDACTED_PATHS = [
   'identifier',
@@ -38,4 +39,19 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination,
   );
+}
+
+/**
+ * What a log line says of an exception: its class, its code and where it was thrown; never its
+ * message, which may quote what a request carried (a parser's message quotes its input).
+ */
+export function exceptionFields(error: unknown): { kind: string; code?: string; at: string[] } {
+  if (!(error instanceof Error)) return { kind: typeof error, at: [] };
+  const at = (error.stack ?? '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith('at '))
+    .slice(0, LOGGED_STACK_FRAMES_MAX);
+  const code = (error as NodeJS.ErrnoException).code;
+  return { kind: error.constructor.name, ...(typeof code === 'string' ? { code } : {}), at };
 }

@@ -52,6 +52,11 @@ export class Metrics {
     help: 'Lookups refused because the member spent its monthly budget (P12).',
     registers: [this.registry],
   });
+  private readonly internalErrors = new Counter({
+    name: 'path_internal_errors_total',
+    help: 'Exceptions met while handling a request, on any listener: each answered 500.',
+    registers: [this.registry],
+  });
   private readonly deliveries = new Counter({
     name: 'path_webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, failed (retried later), abandoned.',
@@ -122,6 +127,11 @@ export class Metrics {
     byStatus.count++;
     counts.observe(seconds);
     if (status === 429 && operation.startsWith('sonar.')) this.budgetRefusals.inc();
+  }
+
+  /** An exception while handling one request (answered 500; the node serves on). */
+  internalError(): void {
+    this.internalErrors.inc();
   }
 
   committed(seconds: number, commands: number): void {

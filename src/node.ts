@@ -63,7 +63,7 @@ export async function startNode(
   const claimed = claim(config);
   announceDataDir(config, logger);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
-  const watch = await startWatch(config);
+  const watch = await startWatch(config, logger);
   const { log, tables, env, cluster } = await openPlace(config, logger);
   const fence = cluster?.fence ?? null;
   const identity = await openIdentity(tables, config);
@@ -99,6 +99,7 @@ export async function startNode(
     access,
     localHolder: runtime.localHolder,
     onAnswered: answeredTo(config, watch.metrics),
+    onInternalError: () => watch.metrics.internalError(),
   });
   const parts = { log, identity, signer, runtime, access, listeners };
   const followers = startFollowers(config, logger, parts);
@@ -387,6 +388,7 @@ async function startListeners(
     access: Access;
     localHolder: { member: string; endpoint: string };
     onAnswered: (answered: Answered) => void;
+    onInternalError: () => void;
   },
 ) {
   const { services, log, access } = parts;
@@ -411,10 +413,11 @@ async function startListeners(
     logger,
     now: Date.now,
     onAnswered: parts.onAnswered,
+    onInternalError: parts.onInternalError,
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
-  const external = await startExternal(config, services.store, logger);
+  const external = await startExternal(config, services.store, logger, parts.onInternalError);
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
   parts.localHolder.endpoint = services.config.baseUrl;
@@ -555,9 +558,9 @@ function becomeReady(watch: Watch, runtime: Runtime, access: Access, joined: Joi
 }
 
 /** The operator's metrics and their listener (P21), not yet ready. */
-async function startWatch(config: Config) {
+async function startWatch(config: Config, logger: Logger) {
   const metrics = new Metrics();
-  const admin = new AdminListener(metrics);
+  const admin = new AdminListener(metrics, logger);
   const port = await admin.listen(config.adminHost, config.adminPort);
   return { metrics, admin, port };
 }

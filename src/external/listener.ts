@@ -18,6 +18,7 @@ export async function startExternal(
   config: Config,
   store: NodeStore,
   logger: Logger,
+  onInternalError: () => void,
 ): Promise<ExternalListener> {
   const connectors = loadConnectors(config.connectorsFile);
   const authenticator = new Authenticator({
@@ -51,6 +52,7 @@ export async function startExternal(
     limits: config.limits,
     logger,
     now: Date.now,
+    onInternalError,
   });
   const port = await server.listen(config.host, config.externalPort);
   return { port, reload, close: (drainMs) => server.close(drainMs) };

@@ -3,7 +3,9 @@
 // draining; 503 otherwise, so a load balancer or systemd sends nothing to a node that cannot
 // answer). It opens before recovery, so a long start shows as not ready rather than as down, and
 // binds to loopback unless the operator says otherwise. Nothing here is on the public port.
+import type { Logger } from 'pino';
 import uws from 'uWebSockets.js';
+import { exceptionFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { statusLine } from './reply.js';
 import { listenExclusive } from './server.js';
@@ -15,17 +17,42 @@ export class AdminListener {
   private socket: uws.us_listen_socket | null = null;
   state: Readiness = 'starting';
 
-  constructor(private readonly metrics: Metrics) {
-    this.app.get('/healthz', (res) => answer(res, 200, { status: 'alive' }));
-    this.app.get('/readyz', (res) =>
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly logger: Logger,
+  ) {
+    this.route('/healthz', (res) => answer(res, 200, { status: 'alive' }));
+    this.route('/readyz', (res) =>
       answer(res, this.state === 'ready' ? 200 : 503, { status: this.state }),
     );
-    this.app.get('/metrics', (res) => this.scrape(res));
+    this.route('/metrics', (res) => this.scrape(res));
     this.app.any('/*', (res) =>
-      answer(res, 404, {
-        error: { code: 'path.core.not_found', message: 'no such route on the admin listener' },
-      }),
+      this.guarded(res, () =>
+        answer(res, 404, {
+          error: { code: 'path.core.not_found', message: 'no such route on the admin listener' },
+        }),
+      ),
     );
+  }
+
+  private route(path: string, handle: (res: uws.HttpResponse) => void): void {
+    this.app.get(path, (res) => this.guarded(res, () => handle(res)));
+  }
+
+  /** As on the public listeners: an exception answers its request 500, never ends the node. */
+  private guarded(res: uws.HttpResponse, handle: () => void): void {
+    try {
+      handle();
+    } catch (error) {
+      this.metrics.internalError();
+      const exception = exceptionFields(error);
+      this.logger.error({ exception, listener: 'admin' }, 'request failed');
+      try {
+        answer(res, 500, { error: { code: 'path.core.internal', message: 'internal error' } });
+      } catch {
+        // Already answered or aborted: nothing more can be said on it.
+      }
+    }
   }
 
   listen(host: string, port: number): Promise<number> {

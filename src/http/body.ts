@@ -1,34 +1,17 @@
-// Request bodies on uWebSockets.js v20.30: how a request frames its body, which media type the
-// node reads (P7), and the refusal of a chunked body that passes the size limit (P12).
+// Request bodies on uWebSockets.js v20.30: which media type the node reads (P7), and the refusal
+// of a chunked body that passes the size limit (P12). How a request frames its body is read
+// with the other headers (headers.ts).
 //
-// What uWebSockets.js decides before any handler runs (measured; the node cannot change it): a
-// request line or header it cannot parse (`GARBAGE`, `HTTP/9.9`, also `HTTP/1.0`) gets no
-// answer: the bytes wait for more, and the connection is closed once 4 KiB of them pile up or
-// after about 10 s of silence. A Content-Length that is not digits or is above 999,999,999, and
-// Content-Length beside Transfer-Encoding, close the connection at once without an answer.
-// `Expect: 100-continue` is answered `100 Continue` before the handler runs.
+// What uWebSockets.js decides (measured; the node cannot change it): a request line or header
+// it cannot parse (`GARBAGE`, `HTTP/9.9`, also `HTTP/1.0`) gets no answer: the bytes wait for
+// more, and the connection is closed once 4 KiB of them pile up or after about 10 s of silence.
+// Content-Length beside Transfer-Encoding closes the connection at once without an answer. A
+// Content-Length that is not digits (`-5`, `+5`, `0x5`, `1e1`) or is above 999,999,999, and a
+// Transfer-Encoding other than chunked, close it too, but only once the handler has run: the
+// handler sees such a request. `Expect: 100-continue` is answered `100 Continue` before the
+// handler runs.
 import type uws from 'uWebSockets.js';
 import { BODY_FIRST_BUFFER_BYTES, type Limits } from '../config.js';
-
-export interface Framing {
-  /** More than one Content-Length header: where the body ends is ambiguous (RFC 9112 6.3). */
-  ambiguous: boolean;
-  /** The declared length, or null without Content-Length (chunked, or no body). */
-  declared: number | null;
-}
-
-const UNDECLARED: Framing = Object.freeze({ ambiguous: false, declared: null });
-
-/** Reads the framing headers; walks the header list only when Content-Length is present. */
-export function framingOf(req: uws.HttpRequest): Framing {
-  const first = req.getHeader('content-length');
-  if (first === '') return UNDECLARED;
-  let count = 0;
-  req.forEach((name) => {
-    if (name === 'content-length') count++;
-  });
-  return { ambiguous: count > 1, declared: Number(first) };
-}
 
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`) (P7). */
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(?:;.*)?$/i;

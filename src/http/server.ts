@@ -7,6 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import { exceptionFields } from '../logger.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
 import {
   API_PREFIXES,
@@ -17,7 +18,8 @@ import {
 } from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import type { Authenticator } from './auth.js';
-import { BodyBytes, framingOf, isJsonMediaType, LingeringRefusal } from './body.js';
+import { BodyBytes, isJsonMediaType, LingeringRefusal } from './body.js';
+import { readHead } from './headers.js';
 import { writeStandardHead } from './head.js';
 import { failure, statusLine, type HttpReply } from './reply.js';
 import { Router, type RouteSpec } from './router.js';
@@ -96,6 +98,8 @@ export interface ServerOptions {
   assets?: ReadonlyMap<string, HttpReply>;
   /** Told of every answer written: the access log and the metrics (P21). */
   onAnswered?: (answered: Answered) => void;
+  /** Told of every exception a request met (answered 500): the metrics count them (P21). */
+  onInternalError?: () => void;
 }
 
 /**
@@ -181,6 +185,8 @@ type Base = {
   started: number;
   operation: string | null;
   member: string | null;
+  /** An answer was handed to uWebSockets.js: an exception after it can only close. */
+  sent: boolean;
 };
 
 /**
@@ -238,9 +244,13 @@ interface Sending {
   close: boolean;
 }
 
-/** What outlives the request handler: whether the client went away, and a refusal in progress. */
+/**
+ * What outlives the request handler: whether the client went away, whether the call counts
+ * among those a drain waits for, and a refusal in progress.
+ */
 interface RequestState {
   aborted: boolean;
+  counted: boolean;
   lingering?: LingeringRefusal;
 }
 
@@ -294,7 +304,72 @@ export class HttpServer {
     this.router = new Router(options.routes, options.prefixes ?? API_PREFIXES);
     this.assetLengths = new Set([...(options.assets?.keys() ?? [])].map((path) => path.length));
     this.mountPublicReads(options.prefixes ?? API_PREFIXES);
-    this.app.any('/*', (res, req) => this.onRequest(res, req));
+    this.app.any('/*', (res, req) => {
+      const base = this.newBase();
+      try {
+        this.onRequest(res, req, base);
+      } catch (error) {
+        this.crashed(res, base, null, error);
+      }
+    });
+  }
+
+  private newBase(): Base {
+    return {
+      requestId: this.requestIdPrefix + this.requestCounter++,
+      pinned: false,
+      cors: false,
+      head: false,
+      method: '',
+      started: performance.now(),
+      operation: null,
+      member: null,
+      sent: false,
+    };
+  }
+
+  /**
+   * An exception while handling one request: that request is answered 500 (or, when its answer
+   * had begun, its connection closed), the exception is logged once with the request id and
+   * counted, and the node goes on serving every other request. No request, however malformed,
+   * ends the process.
+   */
+  private crashed(
+    res: uws.HttpResponse,
+    base: Base,
+    state: RequestState | null,
+    error: unknown,
+  ): void {
+    const reply = this.internal(error, base.requestId);
+    if (state !== null) this.uncount(state);
+    if (state?.aborted === true) return;
+    try {
+      if (base.sent) res.close();
+      else this.send(res, reply, base, true, state ?? undefined);
+    } catch {
+      // The response was ended or aborted meanwhile: nothing more can be said on it.
+    }
+  }
+
+  /** Runs one step of a request; an exception in it is that request's alone (crashed). */
+  private guarded(
+    res: uws.HttpResponse,
+    base: Base,
+    state: RequestState | null,
+    step: () => void,
+  ): void {
+    try {
+      step();
+    } catch (error) {
+      this.crashed(res, base, state, error);
+    }
+  }
+
+  /** The call no longer holds up a drain (once, however many ways it ends). */
+  private uncount(state: RequestState): void {
+    if (!state.counted) return;
+    state.counted = false;
+    this.active--;
   }
 
   /**
@@ -319,7 +394,13 @@ export class HttpServer {
             .map((segment) => segment.slice(1)),
           beside: this.router.literalsBeside(pattern),
         };
-        this.app.get(pattern, (res, req) => this.onPublicRead(res, req, read));
+        this.app.get(pattern, (res, req) => {
+          try {
+            this.onPublicRead(res, req, read);
+          } catch (error) {
+            this.crashed(res, this.newBase(), null, error);
+          }
+        });
       }
     }
   }
@@ -331,11 +412,12 @@ export class HttpServer {
    * or when a parameter is one of the literals the route table would take in its place.
    */
   private onPublicRead(res: uws.HttpResponse, req: uws.HttpRequest, read: PublicRead): void {
-    if (
-      this.closing ||
-      req.getHeader('path-version') !== '' ||
-      req.getHeader('content-length') !== ''
-    ) {
+    if (this.closing || req.getHeader('path-version') !== '') {
+      req.setYield(true);
+      return;
+    }
+    const head = readHead(req);
+    if (head.problem !== null || head.declared !== null) {
       req.setYield(true);
       return;
     }
@@ -349,16 +431,10 @@ export class HttpServer {
       }
       params[names[i]!] = value;
     }
-    const base: Base = {
-      requestId: this.requestIdPrefix + this.requestCounter++,
-      pinned: false,
-      cors: true,
-      head: false,
-      method: 'GET',
-      started: performance.now(),
-      operation: route.operation,
-      member: null,
-    };
+    const base = this.newBase();
+    base.cors = true;
+    base.method = 'GET';
+    base.operation = route.operation;
     const context = arrived(req, route, params, this.options.now());
     this.finish(res, context, base, null);
   }
@@ -396,31 +472,20 @@ export class HttpServer {
     while (this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
-  private onRequest(res: uws.HttpResponse, req: uws.HttpRequest): void {
-    const requestId = this.requestIdPrefix + this.requestCounter++;
+  private onRequest(res: uws.HttpResponse, req: uws.HttpRequest, base: Base): void {
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const pinned = req.getHeader('path-version');
     const head = method === 'HEAD';
-    const base: Base = {
-      requestId,
-      pinned: pinned !== '',
-      cors: false,
-      head,
-      method,
-      started: performance.now(),
-      operation: null,
-      member: null,
-    };
+    base.pinned = pinned !== '';
+    base.head = head;
+    base.method = method;
 
-    const framing = framingOf(req);
-    if (framing.ambiguous) {
-      // RFC 9112 6.3: where this body ends is unknown, so nothing more is read from this
-      // connection; the answer closes it.
-      const message = 'a request carries at most one Content-Length header';
-      return this.send(res, failure(invalid('content-length', message)), base, true);
-    }
+    const { problem, declared } = readHead(req);
+    // A framing problem (RFC 9112 6.3: where this body ends is unknown) closes the connection,
+    // since nothing more can be read from it; an unreadable header of another kind does not.
+    if (problem !== null) return this.send(res, failure(problem.refusal), base, problem.close);
     // The lengths first: a number is found without hashing the whole path.
     const asset = this.assetLengths.has(path.length) ? this.options.assets?.get(path) : undefined;
     if (asset !== undefined && (method === 'GET' || head)) {
@@ -446,7 +511,7 @@ export class HttpServer {
     // Public reads without a body answer at once, from committed bytes.
     if (route.auth === 'public' && route.method === 'GET')
       return this.finish(res, context, base, null);
-    this.receive(res, req, context, base, framing.declared);
+    this.receive(res, req, context, base, declared);
   }
 
   /**
@@ -553,7 +618,7 @@ export class HttpServer {
       return this.refuseDeclared(res, base, declared);
     }
     const contentType = req.getHeader('content-type');
-    const state: RequestState = { aborted: false };
+    const state: RequestState = { aborted: false, counted: true };
     res.onAborted(() => {
       state.aborted = true;
       state.lingering?.onAborted();
@@ -561,14 +626,16 @@ export class HttpServer {
     this.active++;
     this.readBody(res, base, state, declared, (body) => {
       if (body.length > 0 && !isJsonMediaType(contentType)) {
-        this.active--;
+        this.uncount(state);
         return this.send(res, failure(UNSUPPORTED_MEDIA_TYPE), base, false, state);
       }
       context.body = body;
       const { method, path, query } = context;
       const target = query === '' ? path : `${path}?${query}`;
       const run = () =>
-        this.authenticateAndRun(res, context, base, state, { ...signed, method, target });
+        this.guarded(res, base, state, () =>
+          this.authenticateAndRun(res, context, base, state, { ...signed, method, target }),
+        );
       if (checksSignature(context.route, signed)) this.verifyLater(run);
       else run();
     });
@@ -618,7 +685,7 @@ export class HttpServer {
     res: uws.HttpResponse,
     context: RequestContext,
     base: Base,
-    state: { aborted: boolean },
+    state: RequestState,
     signed: {
       method: string;
       target: string;
@@ -653,10 +720,12 @@ export class HttpServer {
       if (guard !== undefined) {
         return void guard(verdict.replay).then(
           (first) =>
-            first
-              ? this.run(res, context, base, state, signed.idempotencyKey)
-              : done(failure(this.options.authenticator.replayed())),
-          (error: unknown) => done(this.internal(error, base.requestId)),
+            this.guarded(res, base, state, () =>
+              first
+                ? this.run(res, context, base, state, signed.idempotencyKey)
+                : done(failure(this.options.authenticator.replayed())),
+            ),
+          (error: unknown) => this.crashed(res, base, state, error),
         );
       }
     }
@@ -668,19 +737,18 @@ export class HttpServer {
     res: uws.HttpResponse,
     context: RequestContext,
     base: Base,
-    state: { aborted: boolean },
+    state: RequestState,
     idempotencyKey: string | undefined,
   ): void {
     if (context.route.idempotent && idempotencyKey !== undefined) {
       const outcome = this.idempotency(context, idempotencyKey);
       if (!(outcome instanceof Promise)) return this.runOnce(res, context, base, state, outcome);
       return void outcome.then(
-        (known) => this.runOnce(res, context, base, state, known),
-        (error: unknown) =>
-          this.runOnce(res, context, base, state, this.internal(error, base.requestId)),
+        (known) => this.guarded(res, base, state, () => this.runOnce(res, context, base, state, known)),
+        (error: unknown) => this.crashed(res, base, state, error),
       );
     }
-    this.finish(res, context, base, state, undefined, true);
+    this.finish(res, context, base, state);
   }
 
   /** Answers a counted call without running its handler (a refusal, a stored answer). */
@@ -688,9 +756,9 @@ export class HttpServer {
     res: uws.HttpResponse,
     reply: HttpReply,
     base: Base,
-    state: { aborted: boolean },
+    state: RequestState,
   ): void {
-    this.active--;
+    this.uncount(state);
     this.send(res, reply, base, false, state);
   }
 
@@ -699,13 +767,13 @@ export class HttpServer {
     res: uws.HttpResponse,
     context: RequestContext,
     base: Base,
-    state: { aborted: boolean },
+    state: RequestState,
     outcome: HttpReply | null,
   ): void {
     if (outcome !== null) return this.answerNow(res, outcome, base, state);
     const scope = context.idempotency!.scope;
     this.inFlightScopes.add(scope);
-    this.finish(res, context, base, state, (reply) => this.landed(scope, reply), true);
+    this.finish(res, context, base, state, (reply) => this.landed(scope, reply));
   }
 
   /**
@@ -809,13 +877,13 @@ export class HttpServer {
     if (reply.status !== 503) this.options.idempotency.release?.(scope);
   }
 
+  /** Runs the handler and answers what it gives (`state` null: a public read, not counted). */
   private finish(
     res: uws.HttpResponse,
     context: RequestContext,
     base: Base,
-    state: { aborted: boolean } | null,
+    state: RequestState | null,
     after?: (reply: HttpReply) => void,
-    counted = false,
   ): void {
     let result: HttpReply | Promise<HttpReply>;
     try {
@@ -825,25 +893,28 @@ export class HttpServer {
     }
     const complete = (reply: HttpReply) => {
       after?.(reply);
-      if (counted) this.active--;
+      if (state !== null) this.uncount(state);
       this.send(res, reply, base, false, state ?? undefined);
     };
     if (result instanceof Promise) {
       if (state === null) throw new Error('asynchronous handler on a synchronous route');
-      result.then(complete, (error: unknown) => complete(this.internal(error, base.requestId)));
+      result.then(
+        (reply) => this.guarded(res, base, state, () => complete(reply)),
+        (error: unknown) => this.crashed(res, base, state, error),
+      );
     } else {
       complete(result);
     }
   }
 
+  /** The answer to an exception: a refusal thrown as one, else 500, logged once and counted. */
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
+    this.options.onInternalError?.();
+    // Once per exception, by request id: no body, no identifier (exceptionFields).
     this.options.logger.error(
-      {
-        err: { message: (error as Error)?.message, name: (error as Error)?.name },
-        request_id: requestId,
-      },
-      'handler failed',
+      { exception: exceptionFields(error), request_id: requestId },
+      'request failed',
     );
     return failure(refusal('path.core.internal', 'internal error', { request_id: requestId }));
   }
@@ -864,23 +935,38 @@ export class HttpServer {
     let bytes: BodyBytes | null = new BodyBytes(declared, limit);
     let size = 0;
     res.onData((chunk, isLast) => {
-      if (state.lingering !== undefined) return state.lingering.onData(chunk, isLast);
-      size += chunk.byteLength;
-      if (size <= limit) {
-        bytes!.add(chunk);
-        if (isLast) done(bytes!.body());
-        return;
+      try {
+        if (state.lingering !== undefined) return state.lingering.onData(chunk, isLast);
+        size += chunk.byteLength;
+        if (size <= limit) {
+          bytes!.add(chunk);
+          if (isLast) done(bytes!.body());
+          return;
+        }
+        this.overflowed(res, base, state, size, isLast);
+        bytes = null;
+      } catch (error) {
+        this.crashed(res, base, state, error);
       }
-      this.active--;
-      bytes = null;
-      if (isLast) return this.send(res, this.tooLarge(), base, true, state);
-      const reply = this.tooLarge();
-      res.cork(() => {
-        this.writeHead(res, { ...reply, headers: { ...reply.headers, connection: 'close' } }, base);
-        res.write(reply.body);
-      });
-      state.lingering = new LingeringRefusal(res, this.options.limits, size);
     });
+  }
+
+  /** The body passed the limit (readBody): answered 413 at once, the rest dropped or read. */
+  private overflowed(
+    res: uws.HttpResponse,
+    base: Base,
+    state: RequestState,
+    size: number,
+    isLast: boolean,
+  ): void {
+    this.uncount(state);
+    if (isLast) return this.send(res, this.tooLarge(), base, true, state);
+    const reply = this.tooLarge();
+    res.cork(() => {
+      this.writeHead(res, { ...reply, headers: { ...reply.headers, connection: 'close' } }, base);
+      res.write(reply.body);
+    });
+    state.lingering = new LingeringRefusal(res, this.options.limits, size);
   }
 
   private send(
@@ -931,8 +1017,10 @@ export class HttpServer {
    * version and request id, P20 CORS on public paths).
    */
   private writeHead(res: uws.HttpResponse, reply: HttpReply, base: Base): void {
+    const { status } = reply;
+    base.sent = true;
     // uWebSockets.js writes `200 OK` itself when no status was written: one call fewer.
-    if (reply.status !== 200) res.writeStatus(statusLine(reply.status));
+    if (status !== 200) res.writeStatus(statusLine(status));
     const type = reply.headers?.['content-type'] ?? 'application/json';
     this.head.pinned = base.pinned;
     this.head.requestId = base.requestId;
