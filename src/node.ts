@@ -333,9 +333,13 @@ async function startNetwork(
   });
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
-  loadCredentials();
   const read = await image.read;
   const started = await network.start({ image: read, tails: image.tails });
+  // Only now: the start loaded the member registry, with the keys earlier runs cached. Loaded
+  // before it, the authenticator knew no member until the periodic key refresh, and a restarted
+  // node refused its members' signed feed reads (P5 unknown_key) meanwhile. No listener is open
+  // yet, so the first request is checked against every key the node knew before it stopped.
+  loadCredentials();
   return {
     authenticator,
     replayed,

@@ -4,8 +4,11 @@
 // nodes (SPEC D), resolver (SPEC E), payee check at the holder (SPEC F), an instruction at the
 // holder (SPEC G), receipts from both sides verified by anyone (SPEC J), a follower stopped and
 // killed mid-stream that resumes from its replica, a withdrawal reaching every follower, and a
-// removed member that can no longer follow. Signatures are checked with test/support/verify.ts.
-import { randomBytes } from 'node:crypto';
+// removed member that can no longer follow; a restarted node knows its members' keys before it
+// answers (issue 28 item 8). Signatures are checked with test/support/verify.ts.
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Client, createCredential, publishedKey, removeDir, runCli, startNode, tempDir, type Answer, type Credential, type NodeProcess,
@@ -57,6 +60,42 @@ function listeningLine(node: NodeProcess): Record<string, any> {
 async function activeKid(baseUrl: string): Promise<string> {
   const doc = await (await fetch(`${baseUrl}/.well-known/path-keys`)).json() as { keys: { kid: string; status: string }[] };
   return doc.keys.find((k) => k.status === 'active')!.kid;
+}
+
+/** Far beyond every wait of this file: a member key refresh that cannot happen during a test. */
+const REFRESH_FAR_MS = 600_000;
+/**
+ * How long a change at a restarted alpha may take to reach its followers: their back-off while
+ * alpha was down (doubling from the 250 ms poll) puts their next read a few seconds after it is
+ * back. Well under the default key refresh (60 s), far under REFRESH_FAR_MS.
+ */
+const RESTART_REPLICATION_WAIT_MS = 20_000;
+
+/** A member signing key held by this test: the Credential its signed calls use. */
+function memberKey(member: string): Credential {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = (der: Buffer) => der.subarray(der.length - 32).toString('hex');
+  const publicKeyHex = raw(publicKey.export({ format: 'der', type: 'spki' }));
+  const keyId = `ed25519-${createHash('sha256').update(Buffer.from(publicKeyHex, 'hex')).digest('hex').slice(0, 32)}`;
+  return { keyId, member, seedHex: raw(privateKey.export({ format: 'der', type: 'pkcs8' })), publicKeyHex };
+}
+
+/** A member's published keys document (P4) on a loopback port, as a node serves it. */
+async function serveKeysDocument(member: string, key: Credential): Promise<{ baseUrl: string; close: () => Promise<void> }> {
+  const doc = JSON.stringify({ member, keys: [{ kid: key.keyId, public_key: key.publicKeyHex, status: 'active' }] });
+  const server = createServer((req, res) => {
+    const found = req.url === '/.well-known/path-keys';
+    res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(found ? doc : '{}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | null = null;
+  const close = () => {
+    closed ??= new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); });
+    return closed;
+  };
+  return { baseUrl: `http://127.0.0.1:${port}`, close };
 }
 
 const dirs: string[] = [];
@@ -125,9 +164,9 @@ function addMember(dataDir: string, member: string, baseUrl: string): void {
   expect(out).toEqual({ member, base_url: baseUrl });
 }
 
-async function startAlpha(): Promise<NodeProcess> {
+async function startAlpha(env: Record<string, string> = {}): Promise<NodeProcess> {
   // Same data dir, same member, same env, same port (its members know it at that base URL).
-  nodes.alpha = await startNode({ dataDir: alphaDir, member: 'alpha', workers: 1, env: NETWORK_ENV, args: [...NODE_ARGS, '--port', String(alphaPort)] });
+  nodes.alpha = await startNode({ dataDir: alphaDir, member: 'alpha', workers: 1, env: { ...NETWORK_ENV, ...env }, args: [...NODE_ARGS, '--port', String(alphaPort)] });
   expect(nodes.alpha.port).toBe(alphaPort);
   return nodes.alpha;
 }
@@ -463,6 +502,55 @@ describe('issue 8: a network of nodes (alpha, beta, gamma)', () => {
     expect(missing, `still missing at alpha: ${JSON.stringify(await missingAt(alphaLocal(), items))}`).toEqual([]);
     // And the private one still is not.
     expect((await lookup(alphaLocal(), { identifier_type: 'phone', identifier_hash: s1.privateHash })).json.found).toBe(false);
+  });
+
+  it('issue 28 item 8, P5: after an orderly restart alpha knows its members\' keys before it answers: a member\'s first signed feed read is accepted, and a change at alpha reaches beta and gamma, with the key refresh far off', async () => {
+    // delta: a member whose signing key this test holds, so that it can make the signed call
+    // itself. It serves its keys document only until alpha has fetched (and cached) it.
+    const delta = memberKey('delta');
+    const keysServer = await serveKeysDocument('delta', delta);
+    const deltaAtAlpha = () => new Client(nodes.alpha!.baseUrl, delta);
+    let restarted = false;
+    try {
+      addMember(alphaDir, 'delta', keysServer.baseUrl);
+      const known = await waitFor(async () => {
+        const res = await deltaAtAlpha().get('/directory/feed?after=0&limit=1');
+        return res.status === 200 ? res : undefined;
+      }, 10_000, 50);
+      expect(known, 'alpha never learnt delta\'s key').toBeDefined();
+      // From here on alpha can know delta's key only from what it cached.
+      await keysServer.close();
+
+      expect(await nodes.alpha!.stop()).toBe(0);
+      nodes.alpha = null;
+      const betaLogFrom = nodes.beta!.output().length;
+      // The periodic refresh of member keys far beyond every wait below: only keys loaded at
+      // start can let a member in.
+      await startAlpha({ PATH_LIMIT_MEMBER_KEYS_REFRESH_INTERVAL_MS: String(REFRESH_FAR_MS) });
+      restarted = true;
+
+      const first = await deltaAtAlpha().get('/directory/feed?after=0&limit=1');
+      expect(first.status, first.text).toBe(200);
+      expect(first.json).toMatchObject({ type: 'path.directory.feed', member: 'alpha', kid: kids.alpha });
+
+      // The real members follow alpha's feed with their own signed reads: a change made at alpha
+      // after the restart reaches them, and beta's reads were never refused.
+      const alpha = alphaLocal();
+      const email = nextEmail('after-restart');
+      await register(alpha, await newSubject(alpha), 'email', email);
+      const [atBeta, atGamma] = await Promise.all([betaLocal(), gammaLocal()].map((client) =>
+        lookupUntilFound(client, { identifier_type: 'email', identifier: email }, RESTART_REPLICATION_WAIT_MS)));
+      expect(atBeta, 'beta never replicated a change made at alpha after its restart').toBeDefined();
+      expect(atGamma, 'gamma never replicated a change made at alpha after its restart').toBeDefined();
+      expect(atBeta!.answer).toMatchObject({ found: true, member: 'alpha' });
+      const refusedAtBeta = nodes.beta!.output().slice(betaLogFrom).split('\n')
+        .filter((l) => l.includes('"member":"alpha"') && l.includes('feed answered 401'));
+      expect(refusedAtBeta).toEqual([]);
+    } finally {
+      await keysServer.close();
+      if (nodes.alpha === null && !restarted) await startAlpha();
+      runCli(['members', 'remove', '--data-dir', alphaDir, '--member', 'delta']);
+    }
   });
 
   it('issue 8: a follower killed with SIGKILL during a burst of registrations at beta finds every identifier after restart', async () => {

@@ -128,6 +128,7 @@ export class Network {
     this.syncFollowers({ replica: true });
   }
 
+  /** Each member's active keys as the registry holds them: none until start() has loaded it. */
   credentials(): Credential[] {
     return this.registry.credentials();
   }
