@@ -127,6 +127,12 @@ export const BODY_DEPTH_MAX = 32;
 /** Longest string accepted in any free-form field of a body (the shared `Text` schema). */
 export const TEXT_LENGTH_MAX = 1024;
 
+/**
+ * Most fractional digits a token amount may carry (P23: 18, the finest unit of the common token
+ * standards); also the bound of an amount whose asset has no known minor unit.
+ */
+export const TOKEN_FRACTION_DIGITS_MAX = 18;
+
 /** Longest raw identifier (P8) a lookup or an identifier record may carry, in characters. */
 export const IDENTIFIER_LENGTH_MAX = 320;
 

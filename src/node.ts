@@ -38,7 +38,13 @@ import { AdminListener } from './http/admin.js';
 import { AccessLog } from './http/access-log.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
-import { lockDataDir, tightenDataDir, type DataDirLock } from './log/data-dir.js';
+import {
+  lockDataDir,
+  privateDataDir,
+  tightenDataDir,
+  type DataDirLock,
+  type NarrowedDir,
+} from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
 import { PostgresLog, type Fence } from './log/postgres-log.js';
@@ -61,7 +67,7 @@ export async function startNode(
 ): Promise<RunningNode> {
   const started = Date.now();
   const claimed = claim(config);
-  announceDataDir(config, logger);
+  announceDataDir(config, logger, claimed.narrowed);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config, logger);
   const { log, tables, env, cluster } = await openPlace(config, logger);
@@ -115,7 +121,8 @@ export async function startNode(
     'listening',
   );
   announceRecovered(logger, runtime.pool, started);
-  const held = { ...claimed, env, log, runtime, access, listeners, followers, watch, joined };
+  const { lock } = claimed;
+  const held = { lock, env, log, runtime, access, listeners, followers, watch, joined };
   return {
     port: listeners.port,
     baseUrl: services.config.baseUrl,
@@ -167,11 +174,12 @@ function listeningFields(parts: {
 }
 
 /**
- * The data directory, made this process's before anything in it is opened (P16). In cluster mode
- * (P22) the database takes several instances: each holds the partitions leased to it.
+ * The data directory, made private and this process's before anything in it is opened (P16). In
+ * cluster mode (P22) the database takes several instances: each holds the partitions leased to it.
  */
 function claim(config: Config) {
-  return { lock: lockDataDir(config.dataDir) };
+  const narrowed = privateDataDir(config.dataDir);
+  return { narrowed, lock: lockDataDir(config.dataDir) };
 }
 
 /**
@@ -592,11 +600,19 @@ export function flushAccessLogs(): void {
 }
 
 /**
- * Narrows the node's files left open by a data directory made before P16, and tells once at start
- * which secrets live in the data directory: whoever can copy it holds them. The signing key has
- * no variable yet; it always lives there.
+ * Says that the data directory was narrowed (`directory`, from claim), narrows the node's files
+ * left open by a data directory made before P16, and tells once at start which secrets live in
+ * the data directory: whoever can copy it holds them. The signing key has no variable yet; it
+ * always lives there.
  */
-function announceDataDir(config: Config, logger: Logger): void {
+function announceDataDir(config: Config, logger: Logger, directory: NarrowedDir | null): void {
+  if (directory !== null) {
+    logger.warn(
+      directory,
+      `the data directory was open to other users (${directory.mode_before}); ` +
+        `narrowed to ${directory.mode_after}`,
+    );
+  }
   const narrowed = tightenDataDir(config.dataDir);
   if (narrowed.length > 0) {
     logger.warn(

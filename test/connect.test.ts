@@ -204,7 +204,7 @@ describe('SPEC K connections: consume (P7, P13)', () => {
     const c = await newConnection(m, subject);
     expectError(await consume(m.beta, c.reference, '10.01'), 403, 'path.connect.delegation_limit_reached');
     expectError(await consume(m.beta, c.reference, '11'), 403, 'path.connect.delegation_limit_reached');
-    const res = await consume(m.beta, c.reference, '10.000');
+    const res = await consume(m.beta, c.reference, '10.00');
     expect(res.status, res.text).toBe(200);
     expect(res.json).toMatchObject({ consumed_total: '10', consumed_operations: 1, remaining_total: '35' });
   });
@@ -215,18 +215,18 @@ describe('SPEC K connections: consume (P7, P13)', () => {
     expectError(await consume(m.beta, c.reference, '5.01'), 403, 'path.connect.delegation_limit_reached');
     const last = await consume(m.beta, c.reference, '5');
     expect(last.json).toEqual({ ok: true, consumed_total: '45', consumed_operations: 5, remaining_total: '0' });
-    expectError(await consume(m.beta, c.reference, '0.000001'), 403, 'path.connect.delegation_limit_reached');
+    expectError(await consume(m.beta, c.reference, '0.01'), 403, 'path.connect.delegation_limit_reached');
   });
 
-  it('P13: decimal arithmetic is exact: 0.10 + 0.20 = 0.3, remaining 44.7; then 0.000001 more', async () => {
+  it('P13: decimal arithmetic is exact: 0.10 + 0.20 = 0.3, remaining 44.7; then 0.01 more', async () => {
     const c = await newConnection(m, subject);
     expect((await consume(m.beta, c.reference, '0.10')).json).toMatchObject({ consumed_total: '0.1', remaining_total: '44.9' });
     const second = await consume(m.beta, c.reference, '0.20');
     expect(second.json).toEqual({ ok: true, consumed_total: '0.3', consumed_operations: 2, remaining_total: '44.7' });
-    const third = await consume(m.beta, c.reference, '0.000001');
-    expect(third.json).toEqual({ ok: true, consumed_total: '0.300001', consumed_operations: 3, remaining_total: '44.699999' });
+    const third = await consume(m.beta, c.reference, '0.01');
+    expect(third.json).toEqual({ ok: true, consumed_total: '0.31', consumed_operations: 3, remaining_total: '44.69' });
     const read = await get(m.local, `/connect/connections/${c.reference}`);
-    expect(read.json).toMatchObject({ consumed_total: '0.300001', remaining_total: '44.699999' });
+    expect(read.json).toMatchObject({ consumed_total: '0.31', remaining_total: '44.69' });
   });
 
   it('SPEC K: an amount of zero is refused (400) and moves nothing', async () => {

@@ -1,7 +1,7 @@
 // P16: one owner per data directory and port, and files and secrets readable by the node's user
 // alone. Real `path-node serve` processes: a second node on a held directory or port must exit
 // at once with a one-line reason, never start and share the data or the traffic.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -19,14 +19,22 @@ const payee = {
 /** A refused start ends in well under this; a start that was not refused is killed after it. */
 const REFUSAL_WAIT_MS = 15_000;
 const SECRETS_WARNING = 'secrets stored in the data directory';
+const DIR_NARROWED = 'the data directory was open to other users';
+/** The unprivileged user a root test runs a node as. */
+const NOBODY = 65534;
 
 interface Refusal { code: number | null; output: string; elapsedMs: number }
 
-/** Runs `serve` expecting it to exit; one that is still running after `waitMs` is killed. */
-function serveExpectingExit(args: string[], waitMs = REFUSAL_WAIT_MS): Promise<Refusal> {
+/**
+ * Runs `serve` expecting it to exit; one that is still running after `waitMs` is killed. `as`
+ * runs it as another user (the test runs as root).
+ */
+function serveExpectingExit(args: string[], waitMs = REFUSAL_WAIT_MS,
+  as: { uid?: number; gid?: number } = {}): Promise<Refusal> {
   const started = Date.now();
   const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--workers', '1',
-    ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH_ADMIN_PORT: '0' } });
+    ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH_ADMIN_PORT: '0' },
+    ...as });
   let output = '';
   child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
   child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
@@ -171,8 +179,9 @@ describe('P16 files and secrets', () => {
     process.umask(previousUmask);
   });
 
-  it('P16: in a data directory made 0755 beforehand, every file the node creates is 0600 and '
-    + 'every directory 0700; the directory itself keeps the operator\'s mode', async () => {
+  it('P16, issue 28: a data directory made 0755 before the first start is narrowed to 0700, '
+    + 'and the start says so once, with the directory and both modes; every file is 0600 and '
+    + 'every directory 0700', async () => {
     const parent = tempDir('owner-files');
     dirs.push(parent);
     const dataDir = join(parent, 'data');
@@ -180,13 +189,23 @@ describe('P16 files and secrets', () => {
     chmodSync(dataDir, 0o755);
     const node = await startNode({ dataDir, workers: 1 });
     nodes.push(node);
+    expect(modeOf(dataDir).toString(8)).toBe('700');
+    const lines = warningLines(node.output(), DIR_NARROWED);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 40, data_dir: dataDir, mode_before: '0755', mode_after: '0700',
+    });
     const entries = entriesWithModes(dataDir);
     expect(entries.map((e) => e.path)).toContain(join(dataDir, 'node.mdb'));
     for (const e of entries) {
       expect([e.path, e.mode.toString(8)]).toEqual([e.path, e.dir ? '700' : '600']);
     }
-    expect(modeOf(dataDir).toString(8)).toBe('755');
     await node.stop();
+    // Private now: the next start has nothing to narrow and says nothing.
+    const again = await startNode({ dataDir, workers: 1 });
+    nodes.push(again);
+    expect(warningLines(again.output(), DIR_NARROWED)).toHaveLength(0);
+    await again.stop();
     // An administrative command making a new data directory (nested) makes it private too.
     const made = join(parent, 'made', 'by', 'cli');
     createCredential(made, 'local', { local: true });
@@ -196,6 +215,49 @@ describe('P16 files and secrets', () => {
     for (const e of entriesWithModes(made)) {
       expect([e.path, e.mode.toString(8)]).toEqual([e.path, e.dir ? '700' : '600']);
     }
+  });
+
+  it('P16, issue 28: an administrative command (it may write keys) narrows an open data '
+    + 'directory too, and says so on stderr, its stdout kept for its answer', () => {
+    const dataDir = tempDir('owner-cli');
+    dirs.push(dataDir);
+    chmodSync(dataDir, 0o750);
+    const run = spawnSync(process.execPath, [CLI, 'keys', 'rotate', '--data-dir', dataDir],
+      { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toHaveProperty('kid');
+    expect(run.stderr).toContain(`data directory ${dataDir} was open to other users (0750); `
+      + 'narrowed to 0700');
+    expect(modeOf(dataDir).toString(8)).toBe('700');
+  });
+
+  it('P16, issue 28: a data directory open to others that the node cannot narrow (not its '
+    + 'owner) refuses the start with a clear message, and nothing is created in it', async () => {
+    // As root chmod succeeds on any directory; the node is run as another user instead, on a
+    // directory root owns. Run as another user already, it is given one it does not own.
+    const root = process.getuid?.() === 0;
+    const dataDir = root ? tempDir('owner-foreign') : '/usr';
+    if (root) {
+      dirs.push(dataDir);
+      chmodSync(dataDir, 0o755);
+    }
+    const before = statSync(dataDir);
+    expect(before.uid).not.toBe(root ? NOBODY : process.getuid?.());
+    expect(before.mode & 0o077).not.toBe(0);
+    const listing = readdirSync(dataDir);
+    const as = root ? { uid: NOBODY, gid: NOBODY } : {};
+    const run = await serveExpectingExit(['--data-dir', dataDir, '--port', '0',
+      '--external-port', '0'], REFUSAL_WAIT_MS, as);
+    expect(run.code, `still running after ${REFUSAL_WAIT_MS} ms:\n${run.output}`).not.toBeNull();
+    expect(run.code, run.output).toBe(1);
+    const mode = `0${(before.mode & 0o777).toString(8)}`;
+    expect(run.output).toContain(`path-node: data directory ${dataDir} is open to other users `
+      + `(mode ${mode}) and this process cannot narrow it to 0700 (EPERM`);
+    expect(run.output).toContain('choose another --data-dir');
+    expect(run.output).not.toContain('listening');
+    expect(run.output).not.toMatch(/^\s+at /m);
+    expect(statSync(dataDir).mode).toBe(before.mode);
+    expect(readdirSync(dataDir)).toEqual(listing);
   });
 
   it('P16: with the secrets in the data directory the start warns once, naming the variables '

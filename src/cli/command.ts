@@ -13,6 +13,7 @@ import {
 } from '../config.js';
 import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
+import { privateDataDir } from '../log/data-dir.js';
 import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
@@ -106,8 +107,21 @@ function placeOf(flags: Flags): Place {
   }
 }
 
+/**
+ * Opens the store for an administrative command. These write keys and secrets too (`keys
+ * rotate`, `webhooks secret`): an embedded data directory open to others is made private first,
+ * as `serve` does (P16), and the command says so on stderr (its stdout is its answer).
+ */
 async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<T>): Promise<T> {
-  return withOpenedStore(placeOf(flags), ({ tables }) => action(new NodeStore(tables)));
+  const place = placeOf(flags);
+  const narrowed = place.store === null ? privateDataDir(place.dataDir) : null;
+  if (narrowed !== null) {
+    process.stderr.write(
+      `path-node: data directory ${narrowed.data_dir} was open to other users ` +
+        `(${narrowed.mode_before}); narrowed to ${narrowed.mode_after}\n`,
+    );
+  }
+  return withOpenedStore(place, ({ tables }) => action(new NodeStore(tables)));
 }
 
 async function serve(flags: Flags): Promise<void> {

@@ -1,5 +1,5 @@
-// Ownership of a data directory (P16): one serving process per directory, and the node's files
-// readable by its user alone.
+// Ownership of a data directory (P16): one serving process per directory, and the directory and
+// the node's files readable by its user alone.
 //
 // Why an OS lock and not a pid file: `serve.lock` is locked with an advisory lock (on Linux an
 // open-file-description fcntl lock, flock elsewhere, from fs-native-extensions) and held for the
@@ -19,6 +19,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  statSync,
   writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -36,6 +37,47 @@ export class DataDirInUse extends Error {
 export interface DataDirLock {
   /** Lets the next `serve` in; the process exiting does the same. */
   release(): void;
+}
+
+/** The data directory is open to other users and this process cannot make it private (P16). */
+export class DataDirOpen extends Error {
+  override name = 'DataDirOpen';
+}
+
+/** A data directory made private at start: where it is, and its mode before and after. */
+export interface NarrowedDir {
+  data_dir: string;
+  mode_before: string;
+  mode_after: string;
+}
+
+const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0');
+
+/**
+ * Makes the data directory private to the node's user (P16): created PRIVATE_DIR_MODE when it is
+ * missing, and narrowed to it when it already exists with any permission for group or others
+ * (made by hand before the first start, or by a node before issue 28). The secrets inside are
+ * 0600 files, but an open directory still lets others list them and follow the node's changes.
+ * Returns what it narrowed, or null. A directory it cannot narrow (not its owner, a read-only
+ * file system) throws DataDirOpen: the node does not start in a directory it cannot keep private.
+ */
+export function privateDataDir(dataDir: string): NarrowedDir | null {
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const path = resolve(dataDir);
+  const before = statSync(path).mode;
+  if ((before & 0o077) === 0) return null;
+  try {
+    chmodSync(path, PRIVATE_DIR_MODE);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new DataDirOpen(
+      `data directory ${path} is open to other users (mode ${octal(before)}) and this process ` +
+        `cannot narrow it to ${octal(PRIVATE_DIR_MODE)} (${reason}: not its owner, or a ` +
+        `read-only file system); make it private to the node's user or choose another ` +
+        `--data-dir (P16)`,
+    );
+  }
+  return { data_dir: path, mode_before: octal(before), mode_after: octal(PRIVATE_DIR_MODE) };
 }
 
 /** Takes the directory for this process, or throws DataDirInUse. Opens nothing else. */
@@ -69,8 +111,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
 /**
  * Narrows the node's own files to PRIVATE_FILE_MODE where a data directory made before P16 left
  * them open to others (new files are private from the start: see PRIVATE_UMASK); returns the
- * names it narrowed. A directory that already existed is the operator's and keeps its mode: it
- * may be a shared place (`--data-dir /srv`), and with private files it shows names alone.
+ * names it narrowed. The directory itself is privateDataDir's.
  */
 export function tightenDataDir(dataDir: string): string[] {
   const narrowed: string[] = [];

@@ -31,6 +31,8 @@ export class DataFileError extends Error {
 }
 
 export function openEnvironment(dataDir: string): LmdbEnvironment {
+  // A directory that already exists is made private before this by `serve` and the commands
+  // (privateDataDir in data-dir.ts, which can log it); here a missing one is made private.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
   if (existsSync(path)) checkDataFile(path);

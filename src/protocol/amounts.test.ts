@@ -1,9 +1,14 @@
-// Decimal amounts as strings, compared and summed exactly (P13).
+// Decimal amounts as strings, compared and summed exactly (P13), within their asset's unit (P23).
 import { describe, expect, it } from 'vitest';
 import {
   DECIMAL_PATTERN,
   addDecimal,
+  amountRefusal,
+  capabilitiesRefusal,
   compareDecimal,
+  fiat,
+  fractionDigitsAllowed,
+  fractionRefusal,
   isDecimal,
   isZeroDecimal,
   subtractDecimal,
@@ -150,5 +155,124 @@ describe('isZeroDecimal (P13)', () => {
 
   it('throws on an invalid operand', () => {
     expect(() => isZeroDecimal('-0')).toThrow(RangeError);
+  });
+});
+
+const eur = fiat('EUR');
+const token = { asset_type: 'token', asset_code: 'USDC' };
+
+describe("fractionDigitsAllowed (P23: an amount within its asset's unit)", () => {
+  it.each([
+    ['EUR', 2],
+    ['USD', 2],
+    ['JPY', 0],
+    ['KRW', 0],
+    ['BHD', 3],
+    ['KWD', 3],
+    ['TND', 3],
+    ['CLF', 4],
+  ])('fiat %s: its ISO 4217 minor unit, %i digits', (code, digits) => {
+    expect(fractionDigitsAllowed(fiat(code))).toBe(digits);
+  });
+
+  it('a token: 18 digits, whatever its code (a token named like a currency is a token)', () => {
+    expect(fractionDigitsAllowed(token)).toBe(18);
+    expect(fractionDigitsAllowed({ asset_type: 'token', asset_code: 'EUR' })).toBe(18);
+  });
+
+  it('a lower-case ISO code is the same currency: no way around the rule', () => {
+    expect(fractionDigitsAllowed(fiat('eur'))).toBe(2);
+    expect(fractionDigitsAllowed(fiat('jpy'))).toBe(0);
+  });
+
+  it('a code outside ISO 4217, or another asset type, keeps the 18-digit bound of a token', () => {
+    expect(fractionDigitsAllowed(fiat('ZZZ'))).toBe(18);
+    expect(fractionDigitsAllowed(fiat('USDC'))).toBe(18);
+    expect(fractionDigitsAllowed({ asset_type: 'points', asset_code: 'EUR' })).toBe(18);
+  });
+});
+
+describe('fractionRefusal (P23)', () => {
+  it.each([
+    ['EUR', '12.50'],
+    ['EUR', '12.5'],
+    ['EUR', '12'],
+    ['EUR', '0.01'],
+    ['JPY', '15'],
+    ['BHD', '1.005'],
+    ['BHD', '1.5'],
+  ])('%s %s is within the minor unit', (code, value) => {
+    expect(fractionRefusal(value, fiat(code), 'amount')).toBeNull();
+  });
+
+  it.each([
+    ['EUR', '0.001', 2],
+    ['EUR', '0.0000000000000000000001', 2],
+    ['EUR', '1.000', 2],
+    ['EUR', '12.500', 2],
+    ['JPY', '1.5', 0],
+    ['JPY', '15.0', 0],
+    ['BHD', '1.0005', 3],
+    ['BHD', '1.0000', 3],
+  ])('%s %s is refused: 400 naming the field and the %i digits allowed', (code, value, digits) => {
+    expect(fractionRefusal(value, fiat(code), 'max_total')).toEqual({
+      code: 'path.core.invalid_request',
+      message: expect.stringContaining('max_total may carry'),
+      detail: { field: 'max_total', max_fraction_digits: digits },
+    });
+  });
+
+  it('the message says what is allowed in words, with the currency', () => {
+    expect(fractionRefusal('1.000', eur, 'amount')?.message).toBe(
+      'amount may carry at most 2 fractional digits (the minor unit of EUR; trailing zeros count)',
+    );
+    expect(fractionRefusal('1.5', fiat('jpy'), 'amount')?.message).toBe(
+      'amount may carry no fractional digits (the minor unit of JPY; trailing zeros count)',
+    );
+  });
+
+  it('a token carries 18 fractional digits, not 19', () => {
+    expect(fractionRefusal(`0.${'1'.repeat(18)}`, token, 'amount')).toBeNull();
+    expect(fractionRefusal(`0.${'1'.repeat(19)}`, token, 'amount')?.detail).toEqual({
+      field: 'amount',
+      max_fraction_digits: 18,
+    });
+  });
+
+  it('an absent optional value is not refused', () => {
+    expect(fractionRefusal(undefined, eur, 'max_total')).toBeNull();
+  });
+});
+
+describe('amountRefusal and capabilitiesRefusal (P23: every amount, fee and ceiling)', () => {
+  const amount = (value: string, asset_code = 'EUR', asset_type = 'fiat') => ({
+    value,
+    asset_type,
+    asset_code,
+  });
+
+  it('an Amount is checked against its own asset, and its value is the field named', () => {
+    expect(amountRefusal(amount('10.50'), 'amount')).toBeNull();
+    expect(amountRefusal(null, 'sent')).toBeNull();
+    expect(amountRefusal(amount('10.505'), 'amount')?.detail).toEqual({
+      field: 'amount.value',
+      max_fraction_digits: 2,
+    });
+    expect(amountRefusal(amount('10.505', 'USDC', 'token'), 'amount')).toBeNull();
+  });
+
+  it('a fee or a ceiling of any capability in the list is named by its path', () => {
+    const fine = { fees: [{ amount: amount('0.25') }], limits: { max_single: amount('100') } };
+    expect(capabilitiesRefusal([fine, fine], 'accepts')).toBeNull();
+    const badFee = { fees: [{ amount: amount('0.25') }, { amount: amount('0.255') }] };
+    expect(capabilitiesRefusal([fine, badFee], 'accepts')?.detail).toEqual({
+      field: 'accepts.1.fees.1.amount.value',
+      max_fraction_digits: 2,
+    });
+    const badLimit = { limits: { max_single: amount('100.5', 'JPY') } };
+    expect(capabilitiesRefusal([badLimit], 'accepts')?.detail).toEqual({
+      field: 'accepts.0.limits.max_single.value',
+      max_fraction_digits: 0,
+    });
   });
 });

@@ -57,7 +57,11 @@ export const ErrorEnvelope = Type.Object(
       detail: Type.Optional(Type.Object({})),
     }),
   },
-  { description: 'the error envelope (P7); detail.field names a bad field' },
+  {
+    description:
+      'the error envelope (P7); detail.field names a bad field, and for an amount beyond its ' +
+      "asset's unit detail.max_fraction_digits gives the fractional digits allowed (P23)",
+  },
 );
 
 const Payee = Type.Object({ member: Member, address: Nullable(PathAddress) });

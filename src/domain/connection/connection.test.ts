@@ -192,6 +192,30 @@ describe('connection: create (local member only, subject read through `reads`)',
     }
   });
 
+  it("P23: refuses a ceiling beyond its currency's minor unit, naming it and the digits", () => {
+    const when = (overrides: Record<string, unknown>) =>
+      spec.given([], withSubject).when('create', terms(overrides));
+    const digits = (field: string, max_fraction_digits: number) => ({ field, max_fraction_digits });
+    when({ max_single: '1.001' }).thenRefused(INVALID, digits('max_single', 2));
+    when({ max_total: '45.000' }).thenRefused(INVALID, digits('max_total', 2));
+    const schedule = { interval: `R/${NOW}/P1M`, max_per_period: '15.001' };
+    when({ schedule }).thenRefused(INVALID, digits('schedule.max_per_period', 2));
+    when({ currency: 'JPY', max_single: '10.5' }).thenRefused(INVALID, digits('max_single', 0));
+    spec
+      .given([], withSubject)
+      .when('create', terms({ currency: 'JPY' }))
+      .then((events) => {
+        expect(events).toHaveLength(1);
+      });
+    const bhd = terms({ currency: 'BHD', max_single: '1.005', max_total: '45.125' });
+    spec
+      .given([], withSubject)
+      .when('create', bhd)
+      .then((events) => {
+        expect(events).toHaveLength(1);
+      });
+  });
+
   it('refuses a reference already in use', () => {
     spec
       .given(created(), withSubject)
@@ -301,8 +325,8 @@ describe('connection: consume (the grantee; scope, currency, both ceilings)', ()
       .thenRefused(LIMIT_REACHED, { max_single: '10' });
     spec
       .given(created())
-      .when('consume', spend('10.000'), BETA)
-      .then([consumed('10.000')]);
+      .when('consume', spend('10.00'), BETA)
+      .then([consumed('10.00')]);
     const spent = [...created(), ...['10', '10', '10', '10'].map((a) => consumed(a))];
     spec
       .given(spent)
@@ -316,6 +340,14 @@ describe('connection: consume (the grantee; scope, currency, both ceilings)', ()
           .then([consumed('5')]),
       ),
     ).toEqual({ ok: true, consumed_total: '45', consumed_operations: 5, remaining_total: '0' });
+  });
+
+  it("P23: an amount below its currency's minor unit is refused (400) and counts nothing", () => {
+    for (const amount of ['0.001', '0.0000000000000000000001', '1.000']) {
+      const outcome = spec.given(created()).when('consume', spend(amount), BETA);
+      outcome.thenRefused(INVALID, { field: 'amount', max_fraction_digits: 2 });
+      expect(outcome.state).toMatchObject({ consumed_total: '0', consumed_operations: 0 });
+    }
   });
 
   it('refuses after expires_at (410 path.connect.expired)', () => {
@@ -478,6 +510,10 @@ describe('delegation: cut by the grantor', () => {
     when({ expires_at: NOW }).thenRefused(INVALID, { field: 'expires_at' });
     when({ expires_at: at(SPEC_NOW + 3 * HOUR) }).thenRefused(INVALID, { field: 'expires_at' });
     when({ max_total: '4' }).thenRefused(INVALID, { field: 'max_total' });
+    // P23: what a delegation binds and its ceiling are amounts of its currency.
+    const digits = (field: string) => ({ field, max_fraction_digits: 2 });
+    when({ amount: '5.001' }).thenRefused(INVALID, digits('amount'));
+    when({ max_total: '10.000' }).thenRefused(INVALID, digits('max_total'));
   });
 });
 
@@ -570,6 +606,8 @@ describe('delegation: consume (the named delegate, exactly what it binds, both c
     ])
       when(change).thenRefused(OUT_OF_SCOPE);
     when({ amount: '5.00' }).then([consumed('5.00', DLG)]);
+    // P23: "5.000" is the same decimal but not a spelling of euros.
+    when({ amount: '5.000' }).thenRefused(INVALID, { field: 'amount', max_fraction_digits: 2 });
   });
 
   it("stops at its own ceiling, and at the parent's", () => {

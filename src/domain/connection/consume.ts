@@ -6,6 +6,8 @@ import type { DecideContext, Decision, InputOf, UsageEntry } from '../decider.js
 import {
   addDecimal,
   compareDecimal,
+  fiat,
+  fractionRefusal,
   isZeroDecimal,
   subtractDecimal,
 } from '../../protocol/amounts.js';
@@ -52,6 +54,9 @@ export function consume(
   delegation: DelegationState | null,
 ): Decision<ConnectionEvent> | Refusal {
   const now = context.now;
+  // P23: a consume below its currency's minor unit is refused before anything is counted.
+  const digits = fractionRefusal(input.amount, fiat(input.currency), 'amount');
+  if (digits !== null) return digits;
   if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
   const refused =
     (delegation === null ? null : delegationRefusal(delegation, input, now)) ??

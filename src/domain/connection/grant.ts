@@ -3,7 +3,7 @@
 // what it binds. Both answer 201 (P7).
 import { noChildren } from '../children.js';
 import type { Caller, DecideContext, Decision, InputOf, ReadView } from '../decider.js';
-import { compareDecimal, isZeroDecimal } from '../../protocol/amounts.js';
+import { compareDecimal, fiat, fractionRefusal, isZeroDecimal } from '../../protocol/amounts.js';
 import { digestOf } from '../../protocol/digest.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
@@ -112,6 +112,8 @@ function createRefusal(
   if (parseTime(input.expires_at)! <= now) {
     return invalid('expires_at', 'expires_at must be in the future');
   }
+  const digits = ceilingsRefusal(input);
+  if (digits !== null) return digits;
   if (isZeroDecimal(input.max_total)) return invalid('max_total', 'max_total must be above zero');
   if (compareDecimal(input.max_single, input.max_total) > 0) {
     return invalid('max_single', 'max_single cannot exceed max_total');
@@ -121,6 +123,17 @@ function createRefusal(
     if (typeof parsed === 'string') return invalid('schedule.interval', parsed);
   }
   return null;
+}
+
+/** P23: a connection's ceilings are amounts of its currency, within its minor unit. */
+function ceilingsRefusal(input: InputOf<Commands, 'create'>): Refusal | null {
+  const currency = fiat(input.currency);
+  const perPeriod = input.schedule?.max_per_period;
+  return (
+    fractionRefusal(input.max_single, currency, 'max_single') ??
+    fractionRefusal(input.max_total, currency, 'max_total') ??
+    fractionRefusal(perPeriod, currency, 'schedule.max_per_period')
+  );
 }
 
 /** A delegation cut by the grantor, within the parent's scope and lifetime. */
@@ -196,6 +209,11 @@ function delegationRefusal(
   const named = { by: 'the parent connection', of: "the parent connection's" };
   const scope = scopeRefusal(state, input, now, named);
   if (scope !== null) return scope;
+  const currency = fiat(input.currency);
+  const digits =
+    fractionRefusal(input.amount, currency, 'amount') ??
+    fractionRefusal(input.max_total, currency, 'max_total');
+  if (digits !== null) return digits;
   if (isZeroDecimal(input.amount)) return invalid('amount', 'amount must be above zero');
   const expires = parseTime(input.expires_at)!;
   if (expires <= now) return invalid('expires_at', 'expires_at must be in the future');

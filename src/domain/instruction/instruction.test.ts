@@ -169,6 +169,22 @@ describe('instruction: issue', () => {
       .thenRefused('path.address.capability_not_accepted');
   });
 
+  it("P23: refuses an amount, or a fee of via, beyond its asset's unit, naming it", () => {
+    const amount = { value: '12.505', asset_type: 'fiat', asset_code: 'EUR' };
+    spec
+      .given([], withAddress())
+      .when('issue', { reference: REF, address: ADDRESS, via: SEPA, amount }, BETA)
+      .thenRefused('path.core.invalid_request', { field: 'amount.value', max_fraction_digits: 2 });
+    const fee = { kind: 'operator', amount: { ...amount, value: '0.100' }, paid_by: 'payer' };
+    spec
+      .given([], withAddress())
+      .when('issue', { reference: REF, address: ADDRESS, via: { ...SEPA, fees: [fee] } }, BETA)
+      .thenRefused('path.core.invalid_request', {
+        field: 'via.fees.0.amount.value',
+        max_fraction_digits: 2,
+      });
+  });
+
   it('a target with no beneficiary format pays the address itself', () => {
     const bare = info({
       targets: [

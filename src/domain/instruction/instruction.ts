@@ -15,6 +15,7 @@ import type {
   Publication,
   ReadView,
 } from '../decider.js';
+import { amountRefusal, capabilityRefusal } from '../../protocol/amounts.js';
 import { findCapability } from '../../protocol/capabilities.js';
 import { invalid, refusal, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import type { CapabilityT } from '../../protocol/schemas.js';
@@ -184,6 +185,9 @@ function issue(
   obtainedBy: string | null,
   context: DecideContext,
 ): Result {
+  // P23: the amount, and the fees and ceiling of `via`, within their asset's unit.
+  const digits = amountRefusal(input.amount, 'amount') ?? capabilityRefusal(input.via, 'via');
+  if (digits !== null) return digits;
   const terms = termsOf(input, obtainedBy, context.views);
   if ('code' in terms) return terms;
   const { info, inForce } = terms;

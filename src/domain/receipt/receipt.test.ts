@@ -150,6 +150,35 @@ describe('receipt: issue (SPEC J)', () => {
       .when('issue', payer)
       .thenRefused('path.core.invalid_request', { field: 'reference' });
   });
+
+  it("P23: refuses an amount, fee or ceiling beyond its asset's unit, naming it", () => {
+    const payee = {
+      reference: REF,
+      issued_by: 'payee' as const,
+      via: BOOK,
+      received: AMOUNT,
+      rail_references: RAIL,
+    };
+    const eur = (value: string) => ({ ...AMOUNT, value });
+    const refused = (change: Record<string, unknown>, field: string, digits: number) =>
+      spec
+        .given([])
+        .when('issue', { ...payee, ...change })
+        .thenRefused('path.core.invalid_request', { field, max_fraction_digits: digits });
+    refused({ received: eur('10.001') }, 'received.value', 2);
+    refused({ sent: eur('10.000') }, 'sent.value', 2);
+    const fee = (value: string) => ({ kind: 'operator', amount: eur(value), paid_by: 'payer' });
+    refused({ fees: [fee('0.25'), fee('0.255')] }, 'fees.1.amount.value', 2);
+    const jpy = { value: '100.5', asset_type: 'fiat', asset_code: 'JPY' };
+    refused({ via: { ...BOOK, limits: { max_single: jpy } } }, 'via.limits.max_single.value', 0);
+    const usdc = { value: `1.${'0'.repeat(19)}`, asset_type: 'token', asset_code: 'USDC' };
+    refused({ sent: usdc }, 'sent.value', 18);
+    const bhd = { value: '1.005', asset_type: 'fiat', asset_code: 'BHD' };
+    spec
+      .given([])
+      .when('issue', { ...payee, received: bhd, fees: [fee('0.25')] })
+      .then((events) => expect(events).toHaveLength(1));
+  });
 });
 
 describe('receipt: the state table (SPEC J)', () => {

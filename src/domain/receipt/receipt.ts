@@ -15,6 +15,7 @@ import type {
   InputOf,
   Publication,
 } from '../decider.js';
+import { amountRefusal, capabilityRefusal, feesRefusal } from '../../protocol/amounts.js';
 import { digestOf } from '../../protocol/digest.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import { envelopeFields, signObject } from '../../protocol/signing.js';
@@ -174,6 +175,8 @@ function issueRefusal(
   issued: { status: ReceiptStatus; reasonCode: string | null; railReferences: readonly unknown[] },
 ): Refusal | null {
   const { status, reasonCode, railReferences } = issued;
+  const digits = amountsRefusal(input);
+  if (digits !== null) return digits;
   if (input.issued_by === 'payee' && status !== 'settled')
     return invalid('status', 'a payee receipt is issued settled');
   if (input.issued_by === 'payer' && status === 'settled')
@@ -191,6 +194,16 @@ function issueRefusal(
   if (status !== 'failed' && reasonCode !== null)
     return invalid('reason_code', 'reason_code belongs to a failed receipt');
   return null;
+}
+
+/** P23: the amounts of `via`, what was sent and received, and the fees, within their unit. */
+function amountsRefusal(input: IssueCommand): Refusal | null {
+  return (
+    capabilityRefusal(input.via, 'via') ??
+    amountRefusal(input.sent, 'sent') ??
+    amountRefusal(input.received, 'received') ??
+    feesRefusal(input.fees, 'fees')
+  );
 }
 
 function transition(

@@ -159,6 +159,28 @@ describe('request: create', () => {
     expect(decision.answer).toMatchObject({ value: { expires_at: later } });
   });
 
+  it("P23: refuses an amount, a fee or a ceiling beyond its asset's unit, naming it", () => {
+    const refused = (extra: Record<string, unknown>, field: string, digits: number) =>
+      spec
+        .given([])
+        .when('create', create(extra))
+        .thenRefused('path.core.invalid_request', { field, max_fraction_digits: digits });
+    refused({ amount: { ...AMOUNT, value: '12.500' } }, 'amount.value', 2);
+    refused({ amount: { ...AMOUNT, value: '1.5', asset_code: 'JPY' } }, 'amount.value', 0);
+    const fee = { kind: 'operator', amount: { ...AMOUNT, value: '0.001' }, paid_by: 'payer' };
+    refused({ accepts: [EUR, { ...GBP, fees: [fee] }] }, 'accepts.1.fees.0.amount.value', 2);
+    const ceiling = { max_single: { ...AMOUNT, value: '100.001' } };
+    refused({ accepts: [{ ...EUR, limits: ceiling }] }, 'accepts.0.limits.max_single.value', 2);
+    for (const amount of [
+      { ...AMOUNT, value: '15', asset_code: 'JPY' },
+      { ...AMOUNT, value: '1.005', asset_code: 'BHD' },
+    ])
+      spec
+        .given([])
+        .when('create', create({ amount }))
+        .then((events) => expect(events).toHaveLength(1));
+  });
+
   it('refuses a reference already in use', () => {
     spec
       .given(created())

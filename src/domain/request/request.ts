@@ -18,6 +18,7 @@ import type {
   ReadView,
   View,
 } from '../decider.js';
+import { amountRefusal, capabilitiesRefusal } from '../../protocol/amounts.js';
 import { findCapability } from '../../protocol/capabilities.js';
 import { invalid, refusal, type Refusal } from '../../protocol/errors.js';
 import type { AmountT, CapabilityT } from '../../protocol/schemas.js';
@@ -234,6 +235,10 @@ function bindingOf(
 }
 
 function create(input: CreateInput, createdBy: string, context: DecideContext): Result {
+  // P23: the amount, and each capability's fees and ceiling, within their asset's unit.
+  const digits =
+    amountRefusal(input.amount, 'amount') ?? capabilitiesRefusal(input.accepts, 'accepts');
+  if (digits !== null) return digits;
   const binding = bindingOf(input, context.views);
   if (binding !== null && 'code' in binding) return binding;
   if (input.expires_at !== undefined && parseTime(input.expires_at)! <= context.now) {

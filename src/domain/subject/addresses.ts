@@ -4,6 +4,7 @@
 //   its resolution answers 410 and it is left out of the list, but it is kept.
 // A standing intent is versioned: setting one appends version n+1, active, and deactivates n.
 import type { DecideContext, DirectoryRow } from '../decider.js';
+import { capabilitiesRefusal } from '../../protocol/amounts.js';
 import { invalid } from '../../protocol/errors.js';
 import { isoTime } from '../../protocol/time.js';
 import { addressPublications, commitmentOf } from './resolver.js';
@@ -167,6 +168,9 @@ export const revokeAddress: Handler<'revoke-address'> = (s, input, context) => {
 
 /** Version n+1, active; version n kept, inactive (SPEC C). */
 export const setIntent: Handler<'set-intent'> = (s, input, context) => {
+  // P23: the fees and ceilings of the terms, within their asset's unit.
+  const digits = capabilitiesRefusal(input.accepts, 'accepts');
+  if (digits !== null) return digits;
   return withLiveAddress(s, input.address_id, (a) => {
     const { accepts } = input;
     const limits: Record<string, unknown> = input.limits ?? {};

@@ -579,6 +579,30 @@ describe('subject: addresses (SPEC C, E; state table: address, intent)', () => {
       .when('set-intent', { address_id: ADR, accepts: [EUR] }, BETA)
       .thenRefused('path.address.revoked');
   });
+
+  it("P23: a fee or ceiling of the terms beyond its asset's unit is refused, naming it", () => {
+    const amount = (value: string, asset_code = 'EUR') => ({
+      value,
+      asset_type: 'fiat',
+      asset_code,
+    });
+    const fee = { kind: 'operator', amount: amount('0.005'), paid_by: 'payer' };
+    spec
+      .given(withTerms())
+      .when('set-intent', { address_id: ADR, accepts: [EUR, { ...EUR, fees: [fee] }] }, BETA)
+      .thenRefused('path.core.invalid_request', {
+        field: 'accepts.1.fees.0.amount.value',
+        max_fraction_digits: 2,
+      });
+    const limits = { max_single: amount('1000.5', 'KRW') };
+    spec
+      .given(withTerms())
+      .when('set-intent', { address_id: ADR, accepts: [{ ...EUR, limits }] }, BETA)
+      .thenRefused('path.core.invalid_request', {
+        field: 'accepts.0.limits.max_single.value',
+        max_fraction_digits: 0,
+      });
+  });
 });
 
 describe('subject: targets (SPEC C)', () => {
