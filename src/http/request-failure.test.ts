@@ -27,7 +27,14 @@ const ROUTES: RouteSpec<Handler>[] = [
     responses: {},
     handler: ok,
   },
-  { operation: 'signed', method: 'POST', path: '/signed', auth: 'member', responses: {}, handler: ok },
+  {
+    operation: 'signed',
+    method: 'POST',
+    path: '/signed',
+    auth: 'member',
+    responses: {},
+    handler: ok,
+  },
   {
     operation: 'later',
     method: 'POST',
@@ -101,11 +108,13 @@ describe('an exception while handling one request (issue 28)', () => {
     ['a signature check that throws', () => post('/signed', SIGNED)],
   ];
   for (const [what, send] of cases) {
-    it(`${what}: answered 500 with its request id, logged once, counted; the node serves on`, async () => {
+    it(`${what}: 500 with its request id, logged once, counted; the node serves on`, async () => {
       const before = { errors: internalErrors, lines: lines.length };
       const res = await send();
       expect(res.status).toBe(500);
-      const body = (await res.json()) as { error: { code: string; detail: { request_id: string } } };
+      const body = (await res.json()) as {
+        error: { code: string; detail: { request_id: string } };
+      };
       expect(body.error.code).toBe('path.core.internal');
       const requestId = body.error.detail.request_id;
       expect(res.headers.get('path-request-id')).toBe(requestId);
@@ -119,7 +128,7 @@ describe('an exception while handling one request (issue 28)', () => {
     });
   }
 
-  it('an answer that resolves to nothing usable: the request fails alone; the node serves on', async () => {
+  it('an answer resolved to nothing usable fails alone; the node serves on', async () => {
     const before = internalErrors;
     const outcome = await post('/later').then(
       (res) => res.status,

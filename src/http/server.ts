@@ -744,7 +744,8 @@ export class HttpServer {
       const outcome = this.idempotency(context, idempotencyKey);
       if (!(outcome instanceof Promise)) return this.runOnce(res, context, base, state, outcome);
       return void outcome.then(
-        (known) => this.guarded(res, base, state, () => this.runOnce(res, context, base, state, known)),
+        (known) =>
+          this.guarded(res, base, state, () => this.runOnce(res, context, base, state, known)),
         (error: unknown) => this.crashed(res, base, state, error),
       );
     }
