@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
 import { FLIGHT_LEASES, type Config } from './config.js';
 import type { CommandResult, ReplayMark } from './actors/types.js';
-import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
+import { holdsLog, PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
 import { checkIdempotency, housekeeping } from './log/housekeeping.js';
@@ -66,6 +66,7 @@ export async function startNode(
   const watch = await startWatch(config);
   const { log, tables, env, cluster } = await openPlace(config, logger);
   const fence = cluster?.fence ?? null;
+  await new NodeStore(tables).ensureLogFormat(() => holdsLog(log));
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;

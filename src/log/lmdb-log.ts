@@ -57,6 +57,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
       followups: table('followups'),
       event_expiry: table('event_expiry'),
       resends: table('resends'),
+      heads: table('heads'),
     },
   };
 }

@@ -35,6 +35,11 @@ export const TABLES = [
   'followups',
   'event_expiry',
   'resends',
+  /**
+   * Each partition's head: the seq and CRC-32 of its last record, written in the same commit as
+   * every append (rows.ts, headRows), so that a start finds a tail taken off the log (issue 28).
+   */
+  'heads',
 ] as const;
 
 export type Table = (typeof TABLES)[number];
@@ -102,6 +107,13 @@ export interface Log {
   /** Resolves once the snapshot is durable. */
   writeSnapshot(partition: number, bytes: Buffer): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Whether the log holds anything: a record or a snapshot of some partition. */
+export function holdsLog(log: Log): boolean {
+  for (let p = 0; p < PARTITION_COUNT; p++)
+    if (log.lastSeq(p) > 0 || log.readSnapshot(p) !== undefined) return true;
+  return false;
 }
 
 /**

@@ -193,3 +193,25 @@ export const eventExpiryRows = {
 
 /** Resends asked for with the command line, taken up by the running node. */
 export const resendRows = codec<[id: string], { at: number }>('resends', (id) => id);
+
+/** Where a partition's log ends: the seq of its last record and that record's CRC-32. */
+export interface LogPosition {
+  seq: number;
+  check: number;
+}
+
+const PARTITION_DIGITS = 3;
+
+/**
+ * Each partition's head (log.ts, `heads`), written by the shard in the commit of every append:
+ * a start compares it with the partition's last record, so a tail taken off the log is found
+ * (issue 28; a record from the middle breaks the chain instead, record.ts).
+ */
+export const headRows = {
+  ...codec<[partition: number], LogPosition>('heads', (p) =>
+    String(p).padStart(PARTITION_DIGITS, '0'),
+  ),
+  head(partition: number, position: LogPosition): TableWrite {
+    return headRows.write(headRows.key(partition), { seq: position.seq, check: position.check });
+  },
+};
