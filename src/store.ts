@@ -338,6 +338,11 @@ export class NodeStore {
     });
   }
 
+  /** The log's layout as recorded (undefined: none recorded yet). */
+  logFormat(): number | undefined {
+    return this.tables.get<number>('meta', LOG_FORMAT_KEY);
+  }
+
   /**
    * Records the log's layout on the first start (nothing in the log yet: `holdsLog` says so), or
    * refuses a log of another: a data directory of a build before the chain has records and no

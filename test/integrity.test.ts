@@ -1,13 +1,17 @@
 // Log integrity over the real node and real LMDB (issue 28): a record taken out of the log is
 // found, whether from its end (the partition's head names a record the log no longer holds) or
 // from its middle (the next record no longer links to the one before it), and the start is
-// refused with the way back (P14), the process exiting non-zero.
-import { spawn } from 'node:child_process';
+// refused with the way back (P14), the process exiting non-zero. Damage behind a snapshot, which
+// no start reads, is found by the scrub while the node serves (a log line, the metric, `/readyz`
+// degraded) and by `path-node verify` on the stopped directory.
+import { spawn, spawnSync } from 'node:child_process';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
-import { removeRecord } from './support/damage.js';
+import { damageFirstRow, damageRecord, removeRecord } from './support/damage.js';
+import { waitFor } from './support/wait.js';
 import { CLI, Client, createCredential, startNode, tempDir, type Credential } from './support/harness.js';
 import { partitionOf } from '../src/log/log.js';
 
@@ -112,3 +116,81 @@ describe('issue 28: a record taken out of the log refuses the start', () => {
     expect(refused.output).toContain('the log was written in layout 1, by an earlier build');
   });
 });
+
+/** `path-node verify` on `dir`: its exit code and the JSON lines it printed. */
+function verify(dir: string): { code: number | null; lines: any[]; stderr: string } {
+  const run = spawnSync(process.execPath, [CLI, 'verify', '--data-dir', dir], { encoding: 'utf8' });
+  const lines = run.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
+  return { code: run.status, lines, stderr: run.stderr };
+}
+
+async function damagedRecordsGauge(adminPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  type Family = { name: string; metrics: { value: string }[] };
+  const family = (parsePrometheusTextFormat(text) as Family[]).find((f) => f.name === 'path_log_damaged_records');
+  if (family === undefined) throw new Error('no path_log_damaged_records');
+  return Number(family.metrics[0]!.value);
+}
+
+describe('issue 28: damage behind a snapshot', () => {
+  it('the node serves; the scrub finds it: an error line by partition and seq, the metric, /readyz degraded; verify exits non-zero', async () => {
+    const set = setup('behind-snapshot');
+    let node = await startNode({ dataDir: set.dir });
+    running.push(node);
+    const reference = await usedUpConnection(node.baseUrl, set);
+    const partition = partitionOf(reference);
+    // The orderly stop snapshots every partition written to: the snapshot covers every record.
+    expect(await node.stop()).toBe(0);
+    const sound = verify(set.dir);
+    expect(sound.code, sound.stderr).toBe(0);
+    expect(sound.lines.at(-1).verified).toMatchObject({ sound: true, damaged: 0 });
+    expect(sound.lines.at(-1).verified.records).toBeGreaterThanOrEqual(21);
+    expect(sound.lines.at(-1).verified.snapshots).toBeGreaterThan(0);
+
+    // A byte of record 2's value and a byte of record 4's checksum, both behind the snapshot.
+    await damageRecord(set.dir, partition, 2);
+    await damageRecord(set.dir, partition, 4, 0);
+    node = await startNode({ dataDir: set.dir });
+    running.push(node);
+    const read = await new Client(node.baseUrl, set.local).get(`/connect/connections/${reference}`, { timestamp: stamp() });
+    expect(read.status, read.text).toBe(200);
+    expect(read.json.consumed_operations).toBe(20);
+
+    await waitFor('the scrub to count both', async () => (await damagedRecordsGauge(node.adminPort)) === 2);
+    const ready = await fetch(`http://127.0.0.1:${node.adminPort}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'degraded' });
+    const found = node.output().split('\n').filter((l) => l.includes('"msg":"the scrub found damage in the log"')).map((l) => JSON.parse(l));
+    expect(found.map((l) => [l.item, l.partition, l.seq])).toEqual([['record', partition, 2], ['record', partition, 4]]);
+    expect(found[0].detail).toContain(`log record 2 of partition ${partition} fails its checksum`);
+    expect(JSON.stringify(found)).not.toContain(reference);
+
+    const running_ = verify(set.dir);
+    expect(running_.code).toBe(2);
+    expect(running_.stderr).toContain('stop it first, or verify a backup');
+    expect(await node.stop()).toBe(0);
+    const damaged = verify(set.dir);
+    expect(damaged.code).toBe(1);
+    expect(damaged.lines.slice(0, -1).map((l) => [l.damaged.item, l.damaged.partition, l.damaged.seq])).toEqual(
+      [['record', partition, 2], ['record', partition, 4]]);
+    expect(damaged.lines.at(-1).verified).toMatchObject({ sound: false, damaged: 2 });
+  });
+
+  it('verify names a record taken out of a stopped directory, and a damaged row by table and key', async () => {
+    const set = setup('verify-removed');
+    const node = await startNode({ dataDir: set.dir });
+    running.push(node);
+    const reference = await usedUpConnection(node.baseUrl, set);
+    expect(await node.stop()).toBe(0);
+    const partition = partitionOf(reference);
+    const last = await removeRecord(set.dir, partition);
+    const key = await damageFirstRow(set.dir, 'usage');
+    const damaged = verify(set.dir);
+    expect(damaged.code).toBe(1);
+    const items = damaged.lines.slice(0, -1).map((l) => l.damaged);
+    expect(items).toContainEqual(expect.objectContaining({ item: 'snapshot', partition, seq: last }));
+    expect(items).toContainEqual(expect.objectContaining({ item: 'head', partition, seq: last }));
+    expect(items).toContainEqual(expect.objectContaining({ item: 'row', table: 'usage', key }));
+  });
+});
+

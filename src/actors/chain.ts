@@ -5,14 +5,17 @@
 // the log no longer holds). A start walks the chain from the partition's snapshot (fold.ts); the
 // scrub and `path-node verify` walk all of it (scrub.ts). Each says what it found in the same
 // words: where, why, and that the way back is a backup (P14).
+import type { Log } from '../log/log.js';
 import { ChecksumError, openRecord, recordCheck } from '../log/record.js';
-import type { LogPosition } from '../log/rows.js';
+import { headRows, type LogPosition } from '../log/rows.js';
 
 /** Where a partition's chain starts when it has no snapshot: before its first record. */
 export const LOG_START: LogPosition = { seq: 0, check: 0 };
 
 /** What is wrong with a record of the chain, said for an operator (no identifier in it). */
 export interface ChainFault {
+  /** What is damaged: a log record, the partition's snapshot, or its head. */
+  item: 'record' | 'snapshot' | 'head';
   partition: number;
   seq: number;
   message: string;
@@ -127,19 +130,19 @@ export class Chain<T> {
 
   private judge(seq: number, decoded: Decoded<T>): Taken<T> {
     const { partition } = this;
-    const fault = (at: number, message: string): Taken<T> => ({
+    const fault = (item: ChainFault['item'], at: number, message: string): Taken<T> => ({
       kind: 'fault',
-      fault: { partition, seq: at, message },
+      fault: { item, partition, seq: at, message },
     });
     const anchor = this.anchor;
     this.anchor = null;
-    if (decoded === DAMAGED) return fault(seq, damagedRecordMessage(partition, seq));
+    if (decoded === DAMAGED) return fault('record', seq, damagedRecordMessage(partition, seq));
     if (anchor !== null) {
       if (seq === anchor.seq && this.next === anchor.check) return { kind: 'anchor' };
-      return fault(anchor.seq, snapshotMessage(partition, anchor.seq));
+      return fault('snapshot', anchor.seq, snapshotMessage(partition, anchor.seq));
     }
     if (decoded === UNLINKED || seq !== this.at.seq + 1)
-      return fault(seq, unlinkedRecordMessage(partition, seq, this.at.seq));
+      return fault('record', seq, unlinkedRecordMessage(partition, seq, this.at.seq));
     return { kind: 'record', value: decoded };
   }
 
@@ -151,11 +154,19 @@ export class Chain<T> {
     const { partition } = this;
     if (this.anchor !== null) {
       const seq = this.anchor.seq;
-      return { partition, seq, message: snapshotMessage(partition, seq) };
+      return { item: 'snapshot', partition, seq, message: snapshotMessage(partition, seq) };
     }
     const matches =
       head === null ? this.at.seq === 0 : head.seq === this.at.seq && head.check === this.at.check;
     if (matches) return null;
-    return { partition, seq: head?.seq ?? 0, message: headMessage(partition, head, this.at.seq) };
+    const message = headMessage(partition, head, this.at.seq);
+    return { item: 'head', partition, seq: head?.seq ?? 0, message };
   }
+}
+
+/** A partition's head as its row holds it (null: none); a damaged row throws DamagedRowError. */
+export function headOf(log: Log, p: number): LogPosition | null {
+  const key = headRows.key(p);
+  const bytes = log.get('heads', key);
+  return bytes === undefined ? null : headRows.read(key, bytes);
 }

@@ -6,7 +6,7 @@ import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
 import { SNAPSHOT_SLICE_VALUES } from '../config.js';
 import { frameHandoff, readValue, unframe, unframeHandoff } from '../log/record.js';
-import { headRows, type LogPosition } from '../log/rows.js';
+import type { LogPosition } from '../log/rows.js';
 import {
   frameInSlices,
   holdsLargeChildren,
@@ -16,7 +16,7 @@ import {
   type SnapshotBody,
   type SnapshotPosition,
 } from './snapshot.js';
-import { Chain, LOG_START, type ChainFault } from './chain.js';
+import { Chain, headOf, LOG_START, type ChainFault } from './chain.js';
 
 export { damagedRecordMessage } from './chain.js';
 
@@ -156,13 +156,6 @@ function positionOrFail(p: number, position: SnapshotPosition): LogPosition {
     `the snapshot of partition ${p} names no log position: an earlier build wrote this data ` +
       'directory, and this build cannot read it (its log is not chained: issue 28)',
   );
-}
-
-/** A partition's head as its row holds it (null: none); a damaged row refuses the start. */
-export function headOf(log: Log, p: number): LogPosition | null {
-  const key = headRows.key(p);
-  const bytes = log.get('heads', key);
-  return bytes === undefined ? null : headRows.read(key, bytes);
 }
 
 function failOn(fault: ChainFault | null): void {

@@ -30,11 +30,25 @@ export class DataFileError extends Error {
   override name = 'DataFileError';
 }
 
-export function openEnvironment(dataDir: string): LmdbEnvironment {
+/**
+ * Opens the data directory's environment; `readOnly` for a look that must change nothing
+ * (`path-node verify`: every table a node of this build writes must exist already).
+ */
+export function openEnvironment(
+  dataDir: string,
+  options: { readOnly?: boolean } = {},
+): LmdbEnvironment {
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
   if (existsSync(path)) checkDataFile(path);
-  const root = open({ path, maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });
+  const readOnly = options.readOnly ?? false;
+  const root = open({
+    path,
+    maxDbs: MAX_DATABASES,
+    compression: false,
+    overlappingSync: false,
+    readOnly,
+  });
   const table = (name: Table) => root.openDB<Buffer, string>({ name, encoding: 'binary' });
   return {
     root,
@@ -69,8 +83,9 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
 export async function withEnvironment<T>(
   dataDir: string,
   action: (env: LmdbEnvironment) => T | Promise<T>,
+  options: { readOnly?: boolean } = {},
 ): Promise<T> {
-  const env = openEnvironment(dataDir);
+  const env = openEnvironment(dataDir, options);
   try {
     return await action(env);
   } finally {

@@ -48,12 +48,15 @@ export async function removeRecord(dir: string, partition: number, seq?: number)
   return taken;
 }
 
-/** Flips one byte of log record `seq` of a partition (its last byte, inside its value). */
-export async function damageRecord(dir: string, partition: number, seq: number): Promise<void> {
+/**
+ * Flips one byte of log record `seq` of a partition: byte `at` (from the end when negative: the
+ * last, inside its value, by default; 0 is the first byte of its checksum).
+ */
+export async function damageRecord(dir: string, partition: number, seq: number, at = -1): Promise<void> {
   const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
   const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
   const damaged = Buffer.from(log.get([partition, seq])!);
-  damaged[damaged.length - 1] ^= 0xff;
+  damaged[at < 0 ? damaged.length + at : at] ^= 0xff;
   await log.put([partition, seq], damaged);
   await env.flushed;
   await env.close();
