@@ -179,6 +179,12 @@ export const WARM_TURN_MS = 4;
  */
 export const SCRUB_TURN_MS = 20;
 
+/**
+ * Records (or rows) `path-node verify` takes from one read transaction: it walks as fast as it
+ * can, with no pace to keep, but lets the transaction go now and then.
+ */
+export const VERIFY_STEP_RECORDS = 65_536;
+
 /** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
 export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
 

@@ -581,12 +581,16 @@ function newScrub(
   return new Scrub({
     log,
     partitions: () => joined?.leases.partitions() ?? all,
+    rows: joined === null,
     recordsPerSecond: config.limits.scrub_records_per_second,
     passPauseMs: config.limits.scrub_pass_pause_ms,
     onDamage: (fault) => {
       watch.admin.degraded = true;
+      // Partition and seq, and a row's table: never its key, which may name an object.
+      const { item, partition, seq, message } = fault;
+      const table = fault.item === 'row' ? { table: fault.table } : {};
       logger.error(
-        { item: fault.item, partition: fault.partition, seq: fault.seq, detail: fault.message },
+        { item, ...table, partition, seq, detail: message },
         'the scrub found damage in the log',
       );
     },

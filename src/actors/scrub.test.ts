@@ -3,9 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../log/memory-log.js';
 import { frameRecord, recordCheck } from '../log/record.js';
-import { headRows } from '../log/rows.js';
+import { headRows, usageRows } from '../log/rows.js';
+import { encodeView } from '../log/views.js';
 import type { ChainFault } from './chain.js';
-import { PartitionWalk, Scrub } from './scrub.js';
+import { PartitionWalk, RowWalk, Scrub, type RowFault } from './scrub.js';
 import { frameSnapshot } from './snapshot.js';
 
 const P = 5;
@@ -79,11 +80,12 @@ describe('the scrub (issue 28)', () => {
     const scrub = new Scrub({
       log,
       partitions: () => [P, P + 1],
+      rows: true,
       recordsPerSecond: 100,
       passPauseMs: 1,
       onDamage: (f) => damage.push(f),
       onPass: (pass) => {
-        expect(pass).toEqual({ partitions: 2, records: 4, damaged: 1 });
+        expect(pass).toEqual({ partitions: 2, records: 4, rows: 0, damaged: 1 });
         if (++passes === 2) done();
       },
       onError: (error) => {
@@ -95,5 +97,31 @@ describe('the scrub (issue 28)', () => {
     scrub.stop();
     expect(damage.map((f) => [f.item, f.partition, f.seq])).toEqual([['record', P, 3]]);
     expect(scrub.damagedCount).toBe(1);
+  });
+
+  it("a view or usage row written with a record beyond its partition's log is found", async () => {
+    const log = new MemoryLog();
+    await appendRecords(log, 1, 6);
+    const reply = { status: 200, body: '{}', signed: false };
+    const usage = (index: number, seq: number) =>
+      usageRows.entry({ owner: 'con_x', index, row: { n: index } }, { partition: P, seq });
+    await log.write([
+      { table: 'views', key: 'v_sound', bytes: encodeView(reply, { partition: P, seq: 6 }) },
+      { table: 'views', key: 'v_ahead', bytes: encodeView(reply, { partition: P, seq: 7 }) },
+      usage(1, 5),
+      usage(2, 9),
+    ]);
+    const faults: RowFault[] = [];
+    const walk = new RowWalk(log, (f) => faults.push(f));
+    while (!walk.step(1));
+    expect(walk.rows).toBe(4);
+    expect(faults.map((f) => [f.table, f.key, f.partition, f.seq])).toEqual([
+      ['views', 'v_ahead', P, 7],
+      ['usage', usageRows.key('con_x', 2), P, 9],
+    ]);
+    expect(faults[0]!.message).toContain(
+      `log record 7 of partition ${P}, beyond the end of its log`,
+    );
+    expect(faults[0]!.message).not.toContain('v_ahead');
   });
 });

@@ -8,9 +8,10 @@
 // the log's reads, and says each damaged item once. `path-node verify` runs the same walk over a
 // stopped data directory at full speed (src/cli/verify.ts).
 import { SCRUB_TURN_MS } from '../config.js';
-import type { Log } from '../log/log.js';
+import { PARTITION_COUNT, type Log, type RecordPosition } from '../log/log.js';
 import { ChecksumError, DamagedRowError } from '../log/record.js';
-import type { LogPosition } from '../log/rows.js';
+import { usageRows, type LogPosition } from '../log/rows.js';
+import { decodeView } from '../log/views.js';
 import {
   Chain,
   LOG_START,
@@ -128,16 +129,120 @@ export class PartitionWalk {
   }
 }
 
+/** Tables whose rows name the log record they were written with (views.ts, rows.ts). */
+const POSITIONED = ['views', 'usage'] as const;
+type Positioned = (typeof POSITIONED)[number];
+
+/**
+ * A row that fails its checksum, or that names a record beyond the end of its partition's log:
+ * written in that record's commit, it shows records lost from the log. `key` is for the operator's
+ * own command (verify); a log line names the table, partition and seq only.
+ */
+export interface RowFault {
+  item: 'row';
+  table: Positioned;
+  key: string;
+  partition: number | null;
+  seq: number | null;
+  message: string;
+}
+
+export type Damage = ChainFault | RowFault;
+
+/**
+ * The rows of the positioned tables walked in key order, a few at a time, each checked against
+ * the log: its record must not be beyond its partition's last. A row is read before the
+ * partition's last seq, and its record was committed with it, so appends meanwhile raise no
+ * false alarm. Each partition's last seq is read again only when a row names a later record.
+ */
+export class RowWalk {
+  rows = 0;
+  private table = 0;
+  private after: string | undefined = undefined;
+  private readonly lastSeqs = new Map<number, number>();
+
+  constructor(
+    private readonly log: Log,
+    private readonly found: (fault: RowFault) => void,
+  ) {}
+
+  /** Walks up to `rows` more rows; true once every positioned table is walked. */
+  step(rows: number): boolean {
+    while (rows > 0 && this.table < POSITIONED.length) {
+      const table = POSITIONED[this.table]!;
+      let walked = 0;
+      const range = { ...(this.after === undefined ? {} : { start: this.after }), limit: rows + 1 };
+      for (const { key, bytes } of this.log.scan(table, range)) {
+        if (key === this.after) continue;
+        const fault = this.fault(table, key, bytes);
+        if (fault !== null) this.found(fault);
+        this.after = key;
+        this.rows++;
+        if (++walked >= rows) break;
+      }
+      rows -= walked;
+      if (rows > 0) {
+        this.table++;
+        this.after = undefined;
+      }
+    }
+    return this.table >= POSITIONED.length;
+  }
+
+  private fault(table: Positioned, key: string, bytes: Buffer): RowFault | null {
+    const position = positionOf(table, key, bytes);
+    if (position === null) {
+      const message = `a row of table '${table}' fails its checksum (damaged at rest)`;
+      return { item: 'row', table, key, partition: null, seq: null, message };
+    }
+    const { partition, seq } = position;
+    if (partition < PARTITION_COUNT && seq <= this.lastSeq(partition, seq)) return null;
+    return { item: 'row', table, key, partition, seq, message: aheadMessage(table, position) };
+  }
+
+  /** The partition's last seq as known, read again if `seq` is beyond it. */
+  private lastSeq(partition: number, seq: number): number {
+    const known = this.lastSeqs.get(partition);
+    if (known !== undefined && seq <= known) return known;
+    const last = this.log.lastSeq(partition);
+    this.lastSeqs.set(partition, last);
+    return last;
+  }
+}
+
+function positionOf(table: Positioned, key: string, bytes: Buffer): RecordPosition | null {
+  if (table === 'views') return decodeView(bytes)?.position ?? null;
+  try {
+    return usageRows.position(key, bytes);
+  } catch (error) {
+    if (error instanceof DamagedRowError) return null;
+    throw error;
+  }
+}
+
+function aheadMessage(table: string, { partition, seq }: RecordPosition): string {
+  return (
+    `a row of table '${table}' was written with log record ${seq} of partition ${partition}, ` +
+    'beyond the end of its log: records are missing from the log, the data directory is ' +
+    'damaged at rest; restore it from the latest backup'
+  );
+}
+
 export interface ScrubOptions {
   log: Log;
+  /**
+   * Whether a pass walks the rows of the positioned tables too: the embedded node's are all its
+   * own; in cluster mode they are shared by every instance, and not walked (README).
+   */
+  rows: boolean;
   /** The partitions a pass walks: all, or in cluster mode those this instance holds (P22). */
   partitions: () => readonly number[];
   recordsPerSecond: number;
   passPauseMs: number;
   /** Told once of each damaged item, the first time a pass finds it. */
-  onDamage: (fault: ChainFault) => void;
+  onDamage: (fault: Damage) => void;
   /** Told when a pass has walked every partition. */
-  onPass: (pass: { partitions: number; records: number; damaged: number }) => void;
+  onPass: (pass: { partitions: number; records: number; rows: number; damaged: number }) => void;
   /** The walk failed (not damage: the log could not be read); the scrub has stopped. */
   onError: (error: unknown) => void;
 }
@@ -148,11 +253,12 @@ export interface ScrubOptions {
  * mend itself, and what it damaged is restored from a backup with the node stopped.
  */
 export class Scrub {
-  private readonly damaged = new Map<string, ChainFault>();
+  private readonly damaged = new Map<string, Damage>();
   private timer: NodeJS.Timeout | null = null;
   private queue: number[] = [];
   private walk: PartitionWalk | null = null;
-  private pass = { partitions: 0, records: 0 };
+  private rowWalk: RowWalk | null = null;
+  private pass = { partitions: 0, records: 0, rows: 0 };
   private stopped = false;
 
   constructor(private readonly options: ScrubOptions) {}
@@ -163,8 +269,14 @@ export class Scrub {
   }
 
   start(): void {
-    this.queue = [...this.options.partitions()];
+    this.begin();
     this.later(0);
+  }
+
+  private begin(): void {
+    this.queue = [...this.options.partitions()];
+    this.pass = { partitions: 0, records: 0, rows: 0 };
+    this.rowWalk = this.options.rows ? new RowWalk(this.options.log, (f) => this.found(f)) : null;
   }
 
   stop(): void {
@@ -191,12 +303,15 @@ export class Scrub {
     }
   }
 
-  /** Walks up to `budget` records (a partition begun counts as one); false once the pass ends. */
+  /**
+   * Walks up to `budget` records (a partition begun counts as one), then rows; false once the
+   * pass ends.
+   */
   private walkFor(budget: number): boolean {
     while (budget > 0) {
       if (this.walk === null) {
         const p = this.queue.shift();
-        if (p === undefined) return false;
+        if (p === undefined) return this.walkRows(budget);
         this.walk = new PartitionWalk(this.options.log, p, (fault) => this.found(fault));
         budget--;
       }
@@ -213,15 +328,26 @@ export class Scrub {
     return true;
   }
 
+  /** Walks up to `budget` rows; false once every one is walked (or none is to be). */
+  private walkRows(budget: number): boolean {
+    if (this.rowWalk === null) return false;
+    const before = this.rowWalk.rows;
+    const done = this.rowWalk.step(budget);
+    this.pass.rows += this.rowWalk.rows - before;
+    return !done;
+  }
+
   private passEnded(): void {
     this.options.onPass({ ...this.pass, damaged: this.damaged.size });
-    this.pass = { partitions: 0, records: 0 };
-    this.queue = [...this.options.partitions()];
+    this.begin();
     this.later(this.options.passPauseMs);
   }
 
-  private found(fault: ChainFault): void {
-    const key = `${fault.item}/${fault.partition}/${fault.seq}`;
+  private found(fault: Damage): void {
+    const key =
+      fault.item === 'row'
+        ? `row/${fault.table}/${fault.key}`
+        : `${fault.item}/${fault.partition}/${fault.seq}`;
     if (this.damaged.has(key)) return;
     this.damaged.set(key, fault);
     this.options.onDamage(fault);

@@ -14,7 +14,14 @@ import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
 import { headRows } from '../log/rows.js';
-import { FencedError, partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
+import {
+  FencedError,
+  partitionOf,
+  type Log,
+  type LogEntry,
+  type RecordPosition,
+  type TableWrite,
+} from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
@@ -504,7 +511,9 @@ export class Shard {
     const writes: TableWrite[] = [];
     const draft = { state: slot.state, type: slot.type };
     for (const routed of commands) {
-      const outcome = this.decideOne(key, draft, routed);
+      // The seq its record takes if it commits one: its views and usage rows name it.
+      const position = { partition: p, seq: this.seq.get(p)! + 1 };
+      const outcome = this.decideOne(key, draft, routed, position);
       if (outcome.kind === 'answered') {
         results.push(outcome.result);
         // A follow-up decided without a change is done all the same: its row goes.
@@ -545,6 +554,7 @@ export class Shard {
     key: string,
     draft: { state: unknown; type: string },
     routed: RoutedCommand,
+    position: RecordPosition,
   ): Decided {
     const decider = this.deciders.get(routed.aggregate);
     if (decider === undefined || (draft.state !== null && draft.type !== routed.aggregate)) {
@@ -593,6 +603,7 @@ export class Shard {
       now,
       newId,
       followUps,
+      position,
     });
     return {
       kind: 'committed',

@@ -1,18 +1,19 @@
 // `path-node verify --data-dir D` (issue 28): a stopped node's data directory, or a backup,
 // checked offline and read-only: every log record's checksum and link, every snapshot and the
 // record it names, every partition's head (the walk of the scrub, src/actors/scrub.ts, at full
-// speed), and every row of every table against its checksum. Each damaged item is printed by
+// speed), every row of every table against its checksum, and every view and usage row against
+// the log (none may name a record beyond its partition's last). Each damaged item is printed by
 // partition and seq, or by table and key (keys are hashes and references, never a clear
 // identifier), then a summary; the exit code says whether the directory is sound.
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { PartitionWalk } from '../actors/scrub.js';
+import { VERIFY_STEP_RECORDS } from '../config.js';
+import { join, resolve } from 'node:path';
+import { PartitionWalk, RowWalk, type RowFault } from '../actors/scrub.js';
 import type { ChainFault } from '../actors/chain.js';
 import { DataDirInUse, lockDataDir } from '../log/data-dir.js';
 import { ENV_FILE, LmdbLog, withEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { holdsLog, PARTITION_COUNT, TABLES, type Log } from '../log/log.js';
 import { ChecksumError, framedPayload } from '../log/record.js';
-import { decodeView } from '../log/views.js';
 import { LOG_FORMAT, lmdbStoreTables, NodeStore } from '../store.js';
 
 /** The directory could not be looked at (none there, or a node serves it). */
@@ -20,8 +21,9 @@ export class VerifyRefused extends Error {
   override name = 'VerifyRefused';
 }
 
-/** A damaged item: of the log (ChainFault), or a table row. */
-export type Damaged = ChainFault | { item: 'row'; table: string; key: string; message: string };
+/** A damaged item: of the log (ChainFault), or a table row (RowFault when it names a record). */
+export type Damaged =
+  ChainFault | RowFault | { item: 'row'; table: string; key: string; message: string };
 
 export interface Verified {
   sound: boolean;
@@ -33,15 +35,12 @@ export interface Verified {
   damaged: number;
 }
 
-/** Records a walk takes at once: the walk runs to the end, with no pace to keep. */
-const WALK_STEP_RECORDS = 65_536;
-
 /** Checks the data directory, telling `each` of every damaged item; answers the summary. */
 export async function verifyDataDir(
   dataDir: string,
   each: (damaged: Damaged) => void,
 ): Promise<Verified> {
-  if (!existsSync(`${dataDir}/${ENV_FILE}`))
+  if (!existsSync(join(dataDir, ENV_FILE)))
     throw new VerifyRefused(`no node data in ${resolve(dataDir)}`);
   let lock;
   try {
@@ -93,27 +92,33 @@ function walkLog(log: Log, verified: Verified, found: (damaged: Damaged) => void
   for (let p = 0; p < PARTITION_COUNT; p++) {
     if (log.readSnapshot(p) !== undefined) verified.snapshots++;
     const walk = new PartitionWalk(log, p, found);
-    while (!walk.step(WALK_STEP_RECORDS));
+    while (!walk.step(VERIFY_STEP_RECORDS));
     walk.finish();
     verified.records += walk.records;
   }
 }
 
-/** Every row of every table against its checksum (a view has its own layout: views.ts). */
+/**
+ * Every row of every table against its checksum; the rows that name the record they were
+ * written with (views, usage) against the log too, as the scrub walks them (RowWalk).
+ */
 function verifyRows(log: Log, verified: Verified, found: (damaged: Damaged) => void): void {
+  const positioned = new RowWalk(log, found);
+  while (!positioned.step(VERIFY_STEP_RECORDS));
+  verified.rows += positioned.rows;
   for (const table of TABLES) {
+    if (table === 'views' || table === 'usage') continue;
     for (const { key, bytes } of log.scan(table)) {
       verified.rows++;
       if (table === 'heads') verified.heads++;
-      if (rowVerifies(table, bytes)) continue;
+      if (rowVerifies(bytes)) continue;
       const message = `table '${table}' row '${key}' fails its checksum (damaged at rest)`;
       found({ item: 'row', table, key, message });
     }
   }
 }
 
-function rowVerifies(table: string, bytes: Buffer): boolean {
-  if (table === 'views') return decodeView(bytes) !== null;
+function rowVerifies(bytes: Buffer): boolean {
   try {
     framedPayload(bytes);
     return true;

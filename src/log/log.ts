@@ -17,6 +17,15 @@ export interface LogEntry {
   bytes: Buffer;
 }
 
+/**
+ * The log record a table row reflects: written in that record's commit (a view, a usage row), it
+ * can never be ahead of its partition's log; one that is shows records lost (issue 28).
+ */
+export interface RecordPosition {
+  partition: number;
+  seq: number;
+}
+
 /** Tables written in the same commit as the records that cause them. */
 export const TABLES = [
   'views',
