@@ -308,11 +308,17 @@ export class Scrub {
    * pass ends.
    */
   private walkFor(budget: number): boolean {
+    let begun = false;
     while (budget > 0) {
       if (this.walk === null) {
+        // One partition begun per turn at most: beginning one reads its head and snapshot, a
+        // round trip each in cluster mode, where a pass of empty partitions would otherwise
+        // read them all in one turn of the front end's thread.
+        if (begun) return true;
         const p = this.queue.shift();
         if (p === undefined) return this.walkRows(budget);
         this.walk = new PartitionWalk(this.options.log, p, (fault) => this.found(fault));
+        begun = true;
         budget--;
       }
       const before = this.walk.records;
