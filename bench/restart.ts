@@ -12,7 +12,9 @@
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
 import { PARTITION_COUNT, partitionOf, type LogEntry } from '../src/log/log.js';
 import { MemoryLog } from '../src/log/memory-log.js';
-import { frame } from '../src/log/record.js';
+import { frameRecord, recordCheck } from '../src/log/record.js';
+import { headRows } from '../src/log/rows.js';
+import { LOG_FORMAT, lmdbStoreTables } from '../src/store.js';
 import { foldPartition, type Held } from '../src/actors/fold.js';
 import { frameSnapshot } from '../src/actors/snapshot.js';
 import { DEFAULT_LIMITS } from '../src/config.js';
@@ -53,7 +55,7 @@ const SETTLE_MS = 2_000;
  * over a minute on this machine, so records are made from a pool of real signed envelopes with
  * the reference swapped in: the bytes have the size and shape the node writes, but the swapped
  * envelopes' signatures and digests no longer match them. Recovery checks neither (it checks
- * each record's CRC, which frame() computes over the final bytes).
+ * each record's CRC and link, which frameRecord() computes over the final bytes).
  */
 function withReference(template: IssuedReceipt, reference: string): IssuedReceipt {
   const envelopeText = template.envelopeText.replace(template.reference, reference);
@@ -68,24 +70,34 @@ async function buildLog(
   config: BenchConfig,
 ): Promise<{ bytes: number; ms: number }> {
   const started = performance.now();
-  const log = new LmdbLog(openEnvironment(dataDir));
+  const env = openEnvironment(dataDir);
+  const log = new LmdbLog(env);
   const key = freshSigningKey();
   const now = Date.now();
   const templates = Array.from({ length: config.restart.templates }, () => issueReceipt(key, now));
   const seqs = new Array<number>(PARTITION_COUNT).fill(0);
+  const checks = new Array<number>(PARTITION_COUNT).fill(0);
   let bytes = 0;
   try {
+    // The layout the node reads (store.ts), recorded as its first start would.
+    await lmdbStoreTables(env).transaction((w) => w.put('meta', 'log_format', LOG_FORMAT));
     for (let first = 0; first < config.restart.records; first += config.restart.batch_records) {
       const entries: LogEntry[] = [];
       const last = Math.min(config.restart.records, first + config.restart.batch_records);
       for (let i = first; i < last; i++) {
         const issued = withReference(templates[i % templates.length]!, newReference('rcp'));
         const partition = partitionOf(issued.reference);
-        const framed = frame(receiptRecord(issued, now - config.restart.records + i));
+        const record = receiptRecord(issued, now - config.restart.records + i);
+        const framed = frameRecord(record, checks[partition]!);
+        checks[partition] = recordCheck(framed);
         bytes += framed.length;
         entries.push({ partition, seq: ++seqs[partition]!, bytes: framed });
       }
-      await log.append(entries, []);
+      // Each partition's head in the same commit, as the shard writes it.
+      const heads = [...new Set(entries.map((e) => e.partition))].map((p) =>
+        headRows.head(p, { seq: seqs[p]!, check: checks[p]! }),
+      );
+      await log.append(entries, heads);
     }
   } finally {
     await log.close();
@@ -119,13 +131,15 @@ async function snapshotsAtPolicy(
       const entries = [...log.read(p, 0)]
         .filter((r) => r.seq <= cut)
         .map((r) => ({ partition: p, ...r }));
-      await upToCut.append(entries, []);
+      const head = headRows.head(p, { seq: cut, check: recordCheck(entries.at(-1)!.bytes) });
+      await upToCut.append(entries, [head]);
       const held = new Map<string, Held>();
-      foldPartition(upToCut, deciders, p, { held, hold: (type, state) => ({ type, state }) });
+      const hold = (type: string, state: unknown) => ({ type, state });
+      const folded = foldPartition(upToCut, deciders, p, { held, hold });
       const aggregates = [...held].map(
         ([key, { type, state }]) => [key, type, state] as [string, string, unknown],
       );
-      await log.writeSnapshot(p, await frameSnapshot({ seq: cut, aggregates }));
+      await log.writeSnapshot(p, await frameSnapshot({ seq: cut, check: folded.check, aggregates }));
       states += held.size;
     }
   } finally {

@@ -53,6 +53,14 @@ export interface Limits {
   feed_pending_max: number;
   member_keys_refresh_interval_ms: number;
   peer_request_timeout_ms: number;
+  /**
+   * The scrub's pace (issue 28): log records it checks a second in the background, every record
+   * of every partition (those behind a snapshot too), so that a failing disk is heard of before
+   * a start needs what it damaged.
+   */
+  scrub_records_per_second: number;
+  /** The pause between the end of one scrub pass over the whole log and the next. */
+  scrub_pass_pause_ms: number;
 }
 
 export interface Config {
@@ -169,6 +177,19 @@ export const RECOVERY_HANDOFF_POLL_MS = 2;
  * and their commits go on between the turns of a partition's fold.
  */
 export const WARM_TURN_MS = 4;
+
+/**
+ * How often the scrub takes its next few records (scrub_records_per_second spread over the
+ * second): each turn checks a few hundred records at the default pace, well under a millisecond
+ * of the front end's thread.
+ */
+export const SCRUB_TURN_MS = 20;
+
+/**
+ * Records (or rows) `path-node verify` takes from one read transaction: it walks as fast as it
+ * can, with no pace to keep, but lets the transaction go now and then.
+ */
+export const VERIFY_STEP_RECORDS = 65_536;
 
 /** Recovery helper threads one worker may start to fold its partitions (src/actors/recovery.ts). */
 export const RECOVERY_HELPERS_PER_WORKER_MAX = 3;
@@ -309,6 +330,8 @@ export const DEFAULT_LIMITS: Limits = {
   feed_pending_max: 20_000,
   member_keys_refresh_interval_ms: 60_000,
   peer_request_timeout_ms: 10_000,
+  scrub_records_per_second: 20_000,
+  scrub_pass_pause_ms: 3600_000,
 };
 
 export class ConfigError extends Error {

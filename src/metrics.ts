@@ -17,6 +17,8 @@ export interface MetricSources {
   replicationLag: () => ReadonlyMap<string, number>;
   /** Partitions this node holds: all of them, but in cluster mode (its leases, P22). */
   partitionsHeld: () => number;
+  /** Damaged log records, snapshots and heads the scrub has found (issue 28). */
+  damagedRecords: () => number;
 }
 
 /** Seconds, from 0.5 ms to 10 s: a request or a commit on this node spans that range. */
@@ -78,6 +80,11 @@ export class Metrics {
       'path_partitions_held',
       'Partitions this node holds (cluster mode: leased to this instance).',
       (s) => s.partitionsHeld(),
+    );
+    this.gauge(
+      'path_log_damaged_records',
+      'Damaged log records, snapshots and partition heads the scrub found (restore from a backup).',
+      (s) => s.damagedRecords(),
     );
     this.gauge('path_directory_keys', 'Hashed keys in the lookup index.', (s) => s.directoryKeys());
     this.gauge(

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
 import { FLIGHT_LEASES, type Config } from './config.js';
 import type { CommandResult, ReplayMark } from './actors/types.js';
-import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
+import { holdsLog, PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
 import { checkIdempotency, housekeeping } from './log/housekeeping.js';
@@ -50,6 +50,7 @@ import { openStore } from './log/open.js';
 import { PostgresLog, type Fence } from './log/postgres-log.js';
 import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
 import { NodeStore, type StoreTables } from './store.js';
+import { Scrub } from './actors/scrub.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
 import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
@@ -110,7 +111,7 @@ export async function startNode(
   const parts = { log, identity, signer, runtime, access, listeners };
   const followers = startFollowers(config, logger, parts);
   await catchUpHousekeeping(log, config, runtime.events);
-  becomeReady(watch, runtime, access, joined);
+  becomeReady(config, logger, { log, watch, runtime, access, joined });
   logger.info(
     {
       ...listeningFields({ config, watch, runtime, access, listeners }),
@@ -138,6 +139,7 @@ async function openPlace(config: Config, logger: Logger) {
   const fence = config.store === null ? null : newInstance();
   const opened = await openStore(config, fence);
   const { log } = opened;
+  await new NodeStore(opened.tables).ensureLogFormat(() => holdsLog(log));
   const cluster =
     log instanceof PostgresLog && fence !== null
       ? { fence, hearing: await Hearing.start(config, logger, log) }
@@ -503,6 +505,7 @@ async function stopNode(
 ): Promise<void> {
   const { lock, log, runtime, access, listeners, watch } = parts;
   watch.admin.state = 'draining';
+  watch.scrub.current?.stop();
   for (const timer of parts.followers) clearInterval(timer);
   await Promise.all([
     listeners.server.close(config.limits.shutdown_drain_ms),
@@ -556,8 +559,15 @@ function readImage(dataDir: string): Promise<ImageRead> {
   }));
 }
 
-/** The gauges read the parts now running, and `/readyz` says ready (P21). */
-function becomeReady(watch: Watch, runtime: Runtime, access: Access, joined: Joined | null): void {
+/** The gauges read the parts now running, `/readyz` says ready (P21), and the scrub starts. */
+function becomeReady(
+  config: Config,
+  logger: Logger,
+  parts: { log: Log; watch: Watch; runtime: Runtime; access: Access; joined: Joined | null },
+): void {
+  const { watch, runtime, access, joined } = parts;
+  const scrub = newScrub(config, logger, parts);
+  watch.scrub.current = scrub;
   watch.metrics.bind({
     pendingCommands: () => runtime.pool.pendingCount,
     replayEntries: () => access.authenticator.size(),
@@ -565,8 +575,44 @@ function becomeReady(watch: Watch, runtime: Runtime, access: Access, joined: Joi
     webhookBacklog: () => runtime.events.backlog(),
     replicationLag: () => access.network.lags(),
     partitionsHeld: () => joined?.leases.partitions().length ?? PARTITION_COUNT,
+    damagedRecords: () => scrub.damagedCount,
   });
   watch.admin.state = 'ready';
+  scrub.start();
+}
+
+/**
+ * The scrub of the log (issue 28), on this thread at its bounded pace: each damaged item is one
+ * error line (partition and seq, never an identifier), counted in `path_log_damaged_records`,
+ * and `/readyz` says `degraded`. In cluster mode each instance scrubs the partitions it holds.
+ */
+function newScrub(
+  config: Config,
+  logger: Logger,
+  parts: { log: Log; watch: Watch; joined: Joined | null },
+): Scrub {
+  const { log, watch, joined } = parts;
+  const all = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+  return new Scrub({
+    log,
+    partitions: () => joined?.leases.partitions() ?? all,
+    rows: joined === null,
+    recordsPerSecond: config.limits.scrub_records_per_second,
+    passPauseMs: config.limits.scrub_pass_pause_ms,
+    onDamage: (fault) => {
+      watch.admin.degraded = true;
+      // Partition and seq, and a row's table: never its key, which may name an object.
+      const { item, partition, seq, message } = fault;
+      const table = fault.item === 'row' ? { table: fault.table } : {};
+      logger.error(
+        { item, ...table, partition, seq, detail: message },
+        'the scrub found damage in the log',
+      );
+    },
+    onPass: (pass) => logger.info({ scrub: pass }, 'scrub pass done'),
+    onError: (error) =>
+      logger.error({ err: error }, 'the scrub stopped: the log could not be read'),
+  });
 }
 
 /** The operator's metrics and their listener (P21), not yet ready. */
@@ -574,7 +620,9 @@ async function startWatch(config: Config, logger: Logger) {
   const metrics = new Metrics();
   const admin = new AdminListener(metrics, logger);
   const port = await admin.listen(config.adminHost, config.adminPort);
-  return { metrics, admin, port };
+  // The scrub of the log, once the node is ready (becomeReady); stopped first by a stop.
+  const scrub: { current: Scrub | null } = { current: null };
+  return { metrics, admin, port, scrub };
 }
 
 /**

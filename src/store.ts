@@ -98,6 +98,19 @@ function refuseUnusableKey(publicKeyHex: string): void {
   }
 }
 
+const LOG_FORMAT_KEY = 'log_format';
+/**
+ * The layout of the log this build writes and reads: 2 since each record links to the one before
+ * it and each partition has a head (issue 28). Recorded on the first start; a log of another
+ * layout is refused, never misread.
+ */
+export const LOG_FORMAT = 2;
+
+/** The log was written in a layout this build does not read. */
+export class LogFormatError extends Error {
+  override name = 'LogFormatError';
+}
+
 /** The node's own tables, apart from the log's. */
 export const STORE_TABLES = ['credentials', 'keys', 'meta', 'external_clients', 'members'] as const;
 export type StoreTable = (typeof STORE_TABLES)[number];
@@ -322,6 +335,33 @@ export class NodeStore {
       const sealingKey = await this.ensureSealingKey(options.sealingKeyHex);
       await this.ensureWebhookSecret(options.now);
       return { signingKey, pepper, sealingKey };
+    });
+  }
+
+  /** The log's layout as recorded (undefined: none recorded yet). */
+  logFormat(): number | undefined {
+    return this.tables.get<number>('meta', LOG_FORMAT_KEY);
+  }
+
+  /**
+   * Records the log's layout on the first start (nothing in the log yet: `holdsLog` says so), or
+   * refuses a log of another: a data directory of a build before the chain has records and no
+   * layout recorded.
+   */
+  async ensureLogFormat(holdsLog: () => boolean): Promise<void> {
+    await this.tables.alone(async () => {
+      this.tables.refresh();
+      const found = this.tables.get<number>('meta', LOG_FORMAT_KEY);
+      if (found === LOG_FORMAT) return;
+      if (found !== undefined || holdsLog()) {
+        const by = found === undefined || found < LOG_FORMAT ? 'an earlier' : 'a later';
+        throw new LogFormatError(
+          `the log was written in layout ${found ?? 1}, by ${by} build; this build reads ` +
+            `layout ${LOG_FORMAT} only (records chained, issue 28) and ` +
+            'will not misread it: run the build that wrote it, or start on a new data directory',
+        );
+      }
+      await this.tables.transaction((w) => w.put('meta', LOG_FORMAT_KEY, LOG_FORMAT));
     });
   }
 

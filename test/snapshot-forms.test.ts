@@ -17,7 +17,7 @@ const PIECES_MARKER = 0xc1;
 
 /**
  * Rewrites every snapshot of a stopped node's directory in the one-map form of earlier builds
- * (`frame(body)`); answers the count, after checking that each was stored in pieces.
+ * (`frame(body)`, with the position it names); answers the count, after checking that each was stored in pieces.
  */
 async function rewriteSnapshotsAsOneMap(dir: string): Promise<number> {
   const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
@@ -26,8 +26,9 @@ async function rewriteSnapshotsAsOneMap(dir: string): Promise<number> {
   for (const { key, value } of [...snapshots.getRange()]) {
     expect(framedPayload(value)[0]).toBe(PIECES_MARKER);
     const aggregates: SnapshotBody['aggregates'] = [];
-    const seq = unframeSnapshot(value, (slice) => aggregates.push(...slice.aggregates));
-    await snapshots.put(key, frame({ seq, aggregates }));
+    const { seq, check } = unframeSnapshot(value, (slice) => aggregates.push(...slice.aggregates));
+    // The one map names its log position too (issue 28), as the pieces' first piece does.
+    await snapshots.put(key, frame({ seq, check, aggregates }));
     count++;
   }
   await env.flushed;

@@ -13,7 +13,7 @@ import type {
   ReadView,
   View,
 } from '../domain/decider.js';
-import type { TableWrite } from '../log/log.js';
+import type { RecordPosition, TableWrite } from '../log/log.js';
 import {
   directoryRows,
   followUpRows,
@@ -126,18 +126,20 @@ export function decisionWrites(options: {
   now: number;
   newId: () => string;
   followUps: readonly PendingFollowUp[];
+  /** The record these rows are written with: views and usage rows name it (issue 28). */
+  position: RecordPosition;
 }): TableWrite[] {
-  const { decision, routed } = options;
+  const { decision, routed, position } = options;
   const writes: TableWrite[] = options.publications.map((pub) => ({
     table: 'views',
     key: pub.key,
-    bytes: pub.view === null ? null : encodeView(viewReply(pub.view)),
+    bytes: pub.view === null ? null : encodeView(viewReply(pub.view), position),
   }));
   for (const event of options.outbox) writes.push(outboxRows.write(event.id, event));
   for (const row of decision.directory ?? []) writes.push(directoryRows.change(row));
   for (const entry of decision.journal ?? [])
     writes.push(journalRows.entry(entry, options.newId()));
-  for (const entry of decision.usage ?? []) writes.push(usageRows.entry(entry));
+  for (const entry of decision.usage ?? []) writes.push(usageRows.entry(entry, position));
   for (const f of options.followUps) {
     const stored: StoredFollowUp = {
       aggregate: f.routed.aggregate,

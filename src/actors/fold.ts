@@ -5,20 +5,20 @@
 import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
 import { SNAPSHOT_SLICE_VALUES } from '../config.js';
-import {
-  ChecksumError,
-  frameHandoff,
-  framedPayload,
-  unframe,
-  unframeHandoff,
-} from '../log/record.js';
+import { frameHandoff, readValue, unframe, unframeHandoff } from '../log/record.js';
+import type { LogPosition } from '../log/rows.js';
 import {
   frameInSlices,
   holdsLargeChildren,
+  snapshotPosition,
   snapshotSeq,
   unframeSnapshot,
   type SnapshotBody,
+  type SnapshotPosition,
 } from './snapshot.js';
+import { Chain, headOf, LOG_START, type ChainFault } from './chain.js';
+
+export { damagedRecordMessage } from './chain.js';
 
 export class RecoveryError extends Error {
   override name = 'RecoveryError';
@@ -50,6 +50,8 @@ export interface FoldInto<H extends Held> {
 /** A partition as recovered (its states in a FoldInto): up to `seq`, and what was read. */
 export interface FoldedPartition {
   seq: number;
+  /** The CRC-32 of record `seq` (0 with none): what the partition's next record links to. */
+  check: number;
   /** A snapshot was read. */
   snapshot: boolean;
   /** Records replayed after it. */
@@ -116,28 +118,48 @@ function* foldSteps<H extends Held>(
   into: FoldInto<H>,
   snapshot: Buffer | undefined,
 ): Generator<void, FoldedPartition> {
-  let last = 0;
+  let from = LOG_START;
   if (snapshot !== undefined) {
     const take = (slice: SnapshotBody) => {
       for (const [key, type, state] of slice.aggregates) into.held.set(key, into.hold(type, state));
     };
-    last = unframeOrFail(snapshot, `snapshot of partition ${p}`, (bytes) =>
-      unframeSnapshot(bytes, take),
+    from = positionOrFail(
+      p,
+      unframeOrFail(snapshot, `snapshot of partition ${p}`, (bytes) =>
+        unframeSnapshot(bytes, take),
+      ),
     );
   }
   // Records are read one at a time (a partition's log is never held whole in memory). An LMDB
   // commit is atomic, so a record that fails its checksum, even the last one, is damage at
   // rest, not a torn write: dropping it would keep the rest of its commit (views, usage rows,
-  // idempotent answers) and serve state that no record explains (P14).
+  // idempotent answers) and serve state that no record explains (P14). So is a record that
+  // does not link to the one before it (chain.ts).
+  const chain = new Chain(p, from, { anchored: true, read: readValue<LogRecord> });
   let records = 0;
-  for (const { seq, value } of log.replay(p, last, recordOrDamaged)) {
-    if (value === DAMAGED) throw new RecoveryError(damagedRecordMessage(p, seq));
-    replay(deciders, into, value);
-    last = seq;
+  for (const { seq, value } of log.replay(p, chain.after, chain.decode)) {
+    const taken = chain.take(seq, value);
+    if (taken.kind === 'fault') throw new RecoveryError(taken.fault.message);
+    if (taken.kind === 'anchor') continue;
+    replay(deciders, into, taken.value);
     records++;
     if (records % FOLD_STEP_RECORDS === 0) yield;
   }
-  return { seq: last, snapshot: snapshot !== undefined, records };
+  failOn(chain.end(headOf(log, p)));
+  return { ...chain.at, snapshot: snapshot !== undefined, records };
+}
+
+/** The position a snapshot names; one that names none was written before the chain. */
+function positionOrFail(p: number, position: SnapshotPosition): LogPosition {
+  if (position.check !== undefined) return { seq: position.seq, check: position.check };
+  throw new RecoveryError(
+    `the snapshot of partition ${p} names no log position: an earlier build wrote this data ` +
+      'directory, and this build cannot read it (its log is not chained: issue 28)',
+  );
+}
+
+function failOn(fault: ChainFault | null): void {
+  if (fault !== null) throw new RecoveryError(fault.message);
 }
 
 /** What checking partitions found: snapshots, and records after them, that verify. */
@@ -159,29 +181,26 @@ export function checkPartitions(log: Log, next: () => number | undefined): Check
 
 /**
  * Checks one partition as a start must before the node answers anyone (P14): its snapshot's
- * checksum, and every record's after it, without decoding a state or a record (the fold comes
- * later: foldPartition). Damage refuses the start with the message the fold would give.
+ * checksum, the snapshot's own record, every record's checksum and link after it, and the head
+ * against the last record (chain.ts), without decoding a state or a record (the fold comes later:
+ * foldPartition). Damage refuses the start with the message the fold would give. It reads one
+ * head row per partition, never the views: their positions are the scrub's (scrub.ts).
  */
-function checkPartition(log: Log, p: number): Omit<FoldedPartition, 'seq'> {
+function checkPartition(log: Log, p: number): Omit<FoldedPartition, 'seq' | 'check'> {
   const snapshot = log.readSnapshot(p);
-  const after =
-    snapshot === undefined ? 0 : unframeOrFail(snapshot, `snapshot of partition ${p}`, snapshotSeq);
+  const from =
+    snapshot === undefined
+      ? LOG_START
+      : positionOrFail(p, unframeOrFail(snapshot, `snapshot of partition ${p}`, snapshotPosition));
+  const chain = new Chain(p, from, { anchored: true, read: () => true });
   let records = 0;
-  for (const { seq, value } of log.replay(p, after, verifies)) {
-    if (!value) throw new RecoveryError(damagedRecordMessage(p, seq));
-    records++;
+  for (const { seq, value } of log.replay(p, chain.after, chain.decode)) {
+    const taken = chain.take(seq, value);
+    if (taken.kind === 'fault') throw new RecoveryError(taken.fault.message);
+    if (taken.kind === 'record') records++;
   }
+  failOn(chain.end(headOf(log, p)));
   return { snapshot: snapshot !== undefined, records };
-}
-
-function verifies(bytes: Buffer): boolean {
-  try {
-    framedPayload(bytes);
-    return true;
-  } catch (error) {
-    if (error instanceof ChecksumError) return false;
-    throw error;
-  }
 }
 
 /**
@@ -230,7 +249,7 @@ export async function frameFolded(
   }
   // One piece at least: it carries the seq of a partition that has no states.
   if (small.length > 0 || pieces.length === 0) flush();
-  return { snapshot: folded.snapshot, records: folded.records, pieces };
+  return { check: folded.check, snapshot: folded.snapshot, records: folded.records, pieces };
 }
 
 /** The pieces in order; each read as it was written (msgpackr records or a snapshot's maps). */
@@ -251,18 +270,7 @@ export function unframeFolded<H extends Held>(
     seq = slice.seq;
     for (const [key, type, state] of slice.aggregates) into.held.set(key, into.hold(type, state));
   }
-  return { seq, snapshot: framed.snapshot, records: framed.records };
-}
-
-const DAMAGED = Symbol('damaged');
-
-function recordOrDamaged(bytes: Buffer): LogRecord | typeof DAMAGED {
-  try {
-    return unframe<LogRecord>(bytes);
-  } catch (error) {
-    if (error instanceof ChecksumError) return DAMAGED;
-    throw error;
-  }
+  return { seq, check: framed.check, snapshot: framed.snapshot, records: framed.records };
 }
 
 function replay<H extends Held>(
@@ -294,13 +302,4 @@ function unframeOrFail<T>(
       `${what} fails its checksum (${(error as Error).message}); refusing to start`,
     );
   }
-}
-
-/** What an operator reads when a record is damaged: where, why the node stops, what to do. */
-export function damagedRecordMessage(partition: number, seq: number): string {
-  return (
-    `log record ${seq} of partition ${partition} fails its checksum: the data directory is ` +
-    'damaged at rest (a commit is never half-written). The node will not serve state it cannot ' +
-    'verify (P14); restore the data directory from the latest backup and start again'
-  );
 }

@@ -15,6 +15,9 @@ import { carryOut, unfinishedFollowUps } from './follow-ups.js';
 import { Shard } from './shard.js';
 import type { RoutedCommand } from './types.js';
 
+/** The record a view written here names (issue 28): a partition's first. */
+const AT_FIRST = { partition: 0, seq: 1 };
+
 const signer = signingKeyFromSeed(
   '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
 );
@@ -53,7 +56,7 @@ async function withAddress(log: MemoryLog): Promise<void> {
     {
       table: 'views',
       key: addressInfoKey(ADDRESS),
-      bytes: encodeView({ status: 200, body: JSON.stringify(info), signed: false }),
+      bytes: encodeView({ status: 200, body: JSON.stringify(info), signed: false }, AT_FIRST),
     },
   ]);
 }

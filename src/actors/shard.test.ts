@@ -185,6 +185,64 @@ describe('P14: damaged records', () => {
   });
 });
 
+describe('issue 28: a record missing from the log', () => {
+  /** Three records of one receipt in its partition; answers the partition. */
+  async function threeRecords(log: MemoryLog): Promise<number> {
+    const shard = shardOver(log);
+    await shard.recover();
+    const first = await issue(shard);
+    await issue(shard, sameRoute(first.reference));
+    await issue(shard, sameRoute(first.reference));
+    const p = partitionOf(first.reference);
+    expect([...log.read(p, 0)].map((r) => r.seq)).toEqual([1, 2, 3]);
+    return p;
+  }
+
+  it('the last record taken off: the head names it, the start is refused', async () => {
+    const log = new MemoryLog();
+    const p = await threeRecords(log);
+    log.remove(p, 3);
+    const refusal = shardOver(log).recover();
+    await expect(refusal).rejects.toThrow(RecoveryError);
+    await expect(refusal).rejects.toThrow(
+      `the head of partition ${p} names record 3, but its log ends at record 2`,
+    );
+    await expect(refusal).rejects.toThrow(/restore the data directory from the latest backup/);
+  });
+
+  it('a record taken from the middle: the next does not link, the start is refused', async () => {
+    const log = new MemoryLog();
+    const p = await threeRecords(log);
+    log.remove(p, 2);
+    await expect(shardOver(log).recover()).rejects.toThrow(
+      `log record 3 of partition ${p} does not follow record 1 before it`,
+    );
+  });
+
+  it('a sound record of another place put in the middle: it does not link', async () => {
+    const log = new MemoryLog();
+    const p = await threeRecords(log);
+    const stranger = [...log.read(p, 0)][0]!.bytes;
+    log.replace(p, 2, stranger);
+    await expect(shardOver(log).recover()).rejects.toThrow(
+      `log record 2 of partition ${p} does not follow record 1 before it`,
+    );
+  });
+
+  it("a snapshot's own record taken off: the log does not hold what it names", async () => {
+    const log = new MemoryLog();
+    const p = await threeRecords(log);
+    const shard = shardOver(log);
+    await shard.recover();
+    await shard.snapshotAll();
+    expect(log.readSnapshot(p)).toBeDefined();
+    log.remove(p, 3);
+    await expect(shardOver(log).recover()).rejects.toThrow(
+      `the snapshot of partition ${p} is the fold up to log record 3, which the log does not hold`,
+    );
+  });
+});
+
 describe('snapshots', () => {
   it('a restart from snapshots plus the records after them rebuilds the same states', async () => {
     const log = new MemoryLog();

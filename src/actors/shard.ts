@@ -12,8 +12,16 @@ import type { Clock } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
-import { DamagedRowError, frame } from '../log/record.js';
-import { FencedError, partitionOf, type Log, type LogEntry, type TableWrite } from '../log/log.js';
+import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
+import { headRows } from '../log/rows.js';
+import {
+  FencedError,
+  partitionOf,
+  type Log,
+  type LogEntry,
+  type RecordPosition,
+  type TableWrite,
+} from '../log/log.js';
 import { decodeView } from '../log/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
@@ -118,12 +126,18 @@ export interface RecoveryStats {
 export class Shard {
   private readonly slots = new Map<number, Map<string, Slot>>();
   private readonly seq = new Map<number, number>();
+  /**
+   * The CRC-32 of each partition's last record appended, which its next record links to
+   * (record.ts), known as its seq is: from the fold, then from each append.
+   */
+  private readonly lastCheck = new Map<number, number>();
   private readonly sinceSnapshot = new Map<number, number>();
   private readonly applied = new Map<number, Promise<void>>();
   /** The snapshot being encoded and written, per partition (one at a time). */
   private readonly snapshotting = new Map<number, Promise<void>>();
-  /** Seq of the last record whose state was adopted, per partition. */
+  /** Seq and CRC-32 of the last record whose state was adopted, per partition. */
   private readonly adopted = new Map<number, number>();
+  private readonly adoptedCheck = new Map<number, number>();
   private readonly deciders = new Map<string, AnyDecider>();
   private readonly checks: CommandChecks;
   private readonly scheduler: Scheduler;
@@ -153,7 +167,9 @@ export class Shard {
     for (const p of options.partitions) {
       this.slots.set(p, new Map());
       this.seq.set(p, 0);
+      this.lastCheck.set(p, 0);
       this.adopted.set(p, 0);
+      this.adoptedCheck.set(p, 0);
       this.sinceSnapshot.set(p, 0);
       this.applied.set(p, Promise.resolve());
     }
@@ -278,7 +294,9 @@ export class Shard {
       return;
     }
     this.seq.set(p, folded.seq);
+    this.lastCheck.set(p, folded.check);
     this.adopted.set(p, folded.seq);
+    this.adoptedCheck.set(p, folded.check);
     // Records replayed since the snapshot count towards the next one (a shutdown writes it).
     this.sinceSnapshot.set(p, folded.records);
     for (const [key, slot] of slots) this.scheduleFor(key, slot);
@@ -391,7 +409,14 @@ export class Shard {
     for (const key of slots.keys()) this.scheduler.schedule(key, null);
     slots.clear();
     this.installed.delete(p);
-    for (const counter of [this.seq, this.adopted, this.sinceSnapshot]) counter.set(p, 0);
+    for (const counter of [
+      this.seq,
+      this.lastCheck,
+      this.adopted,
+      this.adoptedCheck,
+      this.sinceSnapshot,
+    ])
+      counter.set(p, 0);
   }
 
   /**
@@ -486,7 +511,9 @@ export class Shard {
     const writes: TableWrite[] = [];
     const draft = { state: slot.state, type: slot.type };
     for (const routed of commands) {
-      const outcome = this.decideOne(key, draft, routed);
+      // The seq its record takes if it commits one: its views and usage rows name it.
+      const position = { partition: p, seq: this.seq.get(p)! + 1 };
+      const outcome = this.decideOne(key, draft, routed, position);
       if (outcome.kind === 'answered') {
         results.push(outcome.result);
         // A follow-up decided without a change is done all the same: its row goes.
@@ -495,8 +522,10 @@ export class Shard {
         continue;
       }
       const seq = this.seq.get(p)! + 1;
+      const bytes = frameRecord(outcome.record, this.lastCheck.get(p)!);
       this.seq.set(p, seq);
-      entries.push({ partition: p, seq, bytes: frame(outcome.record) });
+      this.lastCheck.set(p, recordCheck(bytes));
+      entries.push({ partition: p, seq, bytes });
       writes.push(...outcome.writes);
       results.push(outcome.result);
     }
@@ -504,6 +533,9 @@ export class Shard {
       if (writes.length > 0) await this.options.log.write(writes);
       return results;
     }
+    // The head in the same commit: one small row per batch (chain.ts).
+    const check = this.lastCheck.get(p)!;
+    writes.push(headRows.head(p, { seq: entries[entries.length - 1]!.seq, check }));
     const appending = performance.now();
     await this.appendInOrder(p, entries, writes);
     const seconds = (performance.now() - appending) / 1000;
@@ -511,6 +543,7 @@ export class Shard {
     slot.type = draft.type;
     slot.state = draft.state;
     this.adopted.set(p, entries[entries.length - 1]!.seq);
+    this.adoptedCheck.set(p, check);
     this.scheduleFor(key, slot);
     for (let i = 0; i < entries.length; i++) this.countForSnapshot(p);
     return results;
@@ -521,6 +554,7 @@ export class Shard {
     key: string,
     draft: { state: unknown; type: string },
     routed: RoutedCommand,
+    position: RecordPosition,
   ): Decided {
     const decider = this.deciders.get(routed.aggregate);
     if (decider === undefined || (draft.state !== null && draft.type !== routed.aggregate)) {
@@ -569,6 +603,7 @@ export class Shard {
       now,
       newId,
       followUps,
+      position,
     });
     return {
       kind: 'committed',
@@ -678,7 +713,11 @@ export class Shard {
     const aggregates: SnapshotBody['aggregates'] = [];
     for (const [key, slot] of this.slots.get(p)!)
       if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
-    const body: SnapshotBody = { seq: this.adopted.get(p)!, aggregates };
+    const body: SnapshotBody = {
+      seq: this.adopted.get(p)!,
+      check: this.adoptedCheck.get(p)!,
+      aggregates,
+    };
     this.sinceSnapshot.set(p, 0);
     const written = frameSnapshot(body)
       .then((bytes) => this.options.log.writeSnapshot(p, bytes))

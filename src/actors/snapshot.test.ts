@@ -8,7 +8,16 @@ import { subjectDecider } from '../domain/subject/subject.js';
 import { evolveSubject, type SubjectEvent, type SubjectState } from '../domain/subject/state.js';
 import { partitionOf } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
-import { ChecksumError, frame, framePieces, packRecords, unframe } from '../log/record.js';
+import {
+  ChecksumError,
+  frame,
+  framePieces,
+  frameRecord,
+  packRecords,
+  recordCheck,
+  unframe,
+} from '../log/record.js';
+import { headRows } from '../log/rows.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import {
@@ -76,12 +85,21 @@ function mixedBody(seq: number): SnapshotBody {
   for (let i = 0; i < 250; i++) aggregates.push([`rcp_${i}`, 'receipt', { n: i, steps: [i] }]);
   aggregates.push(['sub_big', 'subject', big], ['sub_nested', 'subject', nested]);
   for (let i = 0; i < 20; i++) aggregates.push([`small_${i}`, 'subject', subjectOf(`s${i}`, i)]);
-  return { seq, aggregates };
+  return { seq, check: checkAt(seq), aggregates };
 }
 
-/** A partition recovered from `snapshot` alone: its seq and its states in order. */
-async function recoveredFrom(snapshot: Buffer, p = 7) {
+/**
+ * The record a snapshot at `seq` is the fold up to (a start finds it where the snapshot says,
+ * issue 28; it is not replayed), and its CRC-32, which the snapshot names.
+ */
+const anchorAt = (seq: number) => frameRecord({ a: 'subject', k: 'anchor', e: [], t: seq }, 0);
+const checkAt = (seq: number) => recordCheck(anchorAt(seq));
+
+/** A partition recovered from `snapshot` at `seq` alone: its seq and its states in order. */
+async function recoveredFrom(snapshot: Buffer, seq: number, p = 7) {
   const log = new MemoryLog();
+  const head = headRows.head(p, { seq, check: checkAt(seq) });
+  await log.append([{ partition: p, seq, bytes: anchorAt(seq) }], [head]);
   await log.writeSnapshot(p, snapshot);
   const held = new Map<string, Held>();
   const hold = (type: string, state: unknown) => ({ type, state });
@@ -105,12 +123,12 @@ describe('snapshots in slices', () => {
     const key = newReference('sub');
     const events = subjectEvents(key, CHILDREN);
     const p = partitionOf(key);
+    let link = 0;
     for (let first = 0, seq = 1; first < events.length; first += EVENTS_PER_RECORD, seq++) {
       const e = events.slice(first, first + EVENTS_PER_RECORD);
-      await log.append(
-        [{ partition: p, seq, bytes: frame({ a: 'subject', k: key, e, t: 0 }) }],
-        [],
-      );
+      const bytes = frameRecord({ a: 'subject', k: key, e, t: 0 }, link);
+      link = recordCheck(bytes);
+      await log.append([{ partition: p, seq, bytes }], [headRows.head(p, { seq, check: link })]);
     }
     const shardOver = () =>
       new Shard({
@@ -160,8 +178,8 @@ describe('snapshots in slices', () => {
 describe('stored snapshot forms', () => {
   it('pieces recover what the one-map form of earlier builds does; both are read', async () => {
     const body = mixedBody(98_765);
-    const pieces = await recoveredFrom(await frameSnapshot(body, 64));
-    const oneMap = await recoveredFrom(frame(body));
+    const pieces = await recoveredFrom(await frameSnapshot(body, 64), 98_765);
+    const oneMap = await recoveredFrom(frame(body), 98_765);
     expect(pieces.seq).toBe(98_765);
     expect(oneMap.seq).toBe(98_765);
     expect(JSON.stringify(pieces.states)).toBe(JSON.stringify(oneMap.states));
@@ -180,10 +198,18 @@ describe('stored snapshot forms', () => {
   });
 
   it('a partition snapshotted with no states still carries its seq', async () => {
-    expect(await recoveredFrom(await frameSnapshot({ seq: 42, aggregates: [] }))).toEqual({
+    const snapshot = await frameSnapshot({ seq: 42, check: checkAt(42), aggregates: [] });
+    expect(await recoveredFrom(snapshot, 42)).toEqual({
       seq: 42,
       states: [],
     });
+  });
+
+  it('a snapshot naming no log position, as earlier builds wrote, is refused', async () => {
+    const unchained = await frameSnapshot({ seq: 42, aggregates: [] });
+    await expect(recoveredFrom(unchained, 42)).rejects.toThrow(
+      'the snapshot of partition 7 names no log position',
+    );
   });
 
   it('a damaged byte anywhere in the pieces form refuses the start (P14)', async () => {
@@ -192,7 +218,7 @@ describe('stored snapshot forms', () => {
     for (const at of [0, 4, 5, 7, bytes.length >> 1, bytes.length - 1]) {
       const damaged = Buffer.from(bytes);
       damaged[at]! ^= 0x01;
-      const read = recoveredFrom(damaged, 9);
+      const read = recoveredFrom(damaged, 5, 9);
       await expect(read).rejects.toBeInstanceOf(RecoveryError);
       await expect(read).rejects.toThrow('snapshot of partition 9 fails its checksum');
     }
@@ -205,7 +231,7 @@ describe("a snapshot's seq, and what a recovery helper takes (recordsToReplay)",
     expect(snapshotSeq(bytes)).toBe(777);
     const first: SnapshotBody[] = [];
     unframeSnapshot(bytes, (slice) => first.push(slice));
-    expect(first[0]).toEqual({ seq: 777, aggregates: [] });
+    expect(first[0]).toEqual({ seq: 777, check: checkAt(777), aggregates: [] });
     // The rest replaced by a piece no reader knows, checksum made good: the seq is still read,
     // since nothing after the first piece is.
     const payload = bytes.subarray(4);

@@ -24,7 +24,19 @@ import {
 
 export interface SnapshotBody {
   seq: number;
+  /**
+   * The CRC-32 of record `seq` (0 with none): the first record after the snapshot must link to
+   * it (record.ts), so a start knows the snapshot and the log it resumes are one chain. Absent in
+   * the slices handed between threads, which are never stored.
+   */
+  check?: number;
   aggregates: [key: string, type: string, state: unknown][];
+}
+
+/** The log position a stored snapshot is the fold up to; `check` undefined if it names none. */
+export interface SnapshotPosition {
+  seq: number;
+  check: number | undefined;
 }
 
 const MSGPACK = {
@@ -69,7 +81,7 @@ export async function frameSnapshot(
     head.writeUInt32BE(bytes.length, 1);
     pieces.push(head, bytes);
   };
-  add(PIECE.records, packRecords({ seq, aggregates: [] }));
+  add(PIECE.records, packRecords({ seq, ...checkOf(body), aggregates: [] }));
   for await (const slice of slicesOf(body.aggregates, sliceValues)) {
     if (slice.small !== null) {
       add(PIECE.records, packRecords({ seq, aggregates: slice.small }));
@@ -81,37 +93,54 @@ export async function frameSnapshot(
   return framePieces(pieces);
 }
 
+/** The `check` field of a body that names one (none is written for one that does not). */
+const checkOf = (body: SnapshotBody) => (body.check === undefined ? {} : { check: body.check });
+
+const positionOf = (body: SnapshotBody): SnapshotPosition => ({
+  seq: body.seq,
+  check: body.check,
+});
+
 /**
  * Reads a stored snapshot of either form: its checksum checked first (ChecksumError), then each
- * slice of states handed to `take` in order. Returns the seq it is the fold up to.
+ * slice of states handed to `take` in order. Returns the position it is the fold up to.
  */
-export function unframeSnapshot(bytes: Uint8Array, take: (slice: SnapshotBody) => void): number {
+export function unframeSnapshot(
+  bytes: Uint8Array,
+  take: (slice: SnapshotBody) => void,
+): SnapshotPosition {
   const payload = framedPayload(bytes);
   if (payload[0] !== PIECES_MARKER) {
     const body = readValue<SnapshotBody>(payload);
     take(body);
-    return body.seq;
+    return positionOf(body);
   }
-  let seq: number | undefined;
+  let position: SnapshotPosition | undefined;
   for (let at = 1; at < payload.length;) {
     const { slice, end } = pieceAt(payload, at);
     take(slice);
-    seq = slice.seq;
+    // The first piece names the position; the slices after it repeat the seq alone.
+    position ??= positionOf(slice);
     at = end;
   }
-  if (seq === undefined) throw new Error('snapshot without a piece');
-  return seq;
+  if (position === undefined) throw new Error('snapshot without a piece');
+  return position;
 }
 
 /**
- * The seq a stored snapshot is the fold up to, its checksum checked (ChecksumError): read from
- * its first piece alone, which holds no state in snapshots written since the seq piece came in
- * (frameSnapshot); of an older one, the first slice of states is read for it.
+ * The position a stored snapshot is the fold up to, its checksum checked (ChecksumError): read
+ * from its first piece alone, which holds no state in snapshots written since the seq piece came
+ * in (frameSnapshot); of an older one, the first slice of states is read for it.
  */
-export function snapshotSeq(bytes: Uint8Array): number {
+export function snapshotPosition(bytes: Uint8Array): SnapshotPosition {
   const payload = framedPayload(bytes);
-  if (payload[0] !== PIECES_MARKER) return readValue<SnapshotBody>(payload).seq;
-  return pieceAt(payload, 1).slice.seq;
+  if (payload[0] !== PIECES_MARKER) return positionOf(readValue<SnapshotBody>(payload));
+  return positionOf(pieceAt(payload, 1).slice);
+}
+
+/** The seq a stored snapshot is the fold up to (snapshotPosition). */
+export function snapshotSeq(bytes: Uint8Array): number {
+  return snapshotPosition(bytes).seq;
 }
 
 /** The piece of a payload in the form written now that starts at `at`, and where it ends. */
@@ -140,10 +169,12 @@ export async function frameInSlices(
 
 /** The msgpack encoding of `body` (one map) in pieces, yielding between slices. */
 async function bodyPieces(body: SnapshotBody, sliceValues: number): Promise<Buffer[]> {
+  const named = body.check === undefined ? [] : [packValue('check'), packValue(body.check)];
   const pieces: Buffer[] = [
-    header(MSGPACK.mapFix, MSGPACK.map16, MSGPACK.map32, 2),
+    header(MSGPACK.mapFix, MSGPACK.map16, MSGPACK.map32, 2 + named.length / 2),
     packValue('seq'),
     packValue(body.seq),
+    ...named,
     packValue('aggregates'),
     header(MSGPACK.arrayFix, MSGPACK.array16, MSGPACK.array32, body.aggregates.length),
   ];

@@ -1,5 +1,6 @@
-// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup, bulk
-// lookups from a file, the webhook secret, and the network's external clients and members;
+// The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup,
+// verify, bulk lookups from a file, the webhook secret, and the network's external clients and
+// members;
 // `--help` or `-h` on any of them prints its usage. It runs bundled into one file (main.ts).
 import { resolve } from 'node:path';
 import {
@@ -17,6 +18,7 @@ import { privateDataDir } from '../log/data-dir.js';
 import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
+import { VerifyRefused, verifyDataDir } from './verify.js';
 import { withStore as withOpenedStore, type Place } from '../log/open.js';
 import { flushAccessLogs, startNode, type RunningNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
@@ -40,6 +42,7 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'credentials revoke', flags: '(--data-dir D | --store URL) --key-id ID' },
   { command: 'keys rotate', flags: '(--data-dir D | --store URL)' },
   { command: 'backup', flags: '--data-dir D --out DIR' },
+  { command: 'verify', flags: '--data-dir D' },
   {
     command: 'lookup',
     flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
@@ -180,6 +183,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'members' && sub === 'remove') return removeMember(flags);
   if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
   if (command === 'backup') return backup(flags);
+  if (command === 'verify') return verify(flags);
   if (command === 'lookup') return lookup(flags);
   if (command === 'events') return events(sub, positional[2], flags);
   if (command === 'listen') return listenCommand(flags);
@@ -271,6 +275,27 @@ async function backup(flags: Flags): Promise<void> {
     return print({ out: resolve(out), bytes, started_at: started });
   } catch (error) {
     if (error instanceof BackupRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/**
+ * Checks a stopped data directory or a backup (issue 28): each damaged item a line, then the
+ * summary; exit 0 when sound, 1 when damaged.
+ */
+async function verify(flags: Flags): Promise<void> {
+  if (placeOf(flags).store !== null) {
+    throw new UsageError(
+      'verify checks an embedded data directory or its backup; in cluster mode each instance ' +
+        'scrubs the partitions it holds (path_log_damaged_records)',
+    );
+  }
+  try {
+    const verified = await verifyDataDir(dataDirOf(flags), (damaged) => print({ damaged }));
+    print({ verified });
+    if (!verified.sound) process.exitCode = 1;
+  } catch (error) {
+    if (error instanceof VerifyRefused) throw new UsageError(error.message);
     throw error;
   }
 }

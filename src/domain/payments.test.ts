@@ -18,6 +18,9 @@ import { instructionDecider, type InstructionState } from './instruction/instruc
 import { requestDecider, type RequestState } from './request/request.js';
 import { addressInfoKey, type AddressInfo } from './subject/resolver.js';
 
+/** The record a view written here names (issue 28): a partition's first. */
+const AT_FIRST = { partition: 0, seq: 1 };
+
 const signer = signingKeyFromSeed(
   '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
 );
@@ -200,7 +203,7 @@ describe('"States and transitions: Payment instruction" with a simulated clock (
       accepts: [EUR],
       targets: [{ ...EUR, is_default: true, beneficiary_format: null, beneficiary: null }],
     };
-    const bytes = encodeView({ status: 200, body: JSON.stringify(info), signed: false });
+    const bytes = encodeView({ status: 200, body: JSON.stringify(info), signed: false }, AT_FIRST);
     await s.log.write([{ table: 'views', key: addressInfoKey(ADDRESS), bytes }]);
   }
 

@@ -1,8 +1,12 @@
 // The operator's own listener (P21): `/metrics` in the Prometheus text format, `/healthz` (the
 // process is alive and its event loop turns) and `/readyz` (recovered, listening and not
 // draining; 503 otherwise, so a load balancer or systemd sends nothing to a node that cannot
-// answer). It opens before recovery, so a long start shows as not ready rather than as down, and
-// binds to loopback unless the operator says otherwise. Nothing here is on the public port.
+// answer). A node whose scrub found damage in its log (issue 28) answers 200 `degraded`: it
+// still serves what is intact (every record it replayed was checked at start), so taking it out
+// of service would turn a warning into an outage; the operator hears of it from the status, the
+// log line and `path_log_damaged_records`, and restores from a backup at a time of their choice.
+// It opens before recovery, so a long start shows as not ready rather than as down, and binds to
+// loopback unless the operator says otherwise. Nothing here is on the public port.
 import type { Logger } from 'pino';
 import uws from 'uWebSockets.js';
 import { exceptionFields } from '../logger.js';
@@ -16,15 +20,18 @@ export class AdminListener {
   private readonly app = uws.App();
   private socket: uws.us_listen_socket | null = null;
   state: Readiness = 'starting';
+  /** The scrub found damage in the log: ready answers say `degraded`, still 200. */
+  degraded = false;
 
   constructor(
     private readonly metrics: Metrics,
     private readonly logger: Logger,
   ) {
     this.route('/healthz', (res) => answer(res, 200, { status: 'alive' }));
-    this.route('/readyz', (res) =>
-      answer(res, this.state === 'ready' ? 200 : 503, { status: this.state }),
-    );
+    this.route('/readyz', (res) => {
+      if (this.state !== 'ready') return answer(res, 503, { status: this.state });
+      answer(res, 200, { status: this.degraded ? 'degraded' : 'ready' });
+    });
     this.route('/metrics', (res) => this.scrape(res));
     this.app.any('/*', (res) =>
       this.guarded(res, () =>

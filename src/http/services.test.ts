@@ -9,6 +9,9 @@ import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import { encodeView } from '../log/views.js';
 import { viewReply } from './services.js';
 
+/** The record a view written here names (issue 28): a partition's first. */
+const AT_FIRST = { partition: 0, seq: 1 };
+
 const body = (text: string) => JSON.stringify({ text });
 const text = (reply: ReturnType<typeof viewReply>) =>
   reply === null ? null : Buffer.from(reply.body).toString();
@@ -27,7 +30,7 @@ describe('viewReply on LMDB', () => {
 
   const commit = async (key: string, json: string, signed = true) => {
     await log.write([
-      { table: 'views', key, bytes: encodeView({ status: 200, body: json, signed }) },
+      { table: 'views', key, bytes: encodeView({ status: 200, body: json, signed }, AT_FIRST) },
     ]);
     log.refresh();
   };
@@ -64,7 +67,7 @@ describe('viewReply on LMDB', () => {
     const other = new LmdbLog(openEnvironment(dir));
     try {
       for (let i = 0; i < 3; i++) expect(text(viewReply({ log }, 'rcp_y'))).toBe(body('first'));
-      const bytes = encodeView({ status: 200, body: body('moved'), signed: true });
+      const bytes = encodeView({ status: 200, body: body('moved'), signed: true }, AT_FIRST);
       await other.write([{ table: 'views', key: 'rcp_y', bytes }]);
       log.refresh();
       expect(text(viewReply({ log }, 'rcp_y'))).toBe(body('moved'));

@@ -30,13 +30,27 @@ export class DataFileError extends Error {
   override name = 'DataFileError';
 }
 
-export function openEnvironment(dataDir: string): LmdbEnvironment {
+/**
+ * Opens the data directory's environment; `readOnly` for a look that must change nothing
+ * (`path-node verify`: every table a node of this build writes must exist already).
+ */
+export function openEnvironment(
+  dataDir: string,
+  options: { readOnly?: boolean } = {},
+): LmdbEnvironment {
   // A directory that already exists is made private before this by `serve` and the commands
   // (privateDataDir in data-dir.ts, which can log it); here a missing one is made private.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
   if (existsSync(path)) checkDataFile(path);
-  const root = open({ path, maxDbs: MAX_DATABASES, compression: false, overlappingSync: false });
+  const readOnly = options.readOnly ?? false;
+  const root = open({
+    path,
+    maxDbs: MAX_DATABASES,
+    compression: false,
+    overlappingSync: false,
+    readOnly,
+  });
   const table = (name: Table) => root.openDB<Buffer, string>({ name, encoding: 'binary' });
   return {
     root,
@@ -59,6 +73,7 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
       followups: table('followups'),
       event_expiry: table('event_expiry'),
       resends: table('resends'),
+      heads: table('heads'),
     },
   };
 }
@@ -70,8 +85,9 @@ export function openEnvironment(dataDir: string): LmdbEnvironment {
 export async function withEnvironment<T>(
   dataDir: string,
   action: (env: LmdbEnvironment) => T | Promise<T>,
+  options: { readOnly?: boolean } = {},
 ): Promise<T> {
-  const env = openEnvironment(dataDir);
+  const env = openEnvironment(dataDir, options);
   try {
     return await action(env);
   } finally {

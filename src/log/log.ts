@@ -17,6 +17,15 @@ export interface LogEntry {
   bytes: Buffer;
 }
 
+/**
+ * The log record a table row reflects: written in that record's commit (a view, a usage row), it
+ * can never be ahead of its partition's log; one that is shows records lost (issue 28).
+ */
+export interface RecordPosition {
+  partition: number;
+  seq: number;
+}
+
 /** Tables written in the same commit as the records that cause them. */
 export const TABLES = [
   'views',
@@ -35,6 +44,11 @@ export const TABLES = [
   'followups',
   'event_expiry',
   'resends',
+  /**
+   * Each partition's head: the seq and CRC-32 of its last record, written in the same commit as
+   * every append (rows.ts, headRows), so that a start finds a tail taken off the log (issue 28).
+   */
+  'heads',
 ] as const;
 
 export type Table = (typeof TABLES)[number];
@@ -102,6 +116,13 @@ export interface Log {
   /** Resolves once the snapshot is durable. */
   writeSnapshot(partition: number, bytes: Buffer): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Whether the log holds anything: a record or a snapshot of some partition. */
+export function holdsLog(log: Log): boolean {
+  for (let p = 0; p < PARTITION_COUNT; p++)
+    if (log.lastSeq(p) > 0 || log.readSnapshot(p) !== undefined) return true;
+  return false;
 }
 
 /**

@@ -1,7 +1,7 @@
 // An in-memory log for tests of the runtime. It keeps "committed" and "flushed" apart the way
 // a disk does: `append` resolves only when a flush covers the records, and `crash()` drops
 // everything committed but not yet flushed (simulated power loss). `tearTail` and `corrupt`
-// damage records at rest.
+// damage records at rest; `remove` and `replace` take one out or put another in its place.
 import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
 
 interface Pending {
@@ -30,6 +30,7 @@ export class MemoryLog implements Log {
     followups: new Map(),
     event_expiry: new Map(),
     resends: new Map(),
+    heads: new Map(),
   };
   private pending: Pending[] = [];
   /** Bumped by every change to the tables: peeks read them as they are. */
@@ -90,6 +91,21 @@ export class MemoryLog implements Log {
     const record = this.records.get(partition)?.find((r) => r.seq === seq);
     if (record === undefined) throw new Error('no such record');
     record.bytes = flipLastByte(record.bytes);
+  }
+
+  /** Takes a record out of the log, leaving its commit's rows (the head among them) as they are. */
+  remove(partition: number, seq: number): void {
+    const list = this.records.get(partition) ?? [];
+    const at = list.findIndex((r) => r.seq === seq);
+    if (at < 0) throw new Error('no such record');
+    list.splice(at, 1);
+  }
+
+  /** Replaces a record's bytes (a record from elsewhere put in its place). */
+  replace(partition: number, seq: number, bytes: Buffer): void {
+    const record = this.records.get(partition)?.find((r) => r.seq === seq);
+    if (record === undefined) throw new Error('no such record');
+    record.bytes = bytes;
   }
 
   refresh(): void {}

@@ -6,7 +6,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { OrderedMap } from 'immutable';
-import { ChecksumError, frame, unframe } from './record.js';
+import {
+  ChecksumError,
+  frame,
+  frameRecord,
+  openRecord,
+  recordCheck,
+  unframe,
+  unframeRecord,
+} from './record.js';
 
 interface Manifest {
   engines?: { node?: string };
@@ -73,5 +81,26 @@ describe('persistent maps in frames (issue 15)', () => {
     expect(OrderedMap.isOrderedMap(read.children)).toBe(true);
     expect([...read.children.keys()]).toEqual(['b', 'a', 'c']);
     expect(read.children.get('a')).toEqual({ n: 2 });
+  });
+});
+
+describe('log records link to the one before (issue 28)', () => {
+  it('a record carries its link under its own checksum, which the next one links to', () => {
+    const first = frameRecord({ n: 1 }, 0);
+    const second = frameRecord({ n: 2 }, recordCheck(first));
+    expect(unframeRecord(first)).toEqual({ n: 1 });
+    expect(openRecord(first).link).toBe(0);
+    expect(openRecord(second).link).toBe(recordCheck(first));
+    expect(recordCheck(first)).toBe(first.readUInt32BE(0));
+    // The same value after another record is another record: its checksum differs too.
+    expect(recordCheck(frameRecord({ n: 2 }, 0))).not.toBe(recordCheck(second));
+  });
+
+  it('a changed link fails the checksum, as a changed value does', () => {
+    for (const at of [4, 7, 8]) {
+      const damaged = frameRecord({ n: 1 }, 0x01020304);
+      damaged[at] = damaged[at]! ^ 1;
+      expect(() => openRecord(damaged)).toThrow(ChecksumError);
+    }
   });
 });

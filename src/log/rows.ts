@@ -10,7 +10,7 @@ import type {
   UsageEntry,
 } from '../domain/decider.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import type { Table, TableWrite } from './log.js';
+import type { RecordPosition, Table, TableWrite } from './log.js';
 import { frame, framePieces, packValue, unframeRow } from './record.js';
 import { packedKeysMsgpack } from '../domain/budget/journal-keys.js';
 
@@ -104,18 +104,29 @@ export const directoryRows = {
 
 const USAGE_INDEX_DIGITS = 12;
 
+/** A usage row as stored: the row, and the log record it was written with (issue 28). */
+interface StoredUsage {
+  row: Record<string, unknown>;
+  at: [partition: number, seq: number];
+}
+
+const storedUsage = codec<[owner: string, index: number], StoredUsage>(
+  'usage',
+  (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`,
+);
+
 /** A connection's or delegation's usage log: keyed owner then position, so a page is one range. */
 export const usageRows = {
-  ...codec<[owner: string, index: number], Record<string, unknown>>(
-    'usage',
-    (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`,
-  ),
-  entry(entry: UsageEntry): TableWrite {
-    return {
-      table: 'usage',
-      key: usageRows.key(entry.owner, entry.index),
-      bytes: frame(entry.row),
-    };
+  key: storedUsage.key,
+  read: (key: string, bytes: Uint8Array) => storedUsage.read(key, bytes).row,
+  /** The log record the row was written with. */
+  position(key: string, bytes: Uint8Array): RecordPosition {
+    const [partition, seq] = storedUsage.read(key, bytes).at;
+    return { partition, seq };
+  },
+  entry(entry: UsageEntry, position: RecordPosition): TableWrite {
+    const stored: StoredUsage = { row: entry.row, at: [position.partition, position.seq] };
+    return storedUsage.write(usageRows.key(entry.owner, entry.index), stored);
   },
   range(owner: string) {
     return { start: `${owner}/`, end: `${owner}0` };
@@ -193,3 +204,25 @@ export const eventExpiryRows = {
 
 /** Resends asked for with the command line, taken up by the running node. */
 export const resendRows = codec<[id: string], { at: number }>('resends', (id) => id);
+
+/** Where a partition's log ends: the seq of its last record and that record's CRC-32. */
+export interface LogPosition {
+  seq: number;
+  check: number;
+}
+
+const PARTITION_DIGITS = 3;
+
+/**
+ * Each partition's head (log.ts, `heads`), written by the shard in the commit of every append:
+ * a start compares it with the partition's last record, so a tail taken off the log is found
+ * (issue 28; a record from the middle breaks the chain instead, record.ts).
+ */
+export const headRows = {
+  ...codec<[partition: number], LogPosition>('heads', (p) =>
+    String(p).padStart(PARTITION_DIGITS, '0'),
+  ),
+  head(partition: number, position: LogPosition): TableWrite {
+    return headRows.write(headRows.key(partition), { seq: position.seq, check: position.check });
+  },
+};

@@ -30,3 +30,34 @@ export async function damageFirstRow(dir: string, table: string): Promise<string
   await env.close();
   return row.key;
 }
+
+/**
+ * Takes one log record of a partition out of the log, as a lost write or a careless hand would
+ * (the last one, or record `seq`); answers the record's sequence. Nothing else is touched: its
+ * commit's rows, the partition's head, stay as they were.
+ */
+export async function removeRecord(dir: string, partition: number, seq?: number): Promise<number> {
+  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+  const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
+  const end = [partition, 0] as [number, number];
+  const range = log.getRange({ start: [partition + 1, 0], end, reverse: true, limit: 1 });
+  const taken = seq ?? [...range][0]!.key[1];
+  if (!(await log.remove([partition, taken]))) throw new Error(`no record ${taken} of ${partition}`);
+  await env.flushed;
+  await env.close();
+  return taken;
+}
+
+/**
+ * Flips one byte of log record `seq` of a partition: byte `at` (from the end when negative: the
+ * last, inside its value, by default; 0 is the first byte of its checksum).
+ */
+export async function damageRecord(dir: string, partition: number, seq: number, at = -1): Promise<void> {
+  const env = open({ path: join(dir, 'node.mdb'), maxDbs: 32, compression: false });
+  const log = env.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' });
+  const damaged = Buffer.from(log.get([partition, seq])!);
+  damaged[at < 0 ? damaged.length + at : at] ^= 0xff;
+  await log.put([partition, seq], damaged);
+  await env.flushed;
+  await env.close();
+}
