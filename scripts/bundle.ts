@@ -7,12 +7,14 @@
 // fraction of the time it takes to resolve and load several hundred modules one by one, and a
 // start waits for that load three times over (the main thread, then the worker and the recovery
 // helpers it spawns).
+// A bundle whose inputs are unchanged since it was made is not made again (bundle-stamp.ts).
 // Usage: node dist/scripts/bundle.js   (run by `npm run build` after tsc)
 import { readFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { bundleIsFresh, stampBundle } from './bundle-stamp.js';
 
 export interface BrowserEntry {
   /** The source module, relative to the repository root. */
@@ -52,13 +54,16 @@ export const noNodeBuiltins: Plugin = {
   },
 };
 
-/** Bundles the entries into `outdir`; rejects (with esbuild's messages) on any error. */
+/**
+ * Bundles the entries into `outdir`; rejects (with esbuild's messages) on any error. Resolves with
+ * esbuild's metafile: what was read and written.
+ */
 export async function bundle(
   entries: readonly BrowserEntry[] = BROWSER_ENTRIES,
   options: { root?: string; outdir?: string } = {},
-): Promise<void> {
+): Promise<Metafile> {
   const root = options.root ?? ROOT;
-  await build({
+  const result = await build({
     absWorkingDir: root,
     entryPoints: entries.map((e) => ({ in: e.in, out: e.out })),
     outdir: options.outdir ?? join(root, 'dist', 'assets'),
@@ -69,8 +74,10 @@ export async function bundle(
     target: 'es2022',
     legalComments: 'none',
     logLevel: 'silent',
+    metafile: true,
     plugins: [noNodeBuiltins],
   });
+  return result.metafile;
 }
 
 /** The server's entry points (compiled modules), and their bundles' names under dist/src/bundled/. */
@@ -120,9 +127,9 @@ function ownUrl(outdir: string): Plugin {
 }
 
 /** Bundles the server's entries (after tsc) into dist/src/bundled/. */
-export async function bundleServer(root: string = ROOT): Promise<void> {
+export async function bundleServer(root: string = ROOT): Promise<Metafile> {
   const outdir = join(root, 'dist', 'src', 'bundled');
-  await build({
+  const result = await build({
     absWorkingDir: root,
     entryPoints: SERVER_ENTRIES,
     outdir,
@@ -142,22 +149,33 @@ export async function bundleServer(root: string = ROOT): Promise<void> {
     },
     sourcemap: true,
     logLevel: 'silent',
+    metafile: true,
     plugins: [ownUrl(outdir)],
   });
+  return result.metafile;
+}
+
+/** Makes the bundle `name` unless it is fresh; says which it did. */
+async function made(name: string, make: () => Promise<Metafile>, outputs: string[]) {
+  if (bundleIsFresh(ROOT, name)) {
+    process.stdout.write(`bundle: ${name} is up to date\n`);
+    return;
+  }
+  stampBundle(ROOT, name, await make());
+  process.stdout.write(`bundle: wrote ${outputs.join(', ')}\n`);
 }
 
 async function main(): Promise<void> {
+  const extension = (e: BrowserEntry) => (e.in.endsWith('.css') ? 'css' : 'js');
+  const browser = BROWSER_ENTRIES.map((e) => `dist/assets/${e.out}.${extension(e)}`);
+  const server = Object.keys(SERVER_ENTRIES).map((name) => `dist/src/bundled/${name}.js`);
   try {
-    await bundle();
-    await bundleServer();
+    await made('browser', () => bundle(), browser);
+    await made('server', () => bundleServer(), server);
   } catch (error) {
     process.stderr.write(`bundle: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  const extension = (e: BrowserEntry) => (e.in.endsWith('.css') ? 'css' : 'js');
-  const names = BROWSER_ENTRIES.map((e) => `dist/assets/${e.out}.${extension(e)}`).join(', ');
-  const server = Object.keys(SERVER_ENTRIES).map((name) => `dist/src/bundled/${name}.js`);
-  process.stdout.write(`bundle: wrote ${names}, ${server.join(', ')}\n`);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href)
