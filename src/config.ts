@@ -87,6 +87,11 @@ export interface Config {
   /** The operator's own listener (P21): metrics, health, readiness; loopback by default. */
   adminPort: number;
   adminHost: string;
+  /**
+   * Where the access log goes (P21): standard output (beside the node's log), a file appended
+   * to, or nowhere (`off`; the metrics still count every answer).
+   */
+  accessLog: AccessLogTarget;
   /** The share of successful answers the access log writes (errors are always written). */
   accessLogSample: number;
   workers: number;
@@ -381,6 +386,7 @@ const SERVE_FLAGS = [
   'external-port',
   'admin-port',
   'admin-host',
+  'access-log',
   'access-log-sample',
   'workers',
   'dev',
@@ -442,6 +448,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     externalPort: integer('external-port', 8081, 0, 65535),
     adminPort: integer('admin-port', 8082, 0, 65535),
     adminHost: text('admin-host', '127.0.0.1'),
+    accessLog: accessLogOf(text('access-log', 'stdout')),
     accessLogSample: share('access-log-sample', text('access-log-sample', '1')),
     workers: integer('workers', Math.max(1, availableParallelism() - 1), 1, 64),
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
@@ -481,6 +488,15 @@ export function storeOf(raw: string): string | null {
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')
     throw new ConfigError('--store must be a postgres:// URL');
   return raw;
+}
+
+export type AccessLogTarget = 'stdout' | 'off' | { file: string };
+
+/** `stdout`, `off`, or a file's path (a file named `off` is written `./off`). */
+function accessLogOf(raw: string): AccessLogTarget {
+  if (raw === 'stdout' || raw === 'off') return raw;
+  if (raw.trim() === '') throw new ConfigError('--access-log must be stdout, off or a file path');
+  return { file: raw };
 }
 
 /** A fraction from 0 to 1 (`--access-log-sample 0.01` writes one success in a hundred). */

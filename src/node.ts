@@ -35,7 +35,7 @@ import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
 import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
 import { AdminListener } from './http/admin.js';
-import { AccessLog } from './http/access-log.js';
+import { openAccessLog, type AccessLog } from './http/access-log.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './http/services.js';
 import {
@@ -67,6 +67,7 @@ export async function startNode(
   onFatal: (message: string) => void,
 ): Promise<RunningNode> {
   const started = Date.now();
+  const accessLog = openAccessLog(config.accessLog, config.accessLogSample);
   const claimed = claim(config);
   announceDataDir(config, logger, claimed.narrowed);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
@@ -105,7 +106,7 @@ export async function startNode(
     log,
     access,
     localHolder: runtime.localHolder,
-    onAnswered: answeredTo(config, watch.metrics),
+    onAnswered: answeredTo(accessLog, watch.metrics),
     onInternalError: () => watch.metrics.internalError(),
   });
   const parts = { log, identity, signer, runtime, access, listeners };
@@ -631,8 +632,10 @@ async function startWatch(config: Config, logger: Logger) {
  * A line names the request, its operation, status, duration and member: never a body, an
  * identifier or a signature.
  */
-function answeredTo(config: Config, metrics: Metrics): (answered: Answered) => void {
-  const access = new AccessLog({ sample: config.accessLogSample });
+/** Each answer counted in the metrics, and written to the access log unless it is off. */
+function answeredTo(access: AccessLog | null, metrics: Metrics): (answered: Answered) => void {
+  if (access === null)
+    return (a) => metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);
   accessLogs.push(access);
   return (a) => {
     metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);

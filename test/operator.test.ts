@@ -3,8 +3,10 @@
 // draining), nothing of it on the public port; one access log line per request with its request
 // id, operation, status, duration and member; and no identifier, hash, reference or name in
 // any metric or log line.
+import { readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, startNode, tempDir, type NodeProcess } from './support/harness.js';
@@ -204,4 +206,44 @@ describe('P21 readiness follows the node: starting, ready, draining', () => {
     expect(lines.map((l) => [l.operation, l.status])).toEqual([['requests.get', 404]]);
     await expect(startNode({ dataDir, args: ['--access-log-sample', '2'] })).rejects.toThrow(/access-log-sample/);
   });
+});
+
+describe('--access-log stdout|FILE|off', () => {
+  const requestLines = (text: string) => text.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+  // The client's own reads (its OpenAPI fetch) are logged too; the test's request is the 404.
+  const refusals = (text: string) => requestLines(text).filter((l) => l.operation === 'requests.get').map((l) => [l.operation, l.status]);
+
+  it('stdout writes the lines beside the log; a file gets them appended (created 0600); off writes none and the metrics still count', async () => {
+    const dataDir = tempDir('path-access-log');
+    cleanup.dirs.push(dataDir);
+    const own = createCredential(dataDir, 'local', { local: true });
+    const file = join(dataDir, 'logs-access.log');
+    const missing = 'req_00000000000000000000000000000000';
+    const oneRun = async (args: string[]) => {
+      const node = await startNode({ dataDir, args });
+      cleanup.running.push(node);
+      expect((await new Client(node.baseUrl, own).get(`/requests/${missing}`)).status).toBe(404);
+      const { families } = await scrape(node);
+      expect(valueOf(families, 'path_http_requests_total', { operation: 'requests.get', status: '404' })).toBe(1);
+      expect(await node.stop()).toBe(0);
+      return node.output();
+    };
+
+    const onStdout = await oneRun(['--access-log', 'stdout']);
+    expect(refusals(onStdout)).toEqual([['requests.get', 404]]);
+
+    const toFile = await oneRun(['--access-log', file]);
+    expect(requestLines(toFile)).toEqual([]);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(refusals(readFileSync(file, 'utf8'))).toEqual([['requests.get', 404]]);
+    await oneRun(['--access-log', file]);
+    expect(refusals(readFileSync(file, 'utf8'))).toHaveLength(2);
+
+    const off = await oneRun(['--access-log', 'off']);
+    expect(requestLines(off)).toEqual([]);
+    expect(refusals(readFileSync(file, 'utf8'))).toHaveLength(2);
+
+    await expect(startNode({ dataDir, args: ['--access-log', join(dataDir, 'no-such-dir', 'a.log')] }))
+      .rejects.toThrow(/--access-log cannot open .*no-such-dir.* \(ENOENT\)/);
+  }, 180_000);
 });

@@ -30,9 +30,10 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
     command: 'serve',
     flags: `[--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
                   [--base-url URL] [--external-port 8081] [--workers N] [--dev]
-                  [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log-sample 1]
-                  [--lookup-budget-base N] [--lookup-budget-factor F] [--webhook-urls U1,U2]
-                  [--connectors-file F] [--log-level info] [--store postgres://...]`,
+                  [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log stdout|FILE|off]
+                  [--access-log-sample 1] [--lookup-budget-base N] [--lookup-budget-factor F]
+                  [--webhook-urls U1,U2] [--connectors-file F] [--log-level info]
+                  [--store postgres://...]`,
   },
   {
     command: 'credentials add',

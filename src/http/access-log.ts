@@ -17,8 +17,14 @@
 // as long as making the lines. The lines are nearly always ASCII, and then they are encoded as
 // Latin-1, byte for byte, which spares UTF-8's measuring and converting pass (a tenth of the
 // node's own CPU per public GET); a chunk with a name or method beyond ASCII goes as UTF-8.
+import { openSync } from 'node:fs';
 import pino from 'pino';
-import { ACCESS_LOG_BUFFER_BYTES, ACCESS_LOG_FLUSH_MS } from '../config.js';
+import {
+  ACCESS_LOG_BUFFER_BYTES,
+  ACCESS_LOG_FLUSH_MS,
+  ConfigError,
+  type AccessLogTarget,
+} from '../config.js';
 import type { Answered } from './server.js';
 
 const INFO = 30; // tidy: format (pino's level number for info)
@@ -41,6 +47,28 @@ const MEMBERLESS_END = `,"member":null${LINE_END}`;
 interface ByteDestination {
   write(bytes: Buffer): boolean;
   flushSync(): void;
+}
+
+const OWNER_ONLY = 0o600; // tidy: format (file mode: read and write by the node's user alone)
+
+/**
+ * The access log `--access-log` names, or null when it is off. A file is opened once, at start,
+ * for appending (created owner-only if missing: the lines name members and operations), so a
+ * path that cannot be written stops the start with one line instead of losing lines later.
+ * Rotation: the descriptor stays open, so a rotated file is truncated in place (logrotate's
+ * `copytruncate`); appends then continue at the new end.
+ */
+export function openAccessLog(target: AccessLogTarget, sample: number): AccessLog | null {
+  if (target === 'off') return null;
+  if (target === 'stdout') return new AccessLog({ sample });
+  let dest: number;
+  try {
+    dest = openSync(target.file, 'a', OWNER_ONLY);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(`--access-log cannot open ${target.file} for appending (${code})`);
+  }
+  return new AccessLog({ sample, dest });
 }
 
 export class AccessLog {
