@@ -145,3 +145,20 @@ describe('finished events are kept for the retention, then swept', () => {
     }
   });
 });
+
+describe('events list with nothing kept', () => {
+  it('says so on standard error and leaves standard output empty for scripts', () => {
+    const dataDir = tempDir('path-events-none');
+    try {
+      createCredential(dataDir, 'local', { local: true });
+      for (const [args, said] of [[[], 'no events are kept'], [['--undelivered'], 'no undelivered events are kept']] as const) {
+        const r = cli(['events', 'list', '--data-dir', dataDir, ...args]);
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stdout).toBe('');
+        expect(r.stderr.trim()).toBe(said);
+      }
+    } finally {
+      removeDir(dataDir);
+    }
+  });
+});

@@ -329,7 +329,14 @@ async function events(sub: string | undefined, id: string | undefined, flags: Fl
   try {
     if (sub === 'list') {
       const undelivered = flag(flags, 'undelivered');
-      for (const line of await listEvents(place, { undelivered })) print(line);
+      const lines = await listEvents(place, { undelivered });
+      for (const line of lines) print(line);
+      // Standard output stays one JSON object per event (none here), so a script reading it
+      // sees no line it must skip; the person at the terminal is told on standard error.
+      if (lines.length === 0)
+        process.stderr.write(
+          undelivered ? 'no undelivered events are kept\n' : 'no events are kept\n',
+        );
       return;
     }
     if ((sub === 'show' || sub === 'resend') && id === undefined)
