@@ -1,5 +1,6 @@
 // The systemd unit in deploy/: systemd's own checker accepts it, and the serve command accepts
-// every flag it passes (a unit that names a flag the node refuses would fail at boot).
+// every flag it passes (a unit that names a flag the node refuses would fail at boot). The unit
+// and the README say the same: how it restarts, and that the tree is built before it runs.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -7,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CLI } from './support/harness.js';
 
 const UNIT = resolve(__dirname, '../deploy/path-node.service');
+const README = resolve(__dirname, '../README.md');
 
 /** The serve flags of the unit's ExecStart, continuation lines joined. */
 function serveFlags(): string[] {
@@ -28,6 +30,22 @@ describe('deploy/path-node.service', () => {
     const flags = serveFlags();
     const adminPort = flags[flags.indexOf('--admin-port') + 1];
     expect(text).toContain(`http://127.0.0.1:${adminPort}/readyz`);
+  });
+
+  it('the unit and the README agree on the restart policy, and both say to build the tree first', () => {
+    const unit = readFileSync(UNIT, 'utf8');
+    const readme = readFileSync(README, 'utf8');
+    const policy = /^Restart=(\S+)$/m.exec(unit)![1]!;
+    expect(policy).toBe('always');
+    for (const named of readme.matchAll(/Restart=(\w[\w-]*)/g)) expect(named[1]).toBe(policy);
+    expect(readme).toContain(`\`Restart=${policy}\``);
+    const prevented = /^RestartPreventExitStatus=(\d+)$/m.exec(unit)![1]!;
+    expect(readme).toMatch(new RegExp(`except on\\s+exit status ${prevented}`));
+    // The unit runs dist/ through bin/path-node.js and builds nothing: both say so.
+    expect(unit).toMatch(/^ExecStart=\S+node \S*bin\/path-node\.js serve/m);
+    expect(unit).toMatch(/^#\s+cd \/opt\/path-node && npm ci && npm run build$/m);
+    const systemd = readme.slice(readme.indexOf('**systemd.**'));
+    expect(systemd.slice(0, systemd.indexOf('\n\n'))).toContain('`npm ci && npm run build`');
   });
 
   it('the node knows every flag of its ExecStart', () => {
