@@ -107,6 +107,13 @@ describe('path-node lookup --in --out', () => {
     expect(first.length).toBeLessThan(ROWS);
     expect(first.length % 500).toBe(0);
     expect(stopped.stderr).toContain(`continue from row ${first.length + 1}`);
+    // The reset as a date and time (the month's end, P12), and the settings that raise the allowance.
+    const until = /the lookup budget is spent until (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ);/.exec(stopped.stderr);
+    expect(until, stopped.stderr).not.toBeNull();
+    const resetAt = Date.parse(until![1]!);
+    expect(resetAt).toBeGreaterThan(Date.now());
+    expect(resetAt).toBeLessThanOrEqual(Date.now() + 32 * 86_400_000);
+    expect(stopped.stderr).toMatch(/raises the allowance with --lookup-budget-base .* or --lookup-budget-factor/);
     // Without --resume an existing output is never overwritten.
     expect((await run(args)).code).toBe(2);
 

@@ -204,16 +204,30 @@ async function sendBatch(
   } catch (error) {
     return { code: 1, message: `the node did not answer (${String(error)})` };
   }
-  if (answer.status === 429) {
-    const reset = answer.headers.get('ratelimit-reset') ?? answer.headers.get('retry-after');
-    const after = reset === null ? '' : ` (the budget resets in ${reset} s)`;
-    return { code: 3, message: `the lookup budget is spent${after}` };
-  }
+  if (answer.status === 429) return { code: 3, message: budgetSpent(answer.headers, Date.now()) };
   if (answer.status !== 200) {
     const code = answer.json?.error?.code ?? `HTTP ${answer.status}`;
     return { code: 1, message: `the node refused a batch: ${code}` };
   }
   return rowsOf(batch, answer.json.results as Record<string, unknown>[], options.signed);
+}
+
+/**
+ * The budget's reset as a date and time (the node gives seconds from now, P12), and who can raise
+ * it: the answering node's operator, with the settings that make the allowance.
+ */
+export function budgetSpent(headers: Headers, now: number): string {
+  const raw = headers.get('ratelimit-reset') ?? headers.get('retry-after');
+  const seconds = raw === null ? NaN : Number(raw);
+  const at = now + seconds * 1000; // tidy: format (seconds to milliseconds)
+  const reset = Number.isFinite(at)
+    ? ` until ${new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z')}`
+    : '';
+  return (
+    `the lookup budget is spent${reset}; the answering node's operator raises the allowance ` +
+    'with --lookup-budget-base (lookups a month) or --lookup-budget-factor ' +
+    '(lookups a month per contributed entry)'
+  );
 }
 
 function emptyAnswer() {
