@@ -3,6 +3,7 @@
 // directory), prints it and forwards it; `path-node events list|show|resend` read the kept
 // events from the data directory while the node runs, and a resend reaches the target again.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, Client, createCredential, startNode, tempDir, removeDir, type NodeProcess } from './support/harness.js';
 import { Receiver } from './support/receiver.js';
@@ -13,6 +14,16 @@ const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** As cli, without blocking this process: the receiver the command sends to answers from here. */
+function cliAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
 }
 
 const lines = (text: string) => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
@@ -101,6 +112,38 @@ describe('path-node listen and path-node events', () => {
     const again = await waitFor('the resent delivery', () => handler.of('request.paid', reference)[1]);
     expect(again.headers['webhook-id']).toBe(id);
     expect(JSON.parse(again.raw).id).toBe(id);
+  });
+
+  it('events trigger TYPE sends a test event of each type, signed as real ones (the standardwebhooks library and listen verify it), marked test, never kept', async () => {
+    const { secret } = JSON.parse(cli(['webhooks', 'secret', '--data-dir', dataDir]).stdout);
+    const urls = `${handler.url('/trigger')},${listenUrl}`;
+    for (const type of ['request.paid', 'receipt.issued', 'checkout.session.completed', 'checkout.session.expired']) {
+      const r = await cliAsync(['events', 'trigger', type, '--data-dir', dataDir, '--webhook-urls', urls, '--dev']);
+      expect(r.status, r.stderr + r.stdout).toBe(0);
+      const sent = JSON.parse(r.stdout);
+      expect(sent).toMatchObject({ event: type, test: true, targets: [{ url: handler.url('/trigger'), status: 200 }, { url: listenUrl, status: 200 }] });
+      const got = handler.deliveries.find((d) => d.path === '/trigger' && d.headers['webhook-id'] === sent.id)!;
+      expect(got.headers['path-event-id']).toBe(sent.id);
+      const verified = new Webhook(secret).verify(got.raw, got.headers as Record<string, string>) as any;
+      expect(verified).toMatchObject({ type: 'path.event', id: sent.id, event: type, test: true });
+      expect(verified.kid).toEqual(expect.any(String));
+      const printed = await waitFor('listen to verify it', () => lines(listened).find((l) => l.webhook_id === sent.id));
+      expect(printed).toMatchObject({ event: type, v1: { valid: true }, v1a: { valid: true } });
+      expect(lines(cli(['events', 'list', '--data-dir', dataDir]).stdout).find((l) => l.id === sent.id)).toBeUndefined();
+    }
+    // A target that refuses: exit 1 with its status; an unknown type or no endpoint: usage errors.
+    handler.respond = () => 500;
+    try {
+      const refused = await cliAsync(['events', 'trigger', 'request.paid', '--data-dir', dataDir, '--webhook-urls', handler.url('/trigger'), '--dev']);
+      expect(refused.status).toBe(1);
+      expect(JSON.parse(refused.stdout).targets).toEqual([{ url: handler.url('/trigger'), status: 500 }]);
+    } finally {
+      handler.respond = () => 200;
+    }
+    const unknown = cli(['events', 'trigger', 'request.unpaid', '--data-dir', dataDir, '--webhook-urls', urls, '--dev']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown event type 'request.unpaid' \(one of request.paid, /);
+    expect(cli(['events', 'trigger', 'request.paid', '--data-dir', dataDir]).status).toBe(2);
   });
 
   it('an event its target refuses is listed as undelivered; unknown ids are usage errors (exit 2)', async () => {

@@ -15,7 +15,7 @@ import {
 import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { privateDataDir } from '../log/data-dir.js';
-import { EventsUsageError, listEvents, resendEvent, showEvent } from './events.js';
+import { EventsUsageError, listEvents, resendEvent, showEvent, triggerEvent } from './events.js';
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { VerifyRefused, verifyDataDir } from './verify.js';
@@ -52,6 +52,10 @@ const COMMANDS: readonly { command: string; flags: string }[] = [
   { command: 'events list', flags: '(--data-dir D | --store URL) [--undelivered]' },
   { command: 'events show', flags: 'EVENT_ID (--data-dir D | --store URL)' },
   { command: 'events resend', flags: 'EVENT_ID (--data-dir D | --store URL)' },
+  {
+    command: 'events trigger',
+    flags: 'TYPE (--data-dir D | --store URL) [--webhook-urls U1,U2] [--dev]',
+  },
   {
     command: 'listen',
     flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
@@ -339,6 +343,7 @@ async function events(sub: string | undefined, id: string | undefined, flags: Fl
         );
       return;
     }
+    if (sub === 'trigger') return await trigger(place, id, flags);
     if ((sub === 'show' || sub === 'resend') && id === undefined)
       throw new UsageError(`events ${sub} needs the event id`);
     if (sub === 'show') return print(await showEvent(place, id!));
@@ -348,6 +353,27 @@ async function events(sub: string | undefined, id: string | undefined, flags: Fl
     throw error;
   }
   throw new UsageError(`unknown command 'events ${sub ?? ''}'`);
+}
+
+/**
+ * `events trigger TYPE`: a test event to the operator's endpoints, which are serve's own setting
+ * (`--webhook-urls` or PATH_WEBHOOK_URLS, `--dev` or PATH_DEV for http and loopback targets).
+ * Exits 1 unless every endpoint acknowledged it.
+ */
+async function trigger(place: Place, type: string | undefined, flags: Flags): Promise<void> {
+  if (type === undefined) throw new UsageError('events trigger needs the event type');
+  const setting = (name: string) => {
+    const value = flags[name] ?? process.env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
+    return value === true ? 'true' : (value ?? '');
+  };
+  const urls = setting('webhook-urls')
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+  const dev = setting('dev') === 'true' || setting('dev') === '1';
+  const sent = await triggerEvent(place, type, { urls, dev, now: Date.now() });
+  print(sent.line);
+  if (!sent.acknowledged) process.exitCode = 1;
 }
 
 /** A local receiver that verifies and prints each delivery; runs until stopped. */

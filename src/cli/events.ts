@@ -2,10 +2,15 @@
 // whether the node runs or not. `list` and `show` read the outbox and the delivery state (kept
 // for the events retention once finished); `resend` asks the node to deliver an event to every
 // target again, which a running node takes up within its poll interval, and a stopped one at
-// its next start. A target URL is shown without credentials or query, which may hold secrets.
+// its next start. `trigger` sends a test event of a type to the operator's endpoints now, signed
+// as real ones are (src/events/trigger.ts). A target URL is shown without credentials or query,
+// which may hold secrets.
+import { loadLimits } from '../config.js';
+import { EVENT_TYPES, triggerTestEvent } from '../events/trigger.js';
 import type { Log } from '../log/log.js';
 import { withStore, type Place } from '../log/open.js';
 import { deliveryRows, outboxRows, resendRows, type TargetState } from '../log/rows.js';
+import { signingKeyFromSeed } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 
 export class EventsUsageError extends Error {}
@@ -74,6 +79,36 @@ export function resendEvent(place: Place, id: string, now: number): Promise<obje
     if (log.get('outbox', id) === undefined) throw noSuchEvent(id);
     await new NodeStore(tables).notify([resendRows.write(id, { at: now })]);
     return { id, resend: 'requested' };
+  });
+}
+
+/**
+ * Sends a test event of `type` to `urls` (the operator's `--webhook-urls`), signed with the
+ * node's active key and its webhook secrets; each target's answer, and whether all were 2xx.
+ */
+export function triggerEvent(
+  place: Place,
+  type: string,
+  options: { urls: readonly string[]; dev: boolean; now: number },
+): Promise<{ line: object; acknowledged: boolean }> {
+  if (!EVENT_TYPES.includes(type))
+    throw new EventsUsageError(`unknown event type '${type}' (one of ${EVENT_TYPES.join(', ')})`);
+  if (options.urls.length === 0)
+    throw new EventsUsageError('no endpoints: give --webhook-urls (or PATH_WEBHOOK_URLS) as serve');
+  return withStore(place, async ({ tables }) => {
+    const store = new NodeStore(tables);
+    const key = store.activeSigningKey();
+    if (key === undefined)
+      throw new EventsUsageError('the node has no signing key yet: start it once first');
+    const sent = await triggerTestEvent(type, {
+      ...options,
+      signer: signingKeyFromSeed(key.seed_hex),
+      secrets: store.webhookSecrets(),
+      limits: loadLimits(process.env),
+    });
+    const targets = sent.targets.map((t) => ({ url: shownUrl(t.url), status: t.status }));
+    const acknowledged = targets.every((t) => t.status >= 200 && t.status < 300);
+    return { line: { ...sent, test: true, targets }, acknowledged };
   });
 }
 

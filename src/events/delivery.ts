@@ -222,19 +222,8 @@ export class WebhookDelivery {
     const state = this.stateOf(id) ?? this.targetsOf(event, now);
     const due = state.filter((t) => t.outcome === null && t.next_at <= now);
     if (due.length > 0) {
-      const body = JSON.stringify(
-        signObject(
-          {
-            type: 'path.event',
-            id: event.id,
-            event: event.event,
-            created_at: event.created_at,
-            data: event.data_json === undefined ? event.data : JSON.parse(event.data_json),
-            ...envelopeFields(this.options.signer(), event.created_at),
-          },
-          this.options.signer(),
-        ),
-      );
+      const data = event.data_json === undefined ? event.data : JSON.parse(event.data_json);
+      const body = signedEvent({ ...event, data }, this.options.signer());
       await Promise.all(due.map((t) => this.attempt(event, t, body)));
     }
 
@@ -300,15 +289,13 @@ export class WebhookDelivery {
     let status = 0;
     try {
       if (await resolvedAllowed(target.url, { dev: this.options.dev })) {
-        const timestamp = String(Math.floor(this.options.clock.now() / 1000));
-        const headers = {
-          'content-type': 'application/json',
-          'path-event-id': event.id,
-          'webhook-id': event.id,
-          'webhook-timestamp': timestamp,
-          'webhook-signature': this.signatures(`${event.id}.${timestamp}.${body}`),
-        };
-        status = await (this.options.post ?? post)(
+        const headers = deliveryHeaders(event.id, body, {
+          now: this.options.clock.now(),
+          secrets: this.options.secrets(),
+          signer: this.options.signer(),
+          overlapMs: this.options.limits.webhook_secret_overlap_ms,
+        });
+        status = await (this.options.post ?? postDelivery)(
           target.url,
           headers,
           body,
@@ -330,21 +317,53 @@ export class WebhookDelivery {
     const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
     target.next_at = this.options.clock.now() + delay;
   }
+}
 
-  /**
-   * The `webhook-signature` value: a `v1` per secret still signing, then `v1a`; both sign the
-   * Standard Webhooks content `<id>.<timestamp>.<body>`.
-   */
-  private signatures(content: string): string {
-    const overlapMs = this.options.limits.webhook_secret_overlap_ms;
-    const signing = signingSecrets(this.options.secrets(), this.options.clock.now(), overlapMs);
-    const v1 = signing.map((s) => {
-      const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
-      return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
-    });
-    const ed = signBytes(Buffer.from(content, 'utf8'), this.options.signer());
-    return [...v1, `v1a,${Buffer.from(ed, 'hex').toString('base64')}`].join(' ');
-  }
+/**
+ * An event's body as every delivery sends it: the signed `path.event` (P11). `test`: a test event
+ * from `path-node events trigger`, which says so inside what is signed.
+ */
+export function signedEvent(
+  event: { id: string; event: string; created_at: string; data: unknown; test?: true },
+  signer: SigningKey,
+): string {
+  const { id, event: name, created_at, data, test } = event;
+  const fields = { type: 'path.event', id, event: name, created_at, data };
+  const envelope = envelopeFields(signer, created_at);
+  return JSON.stringify(
+    signObject(test ? { ...fields, test, ...envelope } : { ...fields, ...envelope }, signer),
+  );
+}
+
+/**
+ * A delivery's headers: Path-Event-Id and the Standard Webhooks ones, the `webhook-signature`
+ * value a `v1` per secret still signing, then `v1a`; both sign `<id>.<timestamp>.<body>`.
+ */
+export function deliveryHeaders(
+  id: string,
+  body: string,
+  options: {
+    now: number;
+    secrets: readonly WebhookSecret[];
+    signer: SigningKey;
+    overlapMs: number;
+  },
+): Record<string, string> {
+  const timestamp = String(Math.floor(options.now / 1000)); // tidy: format (ms to Unix seconds)
+  const content = `${id}.${timestamp}.${body}`;
+  const signing = signingSecrets(options.secrets, options.now, options.overlapMs);
+  const v1 = signing.map((s) => {
+    const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
+    return `v1,${createHmac('sha256', key).update(content, 'utf8').digest('base64')}`;
+  });
+  const ed = signBytes(Buffer.from(content, 'utf8'), options.signer);
+  return {
+    'content-type': 'application/json',
+    'path-event-id': id,
+    'webhook-id': id,
+    'webhook-timestamp': timestamp,
+    'webhook-signature': [...v1, `v1a,${Buffer.from(ed, 'hex').toString('base64')}`].join(' '),
+  };
 }
 
 /** The writes that forget an event: its outbox row and its delivery state. */
@@ -356,7 +375,7 @@ const forgotten = (id: string): TableWrite[] => [
   { table: 'deliveries', key: id, bytes: null },
 ];
 
-async function post(
+export async function postDelivery(
   url: string,
   headers: Record<string, string>,
   body: string,

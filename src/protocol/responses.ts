@@ -202,6 +202,12 @@ export const EventObject = <T extends TSchema>(name: string, data: T) =>
       event: Type.Literal(name),
       created_at: Rfc3339,
       data,
+      test: Type.Optional(
+        Type.Literal(true, {
+          description:
+            'present on a test event only (`path-node events trigger`): its data is made up',
+        }),
+      ),
     },
     `the event ${name}, signed (P11)`,
   );
