@@ -2,8 +2,10 @@
 // server that answers the same bytes from a Map. Both run in their own processes, the load
 // generator in a third; the two servers are loaded one at a time, in alternating order, and the
 // figure is the ratio of the medians. compareWithBare is the same comparison for any public read
-// (figures 6 and 7).
+// (figures 6 and 7). Beside it, the OpenAPI document served uncompressed, gzip and br: bytes and
+// answers per second of each.
 import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import type { BenchConfig, LoadShape } from './config.js';
 import { cpuText, withCpuWatch, type CpuShare } from './cpu.js';
@@ -104,8 +106,67 @@ export async function compareWithBare(config: BenchConfig, report: Report, optio
   }
 }
 
+/** The codings figure 3 reads the OpenAPI document in, and the Accept-Encoding that asks for each. */
+const CODINGS = [
+  { name: 'uncompressed', accept: null },
+  { name: 'gzip', accept: 'gzip' },
+  { name: 'br', accept: 'br' },
+] as const;
+
+/** The bytes of one answer as sent (node:http decodes nothing), and the coding it came in. */
+function sentBytes(url: string, accept: string | null): Promise<{ bytes: number; coding: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: accept === null ? {} : { 'accept-encoding': accept } }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+      res.on('end', () => res.statusCode === 200 ? resolve({ bytes, coding: res.headers['content-encoding'] ?? 'uncompressed' }) : reject(new Error(`GET ${url} answered ${res.statusCode}`)));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * The OpenAPI document (295 KB) as the node serves it uncompressed, gzip and br (issue 31 item 7:
+ * compressed once when the document is made): the bytes of one answer and the answers per second,
+ * side by side. The codings are loaded one at a time, the order alternating round by round.
+ */
+async function openApiCodings(config: BenchConfig, report: Report, node: RunningServer): Promise<void> {
+  const url = `${node.baseUrl}${API_PREFIX}/openapi.json`;
+  const shape = config.get.shapes[0]!;
+  const label = `${shape.connections} connections, pipelining ${shape.pipelining}`;
+  const job = (accept: string | null, durationSeconds: number): GetJob => ({
+    kind: 'get', url, connections: shape.connections, pipelining: shape.pipelining, durationSeconds,
+    ...(accept === null ? {} : { headers: { 'accept-encoding': accept } }),
+  });
+  const sizes = new Map<string, number>();
+  const rates = new Map<string, number[]>();
+  for (const coding of CODINGS) {
+    const sent = await sentBytes(url, coding.accept);
+    if (sent.coding !== coding.name) throw new Error(`asked for ${coding.name}, the node answered ${sent.coding}`);
+    sizes.set(coding.name, sent.bytes);
+    rates.set(coding.name, []);
+    check(await runLoad(job(coding.accept, config.get.warmup_seconds), config.child_timeout_ms), `${coding.name} warm-up`);
+  }
+  for (let round = 0; round < config.get.rounds; round++) {
+    const order = round % 2 === 0 ? CODINGS : [...CODINGS].reverse();
+    for (const coding of order) {
+      const result = check(await runLoad<LoadResult>(job(coding.accept, config.get.duration_seconds), config.child_timeout_ms), `${coding.name} round ${round + 1}`);
+      rates.get(coding.name)!.push(result.perSecond);
+      report.line(`    openapi.json ${coding.name}, ${label}, round ${round + 1}: ${rate(result.perSecond)} req/s, p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms`);
+    }
+  }
+  for (const coding of CODINGS) {
+    const bytes = sizes.get(coding.name)!;
+    const perSecond = median(rates.get(coding.name)!);
+    report.add({ section: '3 GET', figure: `openapi.json ${coding.name}: ${rate(bytes)} bytes; req/s, ${label}`, value: rate(perSecond) });
+    report.add({ section: '3 GET', figure: `openapi.json ${coding.name}: MB/s sent, ${label}`, value: ((bytes * perSecond) / 1e6).toFixed(1) });
+  }
+}
+
 export async function runHttpGet(config: BenchConfig, report: Report): Promise<void> {
-  report.heading('3. Public GET /receipts/{reference}: node against a bare uWebSockets.js server');
+  report.heading('3. Public GET /receipts/{reference}: node against a bare uWebSockets.js server; openapi.json by coding');
   const dataDir = tempDir('get');
   let node: RunningServer | null = null;
   try {
@@ -113,6 +174,8 @@ export async function runHttpGet(config: BenchConfig, report: Report): Promise<v
     node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
     const { path } = await oneReceipt(node, credential);
     await compareWithBare(config, report, { section: '3 GET', node, dir: dataDir, path, shapes: config.get.shapes });
+    report.line('  openapi.json as served uncompressed, gzip and br (compressed once, when the document is made)');
+    await openApiCodings(config, report, node);
   } finally {
     await node?.stop();
     removeDir(dataDir);

@@ -19,6 +19,8 @@ export interface GetJob {
   connections: number;
   pipelining: number;
   durationSeconds: number;
+  /** Sent on every request (an `Accept-Encoding`, figure 3's coded documents). */
+  headers?: Record<string, string>;
 }
 
 export interface PostJob {
@@ -83,6 +85,7 @@ interface AutocannonOptions {
   /** Milliseconds between autocannon's samples (default 1000). */
   sampleInt?: number;
   method?: string;
+  headers?: Record<string, string>;
   requests?: AutocannonRequest[];
 }
 interface AutocannonResult {
@@ -120,7 +123,7 @@ async function measure(options: AutocannonOptions): Promise<LoadResult> {
 
 function runGet(job: GetJob): Promise<LoadResult> {
   process.stdout.write(`${MEASURING_LINE}\n`);
-  return measure({ url: job.url, connections: job.connections, pipelining: job.pipelining, duration: job.durationSeconds });
+  return measure({ url: job.url, connections: job.connections, pipelining: job.pipelining, duration: job.durationSeconds, ...(job.headers === undefined ? {} : { headers: job.headers }) });
 }
 
 interface SignedRequest {

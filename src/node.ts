@@ -8,6 +8,8 @@ import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './log/rows.js';
 import { checkIdempotency, housekeeping } from './log/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
+import { documentReply } from './http/cache.js';
+import type { HttpReply } from './http/reply.js';
 import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { openApiDocument, openApiRoute } from './http/openapi.js';
@@ -407,10 +409,11 @@ async function startListeners(
   },
 ) {
   const { services, log, access } = parts;
+  // Each made cacheable and compressed once, here and where it is rebuilt (cache.ts).
   const documents = {
-    keys: keysDocument(config.member, services.store.signingKeys()),
-    configuration: '',
-    openapi: '',
+    keys: documentReply(keysDocument(config.member, services.store.signingKeys())),
+    configuration: documentReply(''),
+    openapi: documentReply(''),
   };
   const routes = allRoutes(services, access.network, documents);
   const server = new HttpServer({
@@ -438,12 +441,11 @@ async function startListeners(
   parts.localHolder.endpoint = services.config.baseUrl;
   const externalUrl = `http://${config.host}:${external.port}`;
   // Rebuilt when the signing key rotates: it names the webhook public key (P11).
-  const configure = () => configurationDocument(services, routes, externalUrl);
+  const configure = () => documentReply(configurationDocument(services, routes, externalUrl));
   documents.configuration = configure();
-  documents.openapi = openApiDocument(routes, {
-    baseUrl: services.config.baseUrl,
-    limits: config.limits,
-  });
+  documents.openapi = documentReply(
+    openApiDocument(routes, { baseUrl: services.config.baseUrl, limits: config.limits }),
+  );
   return { server, external, port, documents, configure, baseUrl: services.config.baseUrl };
 }
 
@@ -464,7 +466,7 @@ function startFollowers(
     access.loadCredentials();
     listeners.external.reload();
     const keys = store.signingKeys();
-    listeners.documents.keys = keysDocument(config.member, keys);
+    listeners.documents.keys = documentReply(keysDocument(config.member, keys));
     identity.webhookSecrets.current = store.webhookSecrets();
     void runtime.events.takeResends();
     const active = keys.find((k) => k.status === 'active');
@@ -707,7 +709,7 @@ async function openIdentity(tables: StoreTables, config: Config) {
 function allRoutes(
   services: Services,
   network: Network,
-  documents: { keys: string; configuration: string; openapi: string },
+  documents: { keys: HttpReply; configuration: HttpReply; openapi: HttpReply },
 ): RouteSpec<Handler>[] {
   return [
     ...fixedRoutes(services, {

@@ -13,6 +13,7 @@ import { ERROR_STATUS, type ErrorCode } from '../protocol/errors.js';
 import * as responses from '../protocol/responses.js';
 import * as wire from '../protocol/schemas.js';
 import { EventObject, ReceiptObject, RequestObject } from '../protocol/responses.js';
+import type { HttpReply } from './reply.js';
 import type { RouteSpec } from './router.js';
 import type { Handler } from './server.js';
 import { OPENAPI_PATH } from './routes/fixed.js';
@@ -28,14 +29,15 @@ const OpenApiShape = Type.Object({
 });
 
 /** `GET /api/path/v1/openapi.json` (P19): the same cached bytes on every call. */
-export function openApiRoute(document: () => string): RouteSpec<Handler> {
+export function openApiRoute(document: () => HttpReply): RouteSpec<Handler> {
   return {
     operation: 'openapi',
     method: 'GET',
     path: OPENAPI_PATH,
     auth: 'public',
     responses: { 200: OpenApiShape },
-    handler: () => ({ status: 200, body: document(), signed: false }),
+    cacheable: true,
+    handler: document,
   };
 }
 
@@ -142,11 +144,32 @@ function successResponses(route: Route): Json {
       route.idempotent === true ? { 'Path-Idempotent-Replayed': header('PathReplayed') } : {};
     out[status] = {
       description: Number(status) === 201 ? 'created (P7)' : 'success',
-      headers: { ...commonHeaders(isSigned(schema)), ...replay },
+      headers: { ...commonHeaders(isSigned(schema)), ...replay, ...validatorHeaders(route) },
       content: { ...jsonContent(schema), ...pageContent(route) },
     };
   }
+  if (route.cacheable === true) {
+    out['304'] = {
+      description: 'not modified: If-None-Match names the current representation',
+      headers: { ...commonHeaders(false), ...validatorHeaders(route) },
+    };
+  }
   return out;
+}
+
+/** What a cacheable route's 200 and 304 carry (http/cache.ts). */
+function validatorHeaders(route: Route): Json {
+  if (route.cacheable !== true) return {};
+  return {
+    ETag: {
+      description: 'strong entity tag of the exact bytes of this representation',
+      schema: { type: 'string' },
+    },
+    'Cache-Control': {
+      description: 'public, no-cache: any cache may keep it and revalidates before each use',
+      schema: { type: 'string' },
+    },
+  };
 }
 
 const SIGNED_CALL = { PathKeyId: [], PathTimestamp: [], PathSignature: [] };

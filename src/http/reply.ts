@@ -7,6 +7,18 @@ export interface HttpReply {
   /** Carries a signed object (P10: adds Path-Protocol-Version). */
   signed: boolean;
   headers?: Record<string, string>;
+  /** Set on a 200 whose bytes never change once made: its validator and codings (cache.ts). */
+  cache?: ReplyCache;
+}
+
+/** What a cacheable 200 carries, made with its bytes, never per request (cache.ts). */
+export interface ReplyCache {
+  /** The strong entity tag of the body's bytes, quoted, as the ETag header carries it. */
+  etag: string;
+  /** The 304 of this representation: no body; the same ETag, Cache-Control and Vary. */
+  notModified: HttpReply;
+  /** The same content in other codings, each a representation of its own (documents only). */
+  coded?: Readonly<Record<'br' | 'gzip', HttpReply>>;
 }
 
 /** Tells a ready answer from a command input where a builder may return either. */
@@ -41,6 +53,7 @@ const REASONS: Record<number, string> = {
   200: 'OK',
   201: 'Created',
   204: 'No Content',
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

@@ -34,6 +34,11 @@ export interface RouteSpec<H> {
   errors?: readonly ErrorCode[];
   /** Answers a page (text/html) to a browser that prefers one, at any status (P20). */
   pages?: boolean;
+  /**
+   * Its 200s carry a validator and may be coded (http/cache.ts): the route reads If-None-Match
+   * and Accept-Encoding and answers 304 or a coding. A public GET only.
+   */
+  cacheable?: boolean;
   handler: H;
 }
 

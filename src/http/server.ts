@@ -1,9 +1,10 @@
 // The HTTP front end on uWebSockets.js. Thin by design: version check -> route -> body ->
 // authenticate -> idempotency -> handler (which validates and sends to an actor) -> answer.
 // Every failure on the way is a JSON error from the P7 table; nothing a client sends can
-// produce a 5xx. Public reads answer synchronously from committed bytes. Public routes also
-// answer browsers (P20): CORS on every answer of theirs, a preflight for `OPTIONS`, and `HEAD`
-// for each of their GETs; the routes of members get none of it.
+// produce a 5xx. Public reads answer synchronously from committed bytes; the cacheable ones
+// (documents, commitments) pick among representations made once: a coding, or a 304 (cache.ts).
+// Public routes also answer browsers (P20): CORS on every answer of theirs, a preflight for
+// `OPTIONS`, and `HEAD` for each of their GETs; the routes of members get none of it.
 import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
@@ -19,6 +20,7 @@ import {
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
 import type { Authenticator } from './auth.js';
 import { BodyBytes, isJsonMediaType, LingeringRefusal } from './body.js';
+import { representation, type Conditions } from './cache.js';
 import { readHead } from './headers.js';
 import { writeStandardHead } from './head.js';
 import { failure, statusLine, type HttpReply } from './reply.js';
@@ -39,6 +41,11 @@ export interface RequestContext {
    * P20), or empty; other routes do not read it.
    */
   accept: string;
+  /**
+   * On a cacheable route (its answer may be a 304 or a coding, cache.ts): what the request says
+   * of the representation it takes; null elsewhere, whose requests are spared the headers' copies.
+   */
+  conditions: Conditions | null;
   body: Buffer;
   caller: Caller | null;
   now: number;
@@ -229,6 +236,13 @@ function arrived(
     params,
     // Only a route with pages reads it (P20); the others are spared the header's copy.
     accept: route.pages === true ? req.getHeader('accept') : '',
+    conditions:
+      route.cacheable === true
+        ? {
+            ifNoneMatch: req.getHeader('if-none-match'),
+            acceptEncoding: req.getHeader('accept-encoding'),
+          }
+        : null,
     body: EMPTY,
     caller: null,
     now,
@@ -895,7 +909,10 @@ export class HttpServer {
     const complete = (reply: HttpReply) => {
       after?.(reply);
       if (state !== null) this.uncount(state);
-      this.send(res, reply, base, false, state ?? undefined);
+      // A cacheable read answers the representation the request takes, or its 304 (cache.ts).
+      const { conditions } = context;
+      const sent = conditions === null ? reply : representation(reply, conditions);
+      this.send(res, sent, base, false, state ?? undefined);
     };
     if (result instanceof Promise) {
       if (state === null) throw new Error('asynchronous handler on a synchronous route');
@@ -1005,11 +1022,16 @@ export class HttpServer {
     const close = sending.close;
     sending.res = sending.reply = sending.base = null;
     this.writeHead(res, reply, base);
-    if (!base.head && reply.status !== 204) return void res.end(reply.body, close);
+    // A 304 has no content, and no length: one would have to be that of the 200 (RFC 9110 8.6).
+    const empty = reply.status === 204 || reply.status === 304;
+    if (!base.head && !empty) return void res.end(reply.body, close);
     if (close) return void res.end(EMPTY, true);
     // uWebSockets.js writes the body of a HEAD answer if given one, and its
-    // endWithoutBody(length) never finishes the answer here: the length is written by hand.
-    if (base.head) res.writeHeader('content-length', String(byteLength(reply.body)));
+    // endWithoutBody(length) never finishes the answer here: the length is written by hand
+    // (the coded body's on a coded representation).
+    if (base.head && reply.status !== 304) {
+      res.writeHeader('content-length', String(byteLength(reply.body)));
+    }
     res.endWithoutBody();
   };
 
@@ -1027,7 +1049,8 @@ export class HttpServer {
     this.head.requestId = base.requestId;
     this.head.signed = reply.signed;
     this.head.cors = base.cors;
-    writeStandardHead(res, reply.status === 204 ? null : type, this.head);
+    const empty = reply.status === 204 || reply.status === 304;
+    writeStandardHead(res, empty ? null : type, this.head);
     if (reply.headers === undefined) return;
     for (const name in reply.headers) {
       if (name !== 'content-type') res.writeHeader(name, reply.headers[name]!);

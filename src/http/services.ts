@@ -19,6 +19,7 @@ import type { NodeStore } from '../store.js';
 import type { LocalDirectory } from '../directory/directory.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { MemberRegistry } from '../network/members.js';
+import { cacheable } from './cache.js';
 import { failure, type HttpReply } from './reply.js';
 import type { RequestContext } from './server.js';
 
@@ -59,6 +60,8 @@ interface DecodedView {
   /** The log and its peek version the bytes were last read at (set by viewReply). */
   log: Log | null;
   version: number;
+  /** The reply made cacheable (cacheableViewReply), once for these bytes. */
+  cacheable: HttpReply | null;
 }
 
 /**
@@ -75,27 +78,50 @@ function decoded(bytes: Buffer, key: string): DecodedView {
   if (known === undefined && decodedViews.size >= VIEW_CACHE_ENTRIES_MAX) {
     decodedViews.delete(decodedViews.keys().next().value!);
   }
-  const entry = { bytes: own, view, reply, log: null, version: 0 };
+  const entry = { bytes: own, view, reply, log: null, version: 0, cacheable: null };
   decodedViews.set(key, entry);
   return entry;
 }
 
-/** A committed public answer, or null when there is none for the key. */
-export function viewReply(services: Pick<Services, 'log'>, key: string): HttpReply | null {
+/** The committed view at `key`, decoded once for its bytes, or undefined when there is none. */
+function committedView(services: Pick<Services, 'log'>, key: string): DecodedView | undefined {
   const { log } = services;
   const version = log.peekVersion();
   let found = decodedViews.get(key);
   if (found === undefined || found.log !== log || found.version !== version) {
     found = log.peek('views', key, decoded);
-    if (found === undefined) return null;
+    if (found === undefined) return undefined;
     found.log = log;
     found.version = version;
   }
+  return found;
+}
+
+/** A committed public answer, or null when there is none for the key. */
+export function viewReply(services: Pick<Services, 'log'>, key: string): HttpReply | null {
+  const found = committedView(services, key);
+  if (found === undefined) return null;
   const { view, reply } = found;
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
     return failure(expiredRefusal(view.expiry.code as ErrorCode));
   }
   return reply;
+}
+
+/**
+ * viewReply for a view that is the same for every caller: a 200 carries its ETag and
+ * `cacheControl` (cache.ts), made when its bytes are first read and kept with them.
+ */
+export function cacheableViewReply(
+  services: Pick<Services, 'log'>,
+  key: string,
+  cacheControl: string,
+): HttpReply | null {
+  const reply = viewReply(services, key);
+  if (reply === null || reply.status !== 200) return reply;
+  const found = decodedViews.get(key)!;
+  found.cacheable ??= cacheable(found.reply, { cacheControl, compress: false });
+  return found.cacheable;
 }
 
 export function notFound(what: string): HttpReply {

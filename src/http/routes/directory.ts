@@ -42,7 +42,15 @@ import { seal } from '../../protocol/sealing.js';
 import { failure } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, queryParams, viewReply, type Services } from '../services.js';
+import { REVALIDATE } from '../cache.js';
+import {
+  cacheableViewReply,
+  notFound,
+  ownerOf,
+  queryParams,
+  viewReply,
+  type Services,
+} from '../services.js';
 import { commandRoute, sendCommand, type CommandRoute } from './table.js';
 
 type Entry<K extends SubjectCommandName, B> = Omit<
@@ -107,6 +115,7 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
       path: '/commitments/:key',
       viewKey: commitmentViewKey,
       object: CommitmentObject,
+      cacheable: true,
     }),
     resolverRead(services, {
       operation: 'resolver.get',
@@ -448,9 +457,14 @@ function resolverRead(
     path: string;
     viewKey: (address: string) => string;
     object: TSchema;
+    /** SPEC E: a commitment is "cacheable, identical for every caller" (cache.ts REVALIDATE). */
+    cacheable?: boolean;
   },
 ): RouteSpec<Handler> {
   const { operation, path, viewKey } = route;
+  const cacheable = route.cacheable === true;
+  const read = (key: string) =>
+    cacheable ? cacheableViewReply(services, key, REVALIDATE) : viewReply(services, key);
   return {
     operation,
     method: 'GET',
@@ -458,6 +472,7 @@ function resolverRead(
     auth: 'public',
     responses: { 200: route.object },
     errors: ['path.address.revoked'],
+    cacheable,
     handler: (context) => {
       let address: string;
       try {
@@ -466,7 +481,7 @@ function resolverRead(
         return notFound('address');
       }
       const shaped = /^path:[A-Za-z0-9]{1,64}$/.test(address);
-      return (shaped ? viewReply(services, viewKey(address)) : null) ?? notFound('address');
+      return (shaped ? read(viewKey(address)) : null) ?? notFound('address');
     },
   };
 }

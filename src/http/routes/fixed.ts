@@ -13,6 +13,7 @@ import {
 import { GRAMMAR, PROTOCOL_VERSION } from '../../protocol/signing.js';
 import { linkAnswer } from '../../pages/link.js';
 import type { StoredSigningKey } from '../../store.js';
+import type { HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
 import { notFound, viewReply, type Services } from '../services.js';
@@ -87,10 +88,13 @@ const LINK_GONE = [
   'path.instruction.revoked',
 ] as const;
 
-/** The fixed routes; the documents are rebuilt by the node when keys or routes change. */
+/**
+ * The fixed routes; the documents are rebuilt by the node when keys or routes change, each made
+ * cacheable and compressed once then (cache.ts documentReply).
+ */
 export function fixedRoutes(
   services: Services,
-  documents: { keys: () => string; configuration: () => string },
+  documents: { keys: () => HttpReply; configuration: () => HttpReply },
 ): RouteSpec<Handler>[] {
   return [
     {
@@ -100,7 +104,8 @@ export function fixedRoutes(
       root: true,
       auth: 'public',
       responses: { 200: KeysDocument },
-      handler: () => ({ status: 200, body: documents.keys(), signed: false }),
+      cacheable: true,
+      handler: documents.keys,
     },
     {
       operation: 'configuration',
@@ -109,7 +114,8 @@ export function fixedRoutes(
       root: true,
       auth: 'public',
       responses: { 200: ConfigurationDocument },
-      handler: () => ({ status: 200, body: documents.configuration(), signed: false }),
+      cacheable: true,
+      handler: documents.configuration,
     },
     {
       responses: {
