@@ -5,9 +5,13 @@
 // a security scheme, with Path-Version and Path-Idempotency-Key as parameters; the events of
 // P11 are its webhooks, and a real delivery conforms. The conformance checker that every
 // black-box answer goes through (support/conformance.ts) refuses an answer of the wrong shape.
+// A standard linter (@redocly/openapi-core, its recommended rules) finds nothing to report: every
+// operation and webhook has an id, a summary and a description, and the licence is named.
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PREFIX, removeDir, startNode, startWithThreeMembers, tempDir, type ThreeMembers } from './support/harness.js';
 import { checkConformance, Conformance, ConformanceError, conformanceOf } from './support/conformance.js';
@@ -74,7 +78,7 @@ describe('P19: the document', () => {
     expect(verdict.errors ?? [], JSON.stringify(verdict.errors)).toEqual([]);
     expect(verdict.valid).toBe(true);
     expect(document.openapi).toMatch(/^3\.1\./);
-    expect(document.servers).toEqual([{ url: m.node.baseUrl }]);
+    expect(document.servers.map((server: any) => server.url)).toEqual([m.node.baseUrl]);
     const again = await m.anon.get('/openapi.json');
     expect(again.headers.get('content-type')).toBe('application/json');
     expect(again.text).toBe(raw);
@@ -191,6 +195,44 @@ describe('P19: the document', () => {
       const validate = checker.webhookValidator(event!);
       expect(validate(delivery.body), `${event}: ${JSON.stringify(validate.errors)}`).toBe(true);
     }
+  });
+});
+
+describe('P19: the document a standard linter reads', () => {
+  it("@redocly/openapi-core's recommended rules report no error and no warning", async () => {
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({ source: raw, absoluteRef: `${m.node.baseUrl}${PREFIX}/openapi.json`, config });
+    const said = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${(p.location[0] as any)?.pointer}`);
+    const warnings = said.filter((line) => line.startsWith('warn'));
+    if (warnings.length > 0) console.log(`openapi lint warnings:\n${warnings.join('\n')}`);
+    expect(said.filter((line) => line.startsWith('error'))).toEqual([]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('every operation and webhook has a unique id, a short imperative summary and a description that cites SPEC or PROTOCOL', () => {
+    const hooks = Object.entries<any>(document.webhooks).map(([event, item]) => ({ id: item.post.operationId, path: event, spec: item.post }));
+    const all = [...operations(), ...hooks];
+    expect(all.length).toBeGreaterThanOrEqual(60);
+    for (const o of all) {
+      expect(o.id, o.path).toMatch(/^[a-z][a-z_.]*$/);
+      expect(o.spec.summary, o.id).toMatch(/^[A-Z][^\n]{8,58}[^.\s]$/);
+      expect(o.spec.description, o.id).toMatch(/\.$/);
+      expect(o.spec.description, o.id).toMatch(/\b(SPEC [A-L]|SPEC [A-Z][a-z]+|P\d{1,2})\b/);
+      expect(o.spec.description.length, o.id).toBeGreaterThan(o.spec.summary.length);
+    }
+    expect(new Set(all.map((o) => o.id)).size).toBe(all.length);
+    expect(new Set(all.map((o) => o.spec.summary)).size).toBe(all.length);
+    expect(hooks.map((o) => o.id).sort()).toEqual(['webhooks.checkout.session.completed', 'webhooks.checkout.session.expired', 'webhooks.receipt.issued', 'webhooks.request.paid']);
+  });
+
+  it("names the node's licence, Apache-2.0, as package.json and LICENSE at the root do, and the node's base URL as its server", () => {
+    expect(document.info.license).toEqual({ name: 'Apache License 2.0', identifier: 'Apache-2.0' });
+    const root = new URL('../', import.meta.url);
+    expect(JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).license).toBe('Apache-2.0');
+    const license = readFileSync(new URL('LICENSE', root), 'utf8');
+    expect(license).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004\s/);
+    expect(license).toContain('END OF TERMS AND CONDITIONS');
+    expect(document.servers).toEqual([{ url: m.node.baseUrl, description: expect.stringMatching(/base URL/) }]);
   });
 });
 

@@ -63,6 +63,11 @@ export function externalRoutes(
   return [
     {
       operation: 'external.discovery',
+      summary: 'Find the registries that handle an external key',
+      description:
+        'Answers the registries whose connectors handle a key of this form, each with its ' +
+        "rail, zone and operations and whether the caller's access covers it; unsigned and " +
+        'unbudgeted (SPEC L).',
       method: 'POST',
       path: '/discovery',
       auth: 'member',
@@ -95,6 +100,10 @@ export function externalRoutes(
     },
     {
       operation: 'external.registries',
+      summary: 'List the external registries',
+      description:
+        'Answers the external registries this node knows, with their zone, operations and ' +
+        'status, to anyone (SPEC L).',
       method: 'GET',
       path: '/registries',
       auth: 'public',

@@ -32,6 +32,10 @@ const OpenApiShape = Type.Object({
 export function openApiRoute(document: () => HttpReply): RouteSpec<Handler> {
   return {
     operation: 'openapi',
+    summary: 'Read the OpenAPI document',
+    description:
+      'Answers this OpenAPI 3.1 document, generated at start from the routes and the schemas ' +
+      'that validate their requests, the same bytes on every call (P19).',
     method: 'GET',
     path: OPENAPI_PATH,
     auth: 'public',
@@ -226,6 +230,8 @@ function operationOf(route: Route): Json {
         };
   return {
     operationId: route.operation,
+    summary: route.summary,
+    description: route.description,
     // Operations are grouped by the first word of their discovery name (`receipts.create`).
     tags: [route.operation.split('.')[0]],
     parameters: parametersOf(route),
@@ -262,12 +268,13 @@ export function openApiDocument(routes: readonly Route[], settings: OpenApiSetti
     info: {
       title: 'path-node',
       version: API_VERSION,
+      license: { name: 'Apache License 2.0', identifier: 'Apache-2.0' },
       description:
         `Operation routes are served under ${API_PREFIXES.join(' and ')} alike (P6); ` +
         'the paths here name the first. Unknown members of objects are allowed (SPEC ' +
         'principle 6). Public GET operations also answer HEAD and a CORS preflight (P20).',
     },
-    servers: [{ url: settings.baseUrl }],
+    servers: [{ url: settings.baseUrl, description: "this node's base URL (--base-url)" }],
     security: [SIGNED_CALL],
     paths: pathsOf(routes),
     webhooks: webhooks(),
@@ -368,21 +375,58 @@ const HEADERS: Json = {
   },
 };
 
-/** The events (P11): what each carries, and the headers of a delivery. */
+interface WebhookSpec {
+  event: string;
+  data: TSchema;
+  summary: string;
+  /** When it is sent (SPEC Events); the delivery itself is said once, in DELIVERY. */
+  when: string;
+}
+
+/** The events (P11): when each is sent and what it carries. */
+const WEBHOOKS: readonly WebhookSpec[] = [
+  {
+    event: RECEIPT_EVENT,
+    data: ReceiptObject,
+    summary: 'Receive an issued settlement receipt',
+    when: 'Sent when a settlement receipt is issued (SPEC Events); `data` is the signed receipt.',
+  },
+  {
+    event: REQUEST_PAID_EVENT,
+    data: RequestObject,
+    summary: 'Receive a payment request marked paid',
+    when: 'Sent when a payment request is marked paid (SPEC Events); `data` is the signed request.',
+  },
+  {
+    event: SESSION_COMPLETED_EVENT,
+    data: SessionEventData,
+    summary: 'Receive a completed checkout session',
+    when: 'Sent when a checkout session completes (SPEC Events); `data` is the session.',
+  },
+  {
+    event: SESSION_EXPIRED_EVENT,
+    data: SessionEventData,
+    summary: 'Receive an expired checkout session',
+    when: 'Sent when a checkout session expires unpaid (SPEC Events); `data` is the session.',
+  },
+];
+
+const DELIVERY =
+  ' It is POSTed as a signed `path.event` to the configured endpoints and to any ' +
+  'webhook_url the object names, at least once: receivers deduplicate on the event id (P11).';
+
+/** The webhooks of the document, each named `webhooks.<event>` as its operationId. */
 function webhooks(): Json {
-  const events: [string, TSchema][] = [
-    [RECEIPT_EVENT, ReceiptObject],
-    [REQUEST_PAID_EVENT, RequestObject],
-    [SESSION_COMPLETED_EVENT, SessionEventData],
-    [SESSION_EXPIRED_EVENT, SessionEventData],
-  ];
   const out: Json = {};
-  for (const [name, data] of events) {
-    out[name] = {
+  for (const hook of WEBHOOKS) {
+    out[hook.event] = {
       post: {
-        summary: `the event ${name}, POSTed to the configured endpoints and the object's own`,
+        operationId: `webhooks.${hook.event}`,
+        summary: hook.summary,
+        description: hook.when + DELIVERY,
+        tags: ['webhooks'],
         parameters: WEBHOOK_HEADERS,
-        requestBody: { required: true, content: jsonContent(EventObject(name, data)) },
+        requestBody: { required: true, content: jsonContent(EventObject(hook.event, hook.data)) },
         responses: {
           '2XX': { description: 'acknowledged; anything else is retried with backoff (P11)' },
         },

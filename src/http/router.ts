@@ -12,6 +12,14 @@ export type Auth = 'public' | 'member' | 'local' | 'optional';
 export interface RouteSpec<H> {
   /** Operation name, published in discovery's `endpoints`. */
   operation: string;
+  /** What the call does, imperative and short ("Create a payment request"): the OpenAPI summary. */
+  summary: string;
+  /**
+   * A sentence or two on what the call does and what it answers, citing the SPEC section or the
+   * PROTOCOL decision it serves: the OpenAPI description (P19). Kept beside the route, so a new
+   * route cannot be published without one.
+   */
+  description: string;
   method: 'GET' | 'POST' | 'PUT';
   /** Path under the prefix (or from the root when `root` is set), `:name` for parameters. */
   path: string;

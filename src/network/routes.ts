@@ -39,6 +39,11 @@ export function networkRoutes(services: Services, feed: FeedPublisher): RouteSpe
   return [
     {
       operation: FEED_OPERATION,
+      summary: "Read this node's directory change feed",
+      description:
+        "Answers a signed page of this node's directory changes after a sequence number " +
+        '(hashed keys and visibility only), from which member nodes build the network index ' +
+        'that lookups answer from (SPEC D).',
       method: 'GET',
       path: '/directory/feed',
       auth: 'member',

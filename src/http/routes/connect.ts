@@ -62,16 +62,25 @@ const connections = '/connect/connections';
 const delegations = '/connect/delegations';
 
 export function connectRoutes(services: Services): RouteSpec<Handler>[] {
-  return [...connectionRoutes(services), ...delegationRoutes(services)];
+  return [
+    ...connectionRoutes(services),
+    ...underConnection(services),
+    ...delegationRoutes(services),
+  ];
 }
 
-/** Routes on a connection, found by its own reference; a delegation is created on one. */
+/** Routes on a connection, found by its own reference. */
 function connectionRoutes(services: Services): RouteSpec<Handler>[] {
   const onConnection = { ...member, what: 'connection', key: ownReference(decider) };
   return [
     commandRoute(services, {
       ...onConnection,
       operation: 'connections.create',
+      summary: 'Grant a connection to another member',
+      description:
+        'Grants another member (the grantee) a connection to act for a subject within ' +
+        'capabilities, ceilings, a currency and an expiry, as the operator whose product ' +
+        'collected the consent, and answers its reference and consent digest (SPEC K).',
       method: 'POST',
       path: connections,
       idempotent: true,
@@ -85,6 +94,10 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onConnection,
       operation: 'connections.get',
+      summary: 'Read a connection',
+      description:
+        'Answers a connection to either party, signed at read with its status and counters; ' +
+        'its terms are in consent (SPEC K).',
       method: 'GET',
       path: `${connections}/:reference`,
       command: 'read',
@@ -95,6 +108,11 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onConnection,
       operation: 'connections.consume',
+      summary: 'Consume a connection',
+      description:
+        'Spends an amount under a connection as its grantee: scope, currency and both ' +
+        'ceilings are checked and the counters move at once. Answers the totals consumed and ' +
+        'remaining (SPEC K).',
       method: 'POST',
       path: `${connections}/:reference/consume`,
       idempotent: true,
@@ -107,6 +125,10 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onConnection,
       operation: 'connections.revoke',
+      summary: 'Revoke a connection',
+      description:
+        'Ends a connection, withdrawn by the grantor or renounced by the grantee, from the ' +
+        'next operation on; answers who revoked it and when (SPEC K).',
       method: 'POST',
       path: `${connections}/:reference/revoke`,
       command: 'revoke',
@@ -114,9 +136,20 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
       errors: ['path.auth.forbidden'],
       input: (_context, body) => body,
     }),
+  ];
+}
+
+/** What hangs off a connection: its usage log, and the delegations made under it. */
+function underConnection(services: Services): RouteSpec<Handler>[] {
+  const onConnection = { ...member, what: 'connection', key: ownReference(decider) };
+  return [
     usageRoute(services, {
       ...onConnection,
       operation: 'connections.usage',
+      summary: 'List the usage of a connection',
+      description:
+        'Answers the most recent consumptions of a connection to either party, oldest first, ' +
+        'up to the query limit; the log outlives revocation (SPEC K, P12).',
       path: `${connections}/:reference/usage`,
       command: 'usage',
       input: () => ({}),
@@ -124,6 +157,11 @@ function connectionRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onConnection,
       operation: 'delegations.create',
+      summary: 'Delegate one payment under a connection',
+      description:
+        'Delegates one operation (capability, amount, currency, destination) under a ' +
+        "connection to a named delegate, as the grantor, within the connection's scope, and " +
+        'answers its reference and binds digest (SPEC K).',
       method: 'POST',
       path: `${connections}/:reference/delegations`,
       idempotent: true,
@@ -148,6 +186,10 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onDelegation,
       operation: 'delegations.get',
+      summary: 'Read a delegation',
+      description:
+        'Answers a delegation to its grantor, parent grantee or delegate, signed at read; its ' +
+        'terms are in binds (SPEC K).',
       method: 'GET',
       path: `${delegations}/:reference`,
       command: 'read-delegation',
@@ -158,6 +200,11 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onDelegation,
       operation: 'delegations.consume',
+      summary: 'Consume a delegation',
+      description:
+        'Carries out the delegated operation as the named delegate, with a body matching its ' +
+        "terms exactly; the parent connection's ceilings apply too. Answers the totals of both " +
+        '(SPEC K).',
       method: 'POST',
       path: `${delegations}/:reference/consume`,
       idempotent: true,
@@ -170,6 +217,10 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
     commandRoute(services, {
       ...onDelegation,
       operation: 'delegations.revoke',
+      summary: 'Revoke a delegation',
+      description:
+        'Ends a delegation, by its grantor, delegate or parent grantee, recording who acted ' +
+        '(SPEC K).',
       method: 'POST',
       path: `${delegations}/:reference/revoke`,
       command: 'revoke-delegation',
@@ -180,6 +231,10 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
     usageRoute(services, {
       ...onDelegation,
       operation: 'delegations.usage',
+      summary: 'List the usage of a delegation',
+      description:
+        'Answers the most recent consumptions of a delegation, oldest first, each with its ' +
+        'destination commitment, up to the query limit (SPEC K, P12).',
       path: `${delegations}/:reference/usage`,
       command: 'usage-delegation',
       input: delegation,
@@ -195,6 +250,8 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
   services: Services,
   route: {
     operation: string;
+    summary: string;
+    description: string;
     path: string;
     what: string;
     key: (context: RequestContext) => string | null;
@@ -217,7 +274,7 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
     const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
     return json(200, { reference, count: rows.length, total, usage });
   };
-  const { operation, path } = route;
+  const { operation, summary, description, path } = route;
   const pageMax = services.config.limits.usage_page_max;
   const limit = {
     schema: Type.Integer({ minimum: 1, maximum: pageMax }),
@@ -225,6 +282,8 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
   };
   return {
     operation,
+    summary,
+    description,
     method: 'GET',
     path,
     auth: 'member',

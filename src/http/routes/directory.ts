@@ -106,12 +106,17 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
   const use = helpers(services);
   return [
     ...subjectRoutes(services, use),
+    ...subjectRecordRoutes(services, use),
     ...attestationRoutes(services, use),
     ...bindingRoutes(services, use),
     ...addressRoutes(services, use),
     ...targetRoutes(services, use),
     resolverRead(services, {
       operation: 'commitments.get',
+      summary: 'Read the commitment of an address',
+      description:
+        "Answers the signed commitment of an address's standing intent, the same for every " +
+        'caller and cacheable, for a payer to compare with the resolver answer (SPEC E).',
       path: '/commitments/:key',
       viewKey: commitmentViewKey,
       object: CommitmentObject,
@@ -119,6 +124,10 @@ export function directoryRoutes(services: Services): RouteSpec<Handler>[] {
     }),
     resolverRead(services, {
       operation: 'resolver.get',
+      summary: 'Resolve an address',
+      description:
+        'Answers what an address accepts, from its standing intent with its commitment, or ' +
+        'inferred from its receive targets when it has none (commitment null) (SPEC E).',
       path: '/resolver/:key',
       viewKey: resolverViewKey,
       object: ResolverAnswer,
@@ -131,6 +140,10 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   return [
     subjectRoute(services, {
       operation: 'subjects.create',
+      summary: 'Create a subject',
+      description:
+        'Creates a subject, a natural person or a legal entity, with an optional external ' +
+        'reference kept sealed, and answers its id (SPEC B).',
       method: 'POST',
       path: '/subjects',
       idempotent: true,
@@ -147,6 +160,11 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'identifiers.create',
+      summary: 'Add an identifier to a subject',
+      description:
+        'Indexes an identifier (a phone, email, account, LEI, registration or tax number) ' +
+        'for a subject, hashed and never stored in the clear, and answers its id, type, ' +
+        'discoverability and verified_at (SPEC B).',
       method: 'POST',
       path: '/identifiers',
       idempotent: true,
@@ -165,8 +183,19 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
         return { id, identifier_type, hash, verification_method, discoverability };
       },
     }),
+  ];
+}
+
+/** Withdrawing a subject, and its payee record (SPEC B, F). */
+function subjectRecordRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
+  const what = 'subject';
+  return [
     subjectRoute(services, {
       operation: 'subjects.withdraw',
+      summary: 'Withdraw a subject from the directory',
+      description:
+        'Withdraws every identifier and address of a subject from the directory, so lookups ' +
+        'no longer find them, and answers how many entries went (SPEC B).',
       method: 'POST',
       path: '/subjects/:id/withdraw',
       command: 'withdraw',
@@ -177,6 +206,10 @@ function subjectRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'subjects.payee_record',
+      summary: 'Set the payee record of a subject',
+      description:
+        'Sets the registered name (sealed, never echoed) and whether payee checks are ' +
+        'answered for the subject, as the operator (SPEC B, SPEC F).',
       method: 'PUT',
       path: '/subjects/:id/payee-record',
       command: 'set-payee-record',
@@ -200,6 +233,10 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
   return [
     subjectRoute(services, {
       operation: 'attestations.create',
+      summary: 'Attest a claim about a subject',
+      description:
+        'Records a claim about a subject (a KYC level, a sanctions check and the like) with ' +
+        'its value and a mandatory expiry, as the operator, and answers its reference (SPEC B).',
       method: 'POST',
       path: '/attestations',
       idempotent: true,
@@ -218,6 +255,10 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
     }),
     subjectRoute(services, {
       operation: 'attestations.get',
+      summary: 'Check an attestation',
+      description:
+        'Answers an attestation for a check at the time of execution; a revoked or expired ' +
+        'one answers 410 with its code (SPEC B).',
       method: 'GET',
       path: '/attestations/:reference',
       command: 'read-attestation',
@@ -229,6 +270,10 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
     }),
     subjectRoute(services, {
       operation: 'attestations.revoke',
+      summary: 'Revoke an attestation',
+      description:
+        'Revokes an attestation as the operator: the record is kept and its next read answers ' +
+        '410 path.id.attestation_revoked (SPEC B).',
       method: 'POST',
       path: '/attestations/:reference/revoke',
       command: 'revoke-attestation',
@@ -239,6 +284,10 @@ function attestationRoutes(services: Services, use: Helpers): RouteSpec<Handler>
     }),
     subjectRoute(services, {
       operation: 'subjects.attestations',
+      summary: 'List the attestations of a subject',
+      description:
+        'Answers the claims attested about a subject, with their status, to the operator ' +
+        '(SPEC B).',
       method: 'GET',
       path: '/subjects/:id/attestations',
       command: 'list-attestations',
@@ -255,6 +304,10 @@ function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   return [
     subjectRoute(services, {
       operation: 'ownership_bindings.create',
+      summary: 'Bind a subject to what it owns',
+      description:
+        'Records, as the operator, that a subject owns a target (an account, a key) and how ' +
+        'that was proved; the target is hashed, never kept. Answers the reference (SPEC B).',
       method: 'POST',
       path: '/ownership-bindings',
       idempotent: true,
@@ -275,6 +328,10 @@ function bindingRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'ownership_bindings.get',
+      summary: 'Check an ownership binding',
+      description:
+        'Answers an ownership binding for a check at the time of execution, with the same ' +
+        '410 rules as an attestation (SPEC B).',
       method: 'GET',
       path: '/ownership-bindings/:reference',
       command: 'read-binding',
@@ -302,6 +359,10 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   return [
     subjectRoute(services, {
       operation: 'addresses.create',
+      summary: 'Create an address for a subject',
+      description:
+        'Issues an opaque Path address (path:...) for a subject, with its profile and ' +
+        'discoverability, and answers its id and address (SPEC C).',
       method: 'POST',
       path: '/addresses',
       idempotent: true,
@@ -321,6 +382,10 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     addressList(services),
     subjectRoute(services, {
       operation: 'addresses.rotate',
+      summary: 'Rotate an address',
+      description:
+        'Issues a new opaque address in place of an address, which stops resolving, and ' +
+        'answers the new address and the id it replaces (SPEC C).',
       method: 'POST',
       path: '/addresses/:id/rotate',
       idempotent: true,
@@ -333,6 +398,10 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'addresses.revoke',
+      summary: 'Revoke an address',
+      description:
+        'Revokes an address: it drops from lists and its resolver and commitment reads ' +
+        'answer 410 path.address.revoked (SPEC C, SPEC E).',
       method: 'POST',
       path: '/addresses/:id/revoke',
       command: 'revoke-address',
@@ -341,30 +410,43 @@ function addressRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
       key: address,
       input: addressId,
     }),
-    subjectRoute(services, {
-      operation: 'addresses.standing_intent',
-      method: 'PUT',
-      path: '/addresses/:id/standing-intent',
-      command: 'set-intent',
-      what: 'address',
-      body: StandingIntent,
-      responses: { 200: answers.IntentSet },
-      errors: ['path.address.revoked'],
-      key: address,
-      input: (context, { accepts, policy, limits }) => ({
-        ...addressId(context),
-        accepts,
-        policy,
-        limits,
-      }),
-    }),
+    intentRoute(services, use),
   ];
+}
+
+/** What an address accepts: its standing intent, the source of its commitment (SPEC C, E). */
+function intentRoute(services: Services, use: Helpers): RouteSpec<Handler> {
+  return subjectRoute(services, {
+    operation: 'addresses.standing_intent',
+    summary: 'Set the standing intent of an address',
+    description:
+      'Sets what an address accepts (an array of capabilities) and its policy, a new ' +
+      'version of its signed commitment, and answers the version (SPEC C, SPEC E).',
+    method: 'PUT',
+    path: '/addresses/:id/standing-intent',
+    command: 'set-intent',
+    what: 'address',
+    body: StandingIntent,
+    responses: { 200: answers.IntentSet },
+    errors: ['path.address.revoked'],
+    key: use.holderOf('adr', 'id'),
+    input: (context, { accepts, policy, limits }) => ({
+      address_id: context.params.id!,
+      accepts,
+      policy,
+      limits,
+    }),
+  });
 }
 
 /** The subject's live addresses; the subject is named in the query (SPEC C). */
 function addressList(services: Services): RouteSpec<Handler> {
   return {
     operation: 'addresses.list',
+    summary: 'List the addresses of a subject',
+    description:
+      'Answers the live addresses of the subject named in the query, with their profile, ' +
+      'discoverability and whether each is primary; revoked ones are left out (SPEC C).',
     method: 'GET',
     path: '/addresses',
     auth: authOf('list-addresses'),
@@ -393,6 +475,10 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
   return [
     subjectRoute(services, {
       operation: 'targets.create',
+      summary: 'Add a receive target to an address',
+      description:
+        'Adds a rail account an address receives on, as the operator; the account reference ' +
+        'is sealed and the answer carries public fields only (SPEC C).',
       method: 'POST',
       path: '/addresses/:id/targets',
       idempotent: true,
@@ -423,6 +509,8 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'targets.list',
+      summary: 'List the receive targets of an address',
+      description: "Answers the public fields of an address's live receive targets (SPEC C).",
       method: 'GET',
       path: '/addresses/:id/targets',
       command: 'list-targets',
@@ -434,6 +522,10 @@ function targetRoutes(services: Services, use: Helpers): RouteSpec<Handler>[] {
     }),
     subjectRoute(services, {
       operation: 'targets.revoke',
+      summary: 'Retire a receive target',
+      description:
+        'Retires one receive target of an address, which is then no longer listed or ' +
+        'inferred (SPEC C).',
       method: 'POST',
       path: '/addresses/:id/targets/:target_id/revoke',
       command: 'revoke-target',
@@ -454,6 +546,8 @@ function resolverRead(
   services: Services,
   route: {
     operation: string;
+    summary: string;
+    description: string;
     path: string;
     viewKey: (address: string) => string;
     object: TSchema;
@@ -461,12 +555,14 @@ function resolverRead(
     cacheable?: boolean;
   },
 ): RouteSpec<Handler> {
-  const { operation, path, viewKey } = route;
+  const { operation, summary, description, path, viewKey } = route;
   const cacheable = route.cacheable === true;
   const read = (key: string) =>
     cacheable ? cacheableViewReply(services, key, REVALIDATE) : viewReply(services, key);
   return {
     operation,
+    summary,
+    description,
     method: 'GET',
     path,
     auth: 'public',

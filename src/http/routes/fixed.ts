@@ -99,6 +99,10 @@ export function fixedRoutes(
   return [
     {
       operation: 'keys',
+      summary: 'Read the published signing keys',
+      description:
+        'Answers the keys this node signs with, by kid, active and retired, each as hex and ' +
+        'as a JWK, so anyone can verify its signed objects offline (SPEC A, P4).',
       method: 'GET',
       path: '/.well-known/path-keys',
       root: true,
@@ -109,6 +113,11 @@ export function fixedRoutes(
     },
     {
       operation: 'configuration',
+      summary: 'Read the discovery document',
+      description:
+        "Answers the discovery document: this member's name, the URL and method of every " +
+        "operation, the API versions served, the profiles declared and the lookup journal's " +
+        'retention (SPEC A, P4).',
       method: 'GET',
       path: '/.well-known/path-configuration',
       root: true,
@@ -124,6 +133,11 @@ export function fixedRoutes(
       errors: LINK_GONE,
       pages: true,
       operation: 'links.get',
+      summary: 'Follow a payment link',
+      description:
+        'Answers the signed object behind a public reference (a request, a checkout as a ' +
+        'path.checkout, an instruction, a receipt), or a page for people to a browser that ' +
+        'prefers HTML (SPEC A, P4, P20).',
       method: 'GET',
       path: '/path/:reference',
       root: true,

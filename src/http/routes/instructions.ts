@@ -13,6 +13,11 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     commandRoute(services, {
       operation: 'instructions.create',
+      summary: 'Issue a payment instruction',
+      description:
+        'Issues a signed payment instruction for a payment request (no credential needed) or ' +
+        "for an address alone (a member's, recorded as obtaining it), by one of the accepted " +
+        'ways, and answers it (SPEC G).',
       method: 'POST',
       path: '/instructions',
       auth: 'optional',
@@ -36,6 +41,10 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
     }),
     publicRead(services, {
       operation: 'instructions.get',
+      summary: 'Read a payment instruction',
+      description:
+        'Answers the signed payment instruction to anyone; once used, expired or revoked it ' +
+        'answers 410 with its code (SPEC G).',
       path: '/instructions/:reference',
       decider: instructionDecider,
       what,
@@ -44,6 +53,10 @@ export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
     }),
     commandRoute(services, {
       operation: 'instructions.revoke',
+      summary: 'Revoke a payment instruction',
+      description:
+        'Revokes an open payment instruction, as the member that issued it, and answers its ' +
+        'status (SPEC G).',
       method: 'POST',
       path: '/instructions/:reference/revoke',
       auth: 'member',

@@ -30,6 +30,11 @@ export function payeeCheckRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     {
       operation: 'payee_check',
+      summary: 'Check the name of a payee',
+      description:
+        'Checks a name against the registered name behind an address (verify) or shows it ' +
+        'masked (display), for a member or within an open request or instruction for it, and ' +
+        'answers the result signed; the network never sees the name (SPEC F).',
       method: 'POST',
       path: '/payee-check',
       auth: 'optional',

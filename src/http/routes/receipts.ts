@@ -31,6 +31,11 @@ function memberRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     commandRoute(services, {
       operation: 'receipts.create',
+      summary: 'Issue a settlement receipt',
+      description:
+        'Issues a settlement receipt as payer or payee of a payment over a rail, filling in ' +
+        'payer, payee and issuer, and answers it signed (SPEC J). A receipt that names ' +
+        'an instruction uses the instruction (it reads 410 from then on).',
       method: 'POST',
       path: '/receipts',
       auth: 'member',
@@ -45,6 +50,11 @@ function memberRoutes(services: Services): RouteSpec<Handler>[] {
     }),
     commandRoute(services, {
       operation: 'receipts.transition',
+      summary: 'Move a receipt to a new status',
+      description:
+        'Moves an issued receipt from pending to settled or failed, or from settled to ' +
+        'reversed, as its issuer, and answers the new signed envelope that supersedes the ' +
+        'last (SPEC J); re-stating the status it holds answers the current one.',
       method: 'POST',
       path: '/receipts/:reference/transitions',
       auth: 'member',
@@ -69,6 +79,10 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     {
       operation: 'receipts.get',
+      summary: 'Read a settlement receipt',
+      description:
+        "Answers a receipt's current signed envelope, the latest statement of its chain, to " +
+        'anyone (SPEC J).',
       method: 'GET',
       path: '/receipts/:reference',
       auth: 'public',
@@ -77,6 +91,10 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
     },
     {
       operation: 'receipts.transitions',
+      summary: 'List the transitions of a receipt',
+      description:
+        "Answers a receipt's reference, status and transitions, oldest first, the first " +
+        'from null, to anyone (SPEC J).',
       method: 'GET',
       path: '/receipts/:reference/transitions',
       auth: 'public',
@@ -100,6 +118,10 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
     },
     {
       operation: 'receipts.verify',
+      summary: 'Verify a receipt envelope with a key',
+      description:
+        "Checks a signed receipt envelope against the issuer's public key given in the body " +
+        '(the node fetches no key) and answers whether it is valid, and why not (SPEC J).',
       method: 'POST',
       path: '/receipts/verify',
       auth: 'public',

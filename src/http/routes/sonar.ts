@@ -62,6 +62,11 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
   return [
     {
       operation: 'sonar.lookup',
+      summary: 'Look up which member holds a key',
+      description:
+        'Answers, signed, which member holds an identifier or address and its endpoint, or ' +
+        'found false, the same for a key that does not exist as for one the caller may not see. ' +
+        "Charged to the caller's lookup budget and journalled by hash (SPEC D).",
       method: 'POST',
       path: '/sonar/lookup',
       auth: 'member',
@@ -72,6 +77,10 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     },
     {
       operation: 'sonar.lookup_batch',
+      summary: 'Look up many keys at once',
+      description:
+        'Looks up each key of a list as a single lookup does, charged and journalled per key, ' +
+        'and answers the results, unsigned or one signed answer per key (SPEC D, P17).',
       method: 'POST',
       path: '/sonar/lookup/batch',
       auth: 'member',
@@ -82,6 +91,11 @@ export function sonarRoutes(services: Services): RouteSpec<Handler>[] {
     },
     {
       operation: 'sonar.confirm',
+      summary: 'Confirm holding a looked-up key',
+      description:
+        'Checks a signed lookup answer naming this member as holder, less than five minutes ' +
+        'old, and answers whether it holds the key, signed as the holder; no credential is ' +
+        'needed (SPEC D).',
       method: 'POST',
       path: '/sonar/confirm',
       auth: 'public',

@@ -17,6 +17,9 @@ import { notFound, runCommand, validBody, viewReply, type Services } from '../se
 
 export interface CommandRoute<C extends CommandSchemas, K extends keyof C & string, B> {
   operation: string;
+  /** The OpenAPI summary and description (router.ts). */
+  summary: string;
+  description: string;
   method: 'POST' | 'PUT' | 'GET';
   path: string;
   auth: Auth;
@@ -69,6 +72,8 @@ export function commandRoute<
   };
   return {
     operation: route.operation,
+    summary: route.summary,
+    description: route.description,
     method: route.method,
     path: route.path,
     auth: route.auth,
@@ -112,6 +117,8 @@ export function publicRead(
   services: Services,
   route: {
     operation: string;
+    summary: string;
+    description: string;
     path: string;
     decider: AnyDecider;
     what: string;
@@ -123,6 +130,8 @@ export function publicRead(
   const reference = ownReference(route.decider);
   return {
     operation: route.operation,
+    summary: route.summary,
+    description: route.description,
     method: 'GET',
     path: route.path,
     auth: 'public',
