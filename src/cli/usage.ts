@@ -266,7 +266,8 @@ export function helpFor(words: readonly string[]): string {
   const group = words.length === 1 ? groupOf(words[0]!) : [];
   if (group.length > 0) return `${usageOf(group)}\n\n${hintFor(words[0]!)}`;
   const { command, operands } = commandOf(words);
-  if (command.name === 'help') return helpFor(operands);
+  // `help help` explains help itself; `help help serve` explains serve.
+  if (command.name === 'help' && operands.length > 0) return helpFor(operands);
   return helpOf(command);
 }
 
