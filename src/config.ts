@@ -380,7 +380,7 @@ export const SERVE_FLAGS = [
   {
     name: 'host',
     argument: 'HOST',
-    sentence: 'The address the HTTP API and the external discovery listener listen on.',
+    sentence: 'The address of the HTTP API and of the external discovery listener.',
     default: '127.0.0.1',
     example: '0.0.0.0',
   },
@@ -403,14 +403,14 @@ export const SERVE_FLAGS = [
   {
     name: 'internal-host',
     argument: 'HOST',
-    sentence: "Cluster mode: the address this instance takes other instances' commands on.",
+    sentence: "Cluster mode: the address instances' commands to this one come in on.",
     default: '127.0.0.1',
     example: '10.0.0.5',
   },
   {
     name: 'internal-port',
     argument: 'PORT',
-    sentence: "Cluster mode: the port this instance takes other instances' commands on.",
+    sentence: "Cluster mode: the port instances' commands to this one come in on.",
     default: '8083',
     example: '9083',
   },
@@ -447,7 +447,7 @@ export const SERVE_FLAGS = [
   {
     name: 'external-port',
     argument: 'PORT',
-    sentence: 'The port of the external registry discovery listener (SPEC L); 0 picks a free one.',
+    sentence: "The external discovery listener's port (SPEC L); 0 picks a free one.",
     default: '8081',
     example: '9081',
   },
@@ -507,7 +507,7 @@ export const SERVE_FLAGS = [
   {
     name: 'webhook-urls',
     argument: 'URLS',
-    sentence: "The operator's webhook endpoints, comma-separated, sent every event (P11).",
+    sentence: "The operator's webhook endpoints, comma-separated, sent every event.",
     defaultShown: 'none',
     example: 'https://hooks.example.com/path',
   },

@@ -29,7 +29,7 @@ export interface CommandSpec {
 const dataDir: FlagSpec = {
   name: 'data-dir',
   argument: 'D',
-  sentence: "The node's data directory; the command works whether the node runs or not.",
+  sentence: "The node's data directory, whether the node runs or not.",
   default: './data',
   env: 'PATH_DATA_DIR',
   example: '/var/lib/path-node',
@@ -38,7 +38,7 @@ const dataDir: FlagSpec = {
 const store: FlagSpec = {
   name: 'store',
   argument: 'URL',
-  sentence: "Cluster mode (P22): the PostgreSQL database the node's instances share.",
+  sentence: "Cluster mode (P22): the database the node's instances share.",
   defaultShown: 'none, the embedded store in --data-dir',
   env: 'PATH_STORE',
   example: 'postgres://path@db.internal/path',
@@ -60,7 +60,7 @@ const publicKey = (whose: string): FlagSpec => ({
   name: 'public-key',
   argument: 'HEX',
   required: true,
-  sentence: `${whose} Ed25519 public key, 64 hex digits; its private key stays with it.`,
+  sentence: `${whose} Ed25519 public key, 64 hex digits.`,
   example: '3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c',
 });
 
@@ -68,7 +68,7 @@ const keyId = (what: string): FlagSpec => ({
   name: 'key-id',
   argument: 'ID',
   required: true,
-  sentence: `The key id of the ${what} to revoke, as printed when it was added.`,
+  sentence: `The ${what}'s key id, as printed when it was added.`,
   example: 'cred_0f2c9e61a4b84d7f9d3e5a1b2c3d4e5f',
 });
 
@@ -95,7 +95,7 @@ export const COMMANDS = [
       publicKey("The caller's"),
       {
         name: 'local',
-        sentence: "Makes it the operator's own credential, which may act on the node's objects.",
+        sentence: "Makes it the operator's own credential, for the node's own objects.",
         defaultShown: 'off',
         example: '',
       },
@@ -111,7 +111,7 @@ export const COMMANDS = [
       member('The member the credential acts for.'),
       {
         name: 'local',
-        sentence: "Makes it the operator's own credential, which may act on the node's objects.",
+        sentence: "Makes it the operator's own credential, for the node's own objects.",
         defaultShown: 'off',
         example: '',
       },
@@ -289,7 +289,7 @@ export const COMMANDS = [
       {
         name: 'base-url',
         argument: 'URL',
-        sentence: 'A node whose published keys verify deliveries, when its data is elsewhere.',
+        sentence: 'A node whose published keys verify deliveries.',
         defaultShown: 'none',
         example: 'https://pay.example.com',
       },
