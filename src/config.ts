@@ -358,17 +358,215 @@ export class ConfigError extends Error {
 
 type Flags = Record<string, string | true>;
 
-/** Flags that never take a value, so that `--help serve` reads `serve` as a command. */
-const SWITCHES = ['help', 'signed', 'resume', 'undelivered'] as const;
+/**
+ * A flag of the command line and what help says of it (issue 31). The command line's table of
+ * commands (src/cli/commands.ts) is made of these, and it is what the command line accepts, so
+ * help cannot drift from the parser.
+ */
+export interface FlagSpec {
+  /** The flag without its dashes: `data-dir`. */
+  readonly name: string;
+  /** The value's placeholder (`PORT`); absent for a yes-or-no flag (`--dev`, `--dev true`). */
+  readonly argument?: string;
+  /** Never takes a value, so that a word after it is read as a command or an operand. */
+  readonly switch?: true;
+  readonly required?: true;
+  /** One sentence on what it does, for people. */
+  readonly sentence: string;
+  /** The value taken when neither the flag nor its environment variable is given. */
+  readonly default?: string;
+  /** The default as help says it, where that is not a value (`cores - 1, at least 1`). */
+  readonly defaultShown?: string;
+  /** The environment variable read when the flag is not given (flags win). */
+  readonly env?: string;
+  /** A value to show in help (`--port 9000`); empty for a yes-or-no flag. */
+  readonly example: string;
+}
 
-/** Parses `--name value`, `--name=value`, bare `--flag`, and `-h` as `--help`. */
-export function parseFlags(argv: readonly string[]): { positional: string[]; flags: Flags } {
+/** The environment variable of a `serve` flag: `--data-dir` is PATH_DATA_DIR. */
+export const envOf = (flag: string): string => `PATH_${flag.toUpperCase().replaceAll('-', '_')}`;
+
+/** `serve`'s flags, in the order help gives them; each is read from PATH_<FLAG> too. */
+export const SERVE_FLAGS = [
+  {
+    name: 'port',
+    argument: 'PORT',
+    sentence: 'The port of the HTTP API; 0 picks a free one.',
+    default: '8080',
+    example: '9000',
+  },
+  {
+    name: 'host',
+    argument: 'HOST',
+    sentence: 'The address of the HTTP API and of the external discovery listener.',
+    default: '127.0.0.1',
+    example: '0.0.0.0',
+  },
+  {
+    name: 'data-dir',
+    argument: 'DIR',
+    sentence: 'The data directory: the LMDB store, the keys and the pepper, private to its user.',
+    default: './data',
+    example: '/var/lib/path-node',
+  },
+  {
+    name: 'store',
+    argument: 'URL',
+    sentence:
+      'Cluster mode (P22): the PostgreSQL database every instance shares, holding the log, ' +
+      'views, keys and secrets instead of the data directory.',
+    defaultShown: 'none, the embedded store in --data-dir',
+    example: 'postgres://path@db.internal/path',
+  },
+  {
+    name: 'internal-host',
+    argument: 'HOST',
+    sentence: "Cluster mode: the address instances' commands to this one come in on.",
+    default: '127.0.0.1',
+    example: '10.0.0.5',
+  },
+  {
+    name: 'internal-port',
+    argument: 'PORT',
+    sentence: "Cluster mode: the port instances' commands to this one come in on.",
+    default: '8083',
+    example: '9083',
+  },
+  {
+    name: 'internal-url',
+    argument: 'URL',
+    sentence: 'Cluster mode: the address other instances reach this one at.',
+    defaultShown: 'http://INTERNAL_HOST:INTERNAL_PORT',
+    example: 'http://10.0.0.5:8083',
+  },
+  {
+    name: 'lease-ms',
+    argument: 'MS',
+    sentence:
+      'Cluster mode: how long a partition stays with an instance that stopped renewing it, ' +
+      'in milliseconds.',
+    default: String(LEASE_MS_DEFAULT),
+    example: '5000',
+  },
+  {
+    name: 'member',
+    argument: 'NAME',
+    sentence: "The operator's member name, the issuer of every object the node signs.",
+    default: 'local',
+    example: 'acme',
+  },
+  {
+    name: 'base-url',
+    argument: 'URL',
+    sentence: 'The public origin given in discovery documents and links.',
+    defaultShown: 'http://HOST:PORT',
+    example: 'https://pay.example.com',
+  },
+  {
+    name: 'external-port',
+    argument: 'PORT',
+    sentence: "The external discovery listener's port (SPEC L); 0 picks a free one.",
+    default: '8081',
+    example: '9081',
+  },
+  {
+    name: 'admin-port',
+    argument: 'PORT',
+    sentence: "The port of the operator's listener: metrics, health, readiness (P21).",
+    default: '8082',
+    example: '9082',
+  },
+  {
+    name: 'admin-host',
+    argument: 'HOST',
+    sentence: "The address the operator's listener listens on.",
+    default: '127.0.0.1',
+    example: '10.0.0.5',
+  },
+  {
+    name: 'access-log',
+    argument: 'WHERE',
+    sentence:
+      'Where the access log goes: stdout (beside the application log), a file path (appended ' +
+      'to, created 0600), or off (answers are still counted in the metrics).',
+    default: 'stdout',
+    example: '/var/log/path-node/access.log',
+  },
+  {
+    name: 'access-log-sample',
+    argument: 'SHARE',
+    sentence:
+      'The share of successful requests written to the access log, from 0 to 1 ' +
+      '(refusals always are).',
+    default: '1',
+    example: '0.01',
+  },
+  {
+    name: 'workers',
+    argument: 'N',
+    sentence: 'Shard worker threads, from 1 to 64.',
+    default: String(Math.max(1, availableParallelism() - 1)),
+    defaultShown: 'cores - 1, at least 1',
+    example: '4',
+  },
+  {
+    name: 'dev',
+    sentence: 'Development only: allows http and loopback webhook targets (P11).',
+    defaultShown: 'off',
+    example: '',
+  },
+  {
+    name: 'lookup-budget-base',
+    argument: 'N',
+    sentence:
+      'Lookups each member may make a month per identifier type, whatever it contributes (P12).',
+    default: '1000',
+    example: '100000',
+  },
+  {
+    name: 'lookup-budget-factor',
+    argument: 'F',
+    sentence:
+      'Further lookups a month a member earns per directory entry of that type it contributes.',
+    default: '10',
+    example: '20',
+  },
+  {
+    name: 'webhook-urls',
+    argument: 'URLS',
+    sentence: "The operator's webhook endpoints, comma-separated, sent every event.",
+    defaultShown: 'none',
+    example: 'https://hooks.example.com/path',
+  },
+  {
+    name: 'connectors-file',
+    argument: 'FILE',
+    sentence: 'Connector definitions laid over the shipped ones (SPEC L).',
+    defaultShown: 'none, the shipped connectors only',
+    example: '/etc/path-node/connectors.json',
+  },
+  {
+    name: 'log-level',
+    argument: 'LEVEL',
+    sentence: 'The least level logged: fatal, error, warn, info, debug or trace.',
+    default: 'info',
+    example: 'debug',
+  },
+] as const satisfies readonly FlagSpec[];
+
+type ServeFlag = (typeof SERVE_FLAGS)[number]['name'];
+
+/** Splits the words of a command line into its words and its flags. */
+export function parseFlags(
+  argv: readonly string[],
+  options: { switches: ReadonlySet<string> },
+): { positional: string[]; flags: Flags } {
   const positional: string[] = [];
   const flags: Flags = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const name = arg === '-h' ? 'help' : arg.slice(2);
-    if (arg === '-h' || (arg.startsWith('--') && (SWITCHES as readonly string[]).includes(name))) {
+    if (arg === '-h' || (arg.startsWith('--') && options.switches.has(name))) {
       flags[name] = true;
       continue;
     }
@@ -385,97 +583,68 @@ export function parseFlags(argv: readonly string[]): { positional: string[]; fla
   return { positional, flags };
 }
 
-const SERVE_FLAGS = [
-  'port',
-  'host',
-  'data-dir',
-  'store',
-  'internal-host',
-  'internal-port',
-  'internal-url',
-  'lease-ms',
-  'member',
-  'base-url',
-  'external-port',
-  'admin-port',
-  'admin-host',
-  'access-log',
-  'access-log-sample',
-  'workers',
-  'dev',
-  'lookup-budget-base',
-  'lookup-budget-factor',
-  'webhook-urls',
-  'connectors-file',
-  'log-level',
-] as const;
+/** The value `serve` takes for a flag given neither on the command line nor in the environment. */
+const defaultOf = (name: ServeFlag): string | undefined => {
+  const spec: FlagSpec = SERVE_FLAGS.find((f) => f.name === name)!;
+  return spec.default;
+};
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of Object.keys(flags)) {
-    if (!(SERVE_FLAGS as readonly string[]).includes(name))
-      throw new ConfigError(`unknown flag --${name}`);
+    if (!SERVE_FLAGS.some((f) => f.name === name)) throw new ConfigError(`unknown flag --${name}`);
   }
-  const read = (name: (typeof SERVE_FLAGS)[number]): string | true | undefined =>
-    flags[name] ?? env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
-  const text = (name: (typeof SERVE_FLAGS)[number], fallback: string): string => {
+  const read = (name: ServeFlag): string | true | undefined => flags[name] ?? env[envOf(name)];
+  const text = (name: ServeFlag): string => {
     const v = read(name);
     if (v === true) throw new ConfigError(`--${name} needs a value`);
-    return v ?? fallback;
+    return v ?? defaultOf(name) ?? '';
   };
-  const integer = (
-    name: (typeof SERVE_FLAGS)[number],
-    fallback: number,
-    min: number,
-    max: number,
-  ): number => {
-    const raw = text(name, String(fallback));
-    const n = Number(raw);
+  const integer = (name: ServeFlag, min: number, max: number): number => {
+    const n = Number(text(name));
     if (!Number.isInteger(n) || n < min || n > max)
       throw new ConfigError(`--${name} must be an integer from ${min} to ${max}`);
     return n;
   };
-  const port = integer('port', 8080, 0, 65535);
-  const host = text('host', '127.0.0.1');
-  const member = text('member', 'local');
+  const port = integer('port', 0, 65535);
+  const host = text('host');
+  const member = text('member');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(member))
     throw new ConfigError('--member must be 1-63 letters, digits, dot, dash or underscore');
   const devRaw = read('dev');
-  const factor = Number(text('lookup-budget-factor', '10'));
+  const factor = Number(text('lookup-budget-factor'));
   if (!Number.isFinite(factor) || factor < 0)
     throw new ConfigError('--lookup-budget-factor must be a number of at least 0');
   // Empty: the node derives it from the address it listens on (port 0 picks a free one).
-  const baseUrl = text('base-url', '').replace(/\/+$/, '');
+  const baseUrl = text('base-url').replace(/\/+$/, '');
   if (baseUrl !== '' && !/^https?:\/\/[^/]+$/.test(baseUrl))
     throw new ConfigError('--base-url must be an absolute http(s) origin');
   return {
     port,
     host,
-    dataDir: text('data-dir', './data'),
-    store: storeOf(text('store', '')),
-    internalHost: text('internal-host', '127.0.0.1'),
-    internalPort: integer('internal-port', 8083, 0, 65535),
-    internalUrl: internalUrlOf(text('internal-url', '')),
-    leaseMs: integer('lease-ms', LEASE_MS_DEFAULT, LEASE_MS_MIN, 600_000),
+    dataDir: text('data-dir'),
+    store: storeOf(text('store')),
+    internalHost: text('internal-host'),
+    internalPort: integer('internal-port', 0, 65535),
+    internalUrl: internalUrlOf(text('internal-url')),
+    leaseMs: integer('lease-ms', LEASE_MS_MIN, 600_000),
     member,
     baseUrl,
-    externalPort: integer('external-port', 8081, 0, 65535),
-    adminPort: integer('admin-port', 8082, 0, 65535),
-    adminHost: text('admin-host', '127.0.0.1'),
-    accessLog: accessLogOf(text('access-log', 'stdout')),
-    accessLogSample: share('access-log-sample', text('access-log-sample', '1')),
-    workers: integer('workers', Math.max(1, availableParallelism() - 1), 1, 64),
+    externalPort: integer('external-port', 0, 65535),
+    adminPort: integer('admin-port', 0, 65535),
+    adminHost: text('admin-host'),
+    accessLog: accessLogOf(text('access-log')),
+    accessLogSample: share('access-log-sample', text('access-log-sample')),
+    workers: integer('workers', 1, 64),
     dev: devRaw === true || devRaw === 'true' || devRaw === '1',
-    lookupBudgetBase: integer('lookup-budget-base', 1000, 0, 1_000_000_000),
+    lookupBudgetBase: integer('lookup-budget-base', 0, 1_000_000_000),
     lookupBudgetFactor: factor,
     ...secrets(env),
-    ...(read('connectors-file') === undefined
-      ? {}
-      : { connectorsFile: text('connectors-file', '') }),
-    webhookUrls: text('webhook-urls', '')
+    ...(read('connectors-file') === undefined ? {} : { connectorsFile: text('connectors-file') }),
+    webhookUrls: text('webhook-urls')
       .split(',')
       .map((u) => u.trim())
       .filter((u) => u !== ''),
-    logLevel: text('log-level', 'info'),
+    logLevel: text('log-level'),
     limits: loadLimits(env),
   };
 }

@@ -1,7 +1,8 @@
 // The `path-node` command (P15): serve, credentials add|create|revoke, keys rotate, backup,
 // verify, bulk lookups from a file, the webhook secret, and the network's external clients and
-// members;
-// `--help` or `-h` on any of them prints its usage. It runs bundled into one file (main.ts).
+// members. Which words name a command and which flags it takes come from one table
+// (commands.ts), which help and usage errors are printed from too (usage.ts): `path-node help
+// [COMMAND]`, or `--help` or `-h` on any command. It runs bundled into one file (main.ts).
 import { resolve } from 'node:path';
 import {
   ConfigError,
@@ -12,6 +13,7 @@ import {
   parseFlags,
   storeOf,
 } from '../config.js';
+import type { CommandName } from './commands.js';
 import { createLogger } from '../logger.js';
 import { BackupRefused, backupDataDir } from '../log/backup.js';
 import { privateDataDir } from '../log/data-dir.js';
@@ -19,73 +21,21 @@ import { EventsUsageError, listEvents, resendEvent, showEvent, triggerEvent } fr
 import { listen } from './listen.js';
 import { LookupUsageError, lookupFile } from './lookup.js';
 import { VerifyRefused, verifyDataDir } from './verify.js';
+import {
+  SWITCHES,
+  UnknownCommand,
+  UsageError,
+  checkUsage,
+  commandOf,
+  helpFor,
+  usageFor,
+} from './usage.js';
 import { withStore as withOpenedStore, type Place } from '../log/open.js';
 import { flushAccessLogs, startNode, type RunningNode } from '../node.js';
 import { generateSeedHex } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 
-/** Each command and its flags (P15); `--help` prints the entries its words name. */
-const COMMANDS: readonly { command: string; flags: string }[] = [
-  {
-    command: 'serve',
-    flags: `[--port 8080] [--host 127.0.0.1] [--data-dir ./data] [--member local]
-                  [--base-url URL] [--external-port 8081] [--workers N] [--dev]
-                  [--admin-port 8082] [--admin-host 127.0.0.1] [--access-log stdout|FILE|off]
-                  [--access-log-sample 1] [--lookup-budget-base N] [--lookup-budget-factor F]
-                  [--webhook-urls U1,U2] [--connectors-file F] [--log-level info]
-                  [--store postgres://...]`,
-  },
-  {
-    command: 'credentials add',
-    flags: '(--data-dir D | --store URL) --member NAME --public-key HEX [--local]',
-  },
-  { command: 'credentials create', flags: '(--data-dir D | --store URL) --member NAME [--local]' },
-  { command: 'credentials revoke', flags: '(--data-dir D | --store URL) --key-id ID' },
-  { command: 'keys rotate', flags: '(--data-dir D | --store URL)' },
-  { command: 'backup', flags: '--data-dir D --out DIR' },
-  { command: 'verify', flags: '--data-dir D' },
-  {
-    command: 'lookup',
-    flags: `--base-url URL --key-id ID --private-key-file F --in IN.csv --out OUT.csv
-                  [--concurrency 2] [--signed] [--resume]`,
-  },
-  { command: 'events list', flags: '(--data-dir D | --store URL) [--undelivered]' },
-  { command: 'events show', flags: 'EVENT_ID (--data-dir D | --store URL)' },
-  { command: 'events resend', flags: 'EVENT_ID (--data-dir D | --store URL)' },
-  {
-    command: 'events trigger',
-    flags: 'TYPE (--data-dir D | --store URL) [--webhook-urls U1,U2] [--dev]',
-  },
-  {
-    command: 'listen',
-    flags: `--port P [--host 127.0.0.1] (--data-dir D | --base-url URL [--secret whsec_...])
-                  [--forward-to URL]`,
-  },
-  { command: 'webhooks secret', flags: '(--data-dir D | --store URL)' },
-  { command: 'webhooks rotate-secret', flags: '(--data-dir D | --store URL)' },
-  {
-    command: 'external-clients add',
-    flags: '(--data-dir D | --store URL) --client NAME --public-key HEX --registries R1,R2',
-  },
-  { command: 'external-clients revoke', flags: '(--data-dir D | --store URL) --key-id ID' },
-  { command: 'members add', flags: '(--data-dir D | --store URL) --member NAME --base-url URL' },
-  { command: 'members remove', flags: '(--data-dir D | --store URL) --member NAME' },
-];
-
-const usageOf = (entries: readonly { command: string; flags: string }[]): string =>
-  `usage:\n${entries.map((e) => `  path-node ${e.command} ${e.flags}`).join('\n')}`;
-const USAGE = usageOf(COMMANDS);
-
-class UsageError extends Error {}
-
 type Flags = Record<string, string | true>;
-
-/** `path-node [command [sub]] --help`: the usage of what the words name, or of everything. */
-function helpFor(positional: readonly string[]): string {
-  const named = COMMANDS.filter((c) => positional.every((w, i) => c.command.split(' ')[i] === w));
-  if (named.length === 0) throw new UsageError(`unknown command '${positional.join(' ')}'`);
-  return usageOf(named);
-}
 
 /** A yes-or-no flag: given bare, or as `--name true`. */
 function flag(flags: Flags, name: string): boolean {
@@ -167,34 +117,70 @@ async function serve(flags: Flags): Promise<void> {
   node = await startNode(config, logger, fatal);
 }
 
-async function main(argv: string[]): Promise<void> {
+type Handler = (flags: Flags, operands: readonly string[]) => Promise<void>;
+
+/** What each command of the table does; the type asks for one handler per command. */
+const HANDLERS: Record<CommandName, Handler> = {
+  serve: (flags) => serve(flags),
+  'credentials add': (flags) => addCredential(flags, 'add'),
+  'credentials create': (flags) => addCredential(flags, 'create'),
+  'credentials revoke': (flags) =>
+    revokeKey(flags, 'credential', (st, key, now) => st.revokeCredential(key, now)),
+  'keys rotate': (flags) => rotateKeys(flags),
+  backup: (flags) => backup(flags),
+  verify: (flags) => verify(flags),
+  lookup: (flags) => lookup(flags),
+  'events list': (flags) =>
+    events(flags, async (place) => {
+      const undelivered = flag(flags, 'undelivered');
+      const lines = await listEvents(place, { undelivered });
+      for (const line of lines) print(line);
+      // Standard output stays one JSON object per event (none here), so a script reading it
+      // sees no line it must skip; the person at the terminal is told on standard error.
+      if (lines.length === 0)
+        process.stderr.write(
+          undelivered ? 'no undelivered events are kept\n' : 'no events are kept\n',
+        );
+    }),
+  // The table asks for the event id (EVENT_ID) before a handler runs.
+  'events show': (flags, [id]) =>
+    events(flags, async (place) => print(await showEvent(place, id!))),
+  'events resend': (flags, [id]) =>
+    events(flags, async (place) => print(await resendEvent(place, id!, Date.now()))),
+  'events trigger': (flags, [type]) => events(flags, (place) => trigger(place, type!, flags)),
+  listen: (flags) => listenCommand(flags),
+  'webhooks secret': (flags) => webhookSecret(flags),
+  'webhooks rotate-secret': (flags) => rotateWebhookSecret(flags),
+  'external-clients add': (flags) => addExternalClient(flags),
+  'external-clients revoke': (flags) =>
+    revokeKey(flags, 'external client', (st, key, now) => st.revokeExternalClient(key, now)),
+  'members add': (flags) => addMember(flags),
+  'members remove': (flags) => removeMember(flags),
+  help: async (_flags, operands) => {
+    process.stdout.write(`${helpFor(operands)}\n`);
+  },
+};
+
+async function main(words: readonly string[], flags: Flags): Promise<void> {
   // P16: every command may create the data directory and its files; they are private from birth.
   process.umask(PRIVATE_UMASK);
-  const { positional, flags } = parseFlags(argv);
   if (flags.help === true) {
-    process.stdout.write(`${helpFor(positional)}\n`);
+    process.stdout.write(`${helpFor(words)}\n`);
     return;
   }
-  const [command, sub] = positional;
-  if (command === 'serve' || command === undefined) return serve(flags);
-  if (command === 'credentials' && (sub === 'add' || sub === 'create'))
-    return addCredential(flags, sub);
-  if (command === 'credentials' && sub === 'revoke')
-    return revokeKey(flags, 'credential', (st, key, now) => st.revokeCredential(key, now));
-  if (command === 'external-clients' && sub === 'add') return addExternalClient(flags);
-  if (command === 'external-clients' && sub === 'revoke')
-    return revokeKey(flags, 'external client', (st, key, now) => st.revokeExternalClient(key, now));
-  if (command === 'members' && sub === 'add') return addMember(flags);
-  if (command === 'members' && sub === 'remove') return removeMember(flags);
-  if (command === 'keys' && sub === 'rotate') return rotateKeys(flags);
-  if (command === 'backup') return backup(flags);
-  if (command === 'verify') return verify(flags);
-  if (command === 'lookup') return lookup(flags);
-  if (command === 'events') return events(sub, positional[2], flags);
-  if (command === 'listen') return listenCommand(flags);
-  if (command === 'webhooks' && sub === 'secret') return webhookSecret(flags);
-  if (command === 'webhooks' && sub === 'rotate-secret') return rotateWebhookSecret(flags);
-  throw new UsageError(`unknown command '${positional.join(' ')}'`);
+  const { command, operands } = commandOf(words);
+  // Checked before anything is opened or written: a mistake changes nothing.
+  checkUsage(command, operands, flags);
+  try {
+    await HANDLERS[command.name](flags, operands);
+  } catch (error) {
+    // A refusal of what was given is a mistake of this command's usage: its usage follows.
+    const refused = error instanceof ConfigError || error instanceof RangeError;
+    const commandless = error instanceof UsageError && error.command === undefined;
+    if (refused || (commandless && !(error instanceof UnknownCommand)))
+      throw new UsageError((error as Error).message, command);
+    throw error;
+  }
 }
 
 function print(value: unknown): void {
@@ -328,31 +314,13 @@ async function lookup(flags: Flags): Promise<void> {
 }
 
 /** `events list|show|resend`: the operator's view of webhook events (P11). */
-async function events(sub: string | undefined, id: string | undefined, flags: Flags) {
-  const place = placeOf(flags);
+async function events(flags: Flags, action: (place: Place) => Promise<void>): Promise<void> {
   try {
-    if (sub === 'list') {
-      const undelivered = flag(flags, 'undelivered');
-      const lines = await listEvents(place, { undelivered });
-      for (const line of lines) print(line);
-      // Standard output stays one JSON object per event (none here), so a script reading it
-      // sees no line it must skip; the person at the terminal is told on standard error.
-      if (lines.length === 0)
-        process.stderr.write(
-          undelivered ? 'no undelivered events are kept\n' : 'no events are kept\n',
-        );
-      return;
-    }
-    if (sub === 'trigger') return await trigger(place, id, flags);
-    if ((sub === 'show' || sub === 'resend') && id === undefined)
-      throw new UsageError(`events ${sub} needs the event id`);
-    if (sub === 'show') return print(await showEvent(place, id!));
-    if (sub === 'resend') return print(await resendEvent(place, id!, Date.now()));
+    await action(placeOf(flags));
   } catch (error) {
     if (error instanceof EventsUsageError) throw new UsageError(error.message);
     throw error;
   }
-  throw new UsageError(`unknown command 'events ${sub ?? ''}'`);
 }
 
 /**
@@ -412,9 +380,11 @@ async function rotateWebhookSecret(flags: Flags): Promise<void> {
   return print({ secret: secret.secret, previous_signs_until: previousUntil });
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+const { positional, flags } = parseFlags(process.argv.slice(2), { switches: SWITCHES });
+main(positional, flags).catch((error: unknown) => {
   if (error instanceof UsageError || error instanceof ConfigError || error instanceof RangeError) {
-    process.stderr.write(`path-node: ${error.message}\n${USAGE}\n`);
+    const usage = usageFor(error instanceof UsageError ? error : new UsageError(''), positional);
+    process.stderr.write(`path-node: ${error.message}\n${usage}\n`);
     process.exit(2);
   }
   // Whatever failed at start (data directory in use, port in use), one line and no stack.
