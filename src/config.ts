@@ -490,7 +490,7 @@ export const SERVE_FLAGS = [
       'Where the access log goes: stdout (beside the application log), a file path (appended ' +
       'to, created 0600), or off (answers are still counted in the metrics).',
     default: 'stdout',
-    example: '/var/log/path-node/access.log',
+    example: 'off',
   },
   {
     name: 'access-log-sample',

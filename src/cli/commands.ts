@@ -263,7 +263,7 @@ export const COMMANDS = [
   },
   {
     name: 'events trigger',
-    sentence: 'Sends a test event of one type to the webhook endpoints, signed as real ones.',
+    sentence: 'Sends the webhook endpoints a signed test event.',
     operand: {
       name: 'TYPE',
       sentence:
@@ -282,7 +282,6 @@ export const COMMANDS = [
       },
       {
         name: 'dev',
-        switch: true,
         sentence: 'Development only: allows http and loopback endpoints (P11).',
         defaultShown: 'off',
         env: 'PATH_DEV',
