@@ -79,6 +79,12 @@ describe('P20 request page', () => {
     expect(status).toBe(200);
     expect(await verdict(page)).toBe('true');
     expect(await text(page, '[data-path-badge]')).toContain('verified');
+    // Against whose keys (issue 31): the key the object names, published by the issuer at this host.
+    const signed = await (await fetch(request.url, { headers: { accept: 'application/json' } })).json();
+    const host = new URL(request.url).host;
+    expect(await text(page, '[data-path-badge]')).toBe(
+      `Signature of local verified in this browser against key ${signed.kid}, published by local at ${host}/.well-known/path-keys`,
+    );
     expect(await text(page, '[data-path-issuer]')).toBe('local');
     expect(await page.locator('.seal').isVisible()).toBe(true);
     expect(await text(page, '.amount')).toMatch(/12\.50\s+EUR/);

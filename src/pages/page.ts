@@ -43,25 +43,37 @@ function displayProblem(root: HTMLElement, object: JsonObject, keys: JsonObject)
   return null;
 }
 
-/** Why this page's object cannot be trusted, or null when it verified. */
-async function problemOf(root: HTMLElement): Promise<string | null> {
+/**
+ * Why this page's object cannot be trusted (null when it verified), and the key it was checked
+ * against: the key id the object names, from the keys document this host publishes.
+ */
+async function problemOf(root: HTMLElement): Promise<{ problem: string | null; kid: string }> {
   const [object, keys] = await Promise.all([readJson(location.pathname), readJson(KEYS_PATH)]);
-  if (!isJsonObject(object)) return 'the link answered no object';
-  if (!isJsonObject(keys) || typeof keys.member !== 'string') return 'the node published no keys';
+  const refused = (problem: string) => ({ problem, kid: '' });
+  if (!isJsonObject(object)) return refused('the link answered no object');
+  if (!isJsonObject(keys) || typeof keys.member !== 'string')
+    return refused('the node published no keys');
   const { pathKind, pathReference } = root.dataset;
   if (object.type !== pathKind || object.reference !== pathReference) {
-    return 'the node answered another object than this link names';
+    return refused('the node answered another object than this link names');
   }
-  return signatureProblem(object, keys) ?? displayProblem(root, object, keys);
+  const problem = signatureProblem(object, keys) ?? displayProblem(root, object, keys);
+  return { problem, kid: String(object.kid) };
 }
 
-function mark(root: HTMLElement, problem: string | null): void {
+/**
+ * The badge says against whose keys the signature was checked: the issuer's key, as published
+ * at this host's `/.well-known/path-keys` (issue 31), so a payer knows what "verified" rests on.
+ */
+function mark(root: HTMLElement, outcome: { problem: string | null; kid: string }): void {
   const badge = root.querySelector('[data-path-badge]');
   const issuer = root.querySelector('[data-path-issuer]')?.textContent ?? '';
+  const { problem, kid } = outcome;
   if (badge !== null) {
     badge.textContent =
       problem === null
-        ? `Signature of ${issuer} verified in this browser`
+        ? `Signature of ${issuer} verified in this browser against key ${kid}, ` +
+          `published by ${issuer} at ${location.host}${KEYS_PATH}`
         : `Not verified: ${problem}. Do not pay from this page.`;
   }
   root.setAttribute('data-path-verified', problem === null ? 'true' : 'false');
@@ -70,13 +82,13 @@ function mark(root: HTMLElement, problem: string | null): void {
 async function main(): Promise<void> {
   const root = document.querySelector<HTMLElement>('[data-path-verified]');
   if (root === null) return;
-  let problem: string | null;
+  let outcome: { problem: string | null; kid: string };
   try {
-    problem = await problemOf(root);
+    outcome = await problemOf(root);
   } catch {
-    problem = 'the object or the keys could not be read';
+    outcome = { problem: 'the object or the keys could not be read', kid: '' };
   }
-  mark(root, problem);
+  mark(root, outcome);
 }
 
 void main();
