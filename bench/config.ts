@@ -2,10 +2,10 @@
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
-// growth,snapshot,hashbatch runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
+// growth,snapshot,hashbatch,cluster,start runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
 // figure's directory.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -22,6 +22,8 @@ export interface BenchConfig {
   log: { concurrent_in_flight: number; concurrent_records: number; single_records: number };
   get: { duration_seconds: number; warmup_seconds: number; rounds: number; shapes: readonly LoadShape[] };
   post: { requests: number; warmup_requests: number; connections: number; floor_time_ms: number };
+  /** Figure 15: `npm start` on a built tree, timed to its listening line, `runs` times. */
+  start: { runs: number };
   /** Figure 14: the cluster store beside the embedded one, each measured `rounds` times in turns. */
   cluster: {
     rounds: number;
@@ -153,6 +155,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       shapes: quick ? [{ connections: 32, pipelining: 1 }] : [{ connections: 32, pipelining: 1 }, { connections: 32, pipelining: 8 }],
     },
     post: { requests: quick ? 2_000 : 20_000, warmup_requests: quick ? 300 : 2_000, connections: Number(process.env.BENCH_POST_CONNECTIONS ?? 256), floor_time_ms: quick ? 200 : 1500 },
+    start: { runs: quick ? 1 : 5 },
     cluster: {
       rounds: quick ? 1 : 2,
       post: { count: quick ? 1_000 : 10_000, warmup: quick ? 256 : 1_000, connections: 256 },

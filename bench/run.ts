@@ -20,6 +20,7 @@ import { runRequests } from './requests.js';
 import { runResolver } from './resolver.js';
 import { runRestart } from './restart.js';
 import { runSnapshot } from './snapshot.js';
+import { runStart } from './start.js';
 import { runVersus } from './versus.js';
 
 const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => void | Promise<void>> = {
@@ -38,6 +39,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   replication: runReplication,
   hashbatch: runHashBatch,
   cluster: runCluster,
+  start: runStart,
   versus: runVersus,
 };
 
