@@ -386,6 +386,17 @@ export interface FlagSpec {
 /** The environment variable of a `serve` flag: `--data-dir` is PATH_DATA_DIR. */
 export const envOf = (flag: string): string => `PATH_${flag.toUpperCase().replaceAll('-', '_')}`;
 
+/** A yes-or-no setting such as `--dev`: given bare, or as `true` or `1`. */
+export const switchedOn = (raw: string | true | undefined): boolean =>
+  raw === true || raw === 'true' || raw === '1';
+
+/** `--webhook-urls`: the endpoints, comma-separated, blanks dropped. */
+export const webhookUrlsOf = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+
 /** `serve`'s flags, in the order help gives them; each is read from PATH_<FLAG> too. */
 export const SERVE_FLAGS = [
   {
@@ -635,15 +646,12 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     accessLog: accessLogOf(text('access-log')),
     accessLogSample: share('access-log-sample', text('access-log-sample')),
     workers: integer('workers', 1, 64),
-    dev: devRaw === true || devRaw === 'true' || devRaw === '1',
+    dev: switchedOn(devRaw),
     lookupBudgetBase: integer('lookup-budget-base', 0, 1_000_000_000),
     lookupBudgetFactor: factor,
     ...secrets(env),
     ...(read('connectors-file') === undefined ? {} : { connectorsFile: text('connectors-file') }),
-    webhookUrls: text('webhook-urls')
-      .split(',')
-      .map((u) => u.trim())
-      .filter((u) => u !== ''),
+    webhookUrls: webhookUrlsOf(text('webhook-urls')),
     logLevel: text('log-level'),
     limits: loadLimits(env),
   };

@@ -11,7 +11,10 @@ import {
   PRIVATE_UMASK,
   loadConfig,
   parseFlags,
+  envOf,
   storeOf,
+  switchedOn,
+  webhookUrlsOf,
 } from '../config.js';
 import type { CommandName } from './commands.js';
 import { createLogger } from '../logger.js';
@@ -328,17 +331,12 @@ async function events(flags: Flags, action: (place: Place) => Promise<void>): Pr
  * (`--webhook-urls` or PATH_WEBHOOK_URLS, `--dev` or PATH_DEV for http and loopback targets).
  * Exits 1 unless every endpoint acknowledged it.
  */
-async function trigger(place: Place, type: string | undefined, flags: Flags): Promise<void> {
-  if (type === undefined) throw new UsageError('events trigger needs the event type');
-  const setting = (name: string) => {
-    const value = flags[name] ?? process.env[`PATH_${name.toUpperCase().replaceAll('-', '_')}`];
-    return value === true ? 'true' : (value ?? '');
-  };
-  const urls = setting('webhook-urls')
-    .split(',')
-    .map((u) => u.trim())
-    .filter((u) => u !== '');
-  const dev = setting('dev') === 'true' || setting('dev') === '1';
+async function trigger(place: Place, type: string, flags: Flags): Promise<void> {
+  // serve's own settings, read as serve reads them; the table asks for TYPE before this runs.
+  const setting = (name: string) => flags[name] ?? process.env[envOf(name)];
+  const raw = setting('webhook-urls');
+  const urls = webhookUrlsOf(raw === true || raw === undefined ? '' : raw);
+  const dev = switchedOn(setting('dev'));
   const sent = await triggerEvent(place, type, { urls, dev, now: Date.now() });
   print(sent.line);
   if (!sent.acknowledged) process.exitCode = 1;

@@ -14,6 +14,14 @@ const INS = `ins_${'2'.repeat(32)}`;
 const BOOK = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const AMOUNT = { value: '10.00', asset_type: 'fiat', asset_code: 'EUR' };
 const RAIL = [{ type: 'book_entry', value: 'BE-1' }];
+/** A payee's receipt as issued, whole: each refusal test changes one field of it. */
+const PAYEE_ISSUE = {
+  reference: REF,
+  issued_by: 'payee' as const,
+  via: BOOK,
+  received: AMOUNT,
+  rail_references: RAIL,
+};
 const PUBLIC_KEY = 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a';
 
 type Status = 'pending' | 'settled' | 'failed' | 'reversed';
@@ -109,13 +117,7 @@ describe('receipt: issue (SPEC J)', () => {
   });
 
   it('refuses what SPEC J forbids at issue, naming the field', () => {
-    const payee = {
-      reference: REF,
-      issued_by: 'payee' as const,
-      via: BOOK,
-      received: AMOUNT,
-      rail_references: RAIL,
-    };
+    const payee = PAYEE_ISSUE;
     spec
       .given([])
       .when('issue', { ...payee, status: 'pending' })
@@ -152,13 +154,7 @@ describe('receipt: issue (SPEC J)', () => {
   });
 
   it("P23: refuses an amount, fee or ceiling beyond its asset's unit, naming it", () => {
-    const payee = {
-      reference: REF,
-      issued_by: 'payee' as const,
-      via: BOOK,
-      received: AMOUNT,
-      rail_references: RAIL,
-    };
+    const payee = PAYEE_ISSUE;
     const eur = (value: string) => ({ ...AMOUNT, value });
     const refused = (change: Record<string, unknown>, field: string, digits: number) =>
       spec
