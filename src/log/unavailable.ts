@@ -1,0 +1,102 @@
+// A database that cannot be reached is a state the node lives through, not a reason to stop
+// (issue 29): a restart, a switchover or a network fault ends every connection, and what needed
+// the database answers 503 with Retry-After (`path.core.unavailable`, P7) until it is back.
+// This module tells such failures apart from wrong statements, spaces the retries, and keeps the
+// instance's view of whether its database answers (`/readyz` says `database_unreachable`).
+
+/** Seconds a client is told to wait (Retry-After) when the database does not answer. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * What needed the database did not reach it, or got no answer in time: a write so refused may
+ * or may not have committed (its retry with the same idempotency key finds out, P7).
+ */
+export class UnavailableError extends Error {
+  override name = 'UnavailableError';
+}
+
+/** Socket failures of a connection that was lost or never made. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs of a server going away or not taking sessions yet: class 08 (connection exception),
+ * admin and crash shutdown, starting up, too many connections, a standby refusing writes.
+ */
+const SERVER_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
+
+/** node-postgres's own words for a connection it lost or could not make in time. */
+const DRIVER_MESSAGES = [
+  'Connection terminated',
+  'connection timeout',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'is not queryable',
+  'Client was closed',
+];
+
+/** Whether `error` says the database was unreachable, not that a statement was wrong. */
+export function unreachable(error: unknown): boolean {
+  if (error instanceof UnavailableError) return true;
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (SOCKET_CODES.has(code) || SERVER_STATES.has(code) || code.startsWith('08')) return true;
+  }
+  const message = (error as { message?: unknown }).message;
+  if (typeof message !== 'string') return false;
+  return DRIVER_MESSAGES.some((m) => message.includes(m));
+}
+
+/**
+ * The wait before retry `attempt` (0 first): exponential from `baseMs` up to `maxMs`, with full
+ * jitter, so that instances that lost the database together do not all come back at once.
+ */
+export function backoffMs(
+  attempt: number,
+  options: { baseMs: number; maxMs: number; random?: () => number },
+): number {
+  const ceiling = Math.min(options.maxMs, options.baseMs * 2 ** Math.min(attempt, 30));
+  return Math.round((options.random ?? Math.random)() * ceiling);
+}
+
+/**
+ * Whether the instance's database answers, as its own connections last found: each success or
+ * failure of one that says so is reported here. Only failures `unreachable` names count.
+ */
+export class DatabaseHealth {
+  private failedAt: number | null = null;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** A statement or connection succeeded: the database answers. */
+  succeeded(): void {
+    this.failedAt = null;
+  }
+
+  /** Reports a failure; whether it was one of reachability (and so counted). */
+  failed(error: unknown): boolean {
+    if (!unreachable(error)) return false;
+    this.failedAt ??= this.now();
+    return true;
+  }
+
+  get reachable(): boolean {
+    return this.failedAt === null;
+  }
+
+  /** Milliseconds since the database was last found unreachable without answering since. */
+  get downMs(): number {
+    return this.failedAt === null ? 0 : this.now() - this.failedAt;
+  }
+}
