@@ -216,6 +216,14 @@ export class LmdbLog implements Log {
     return this.held;
   }
 
+  async load(table: Table, key: string): Promise<Buffer | undefined> {
+    return this.get(table, key);
+  }
+
+  async loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]> {
+    return [...this.scan(table, range)];
+  }
+
   get(table: Table, key: string): Buffer | undefined {
     return this.env.tables[table].get(key);
   }

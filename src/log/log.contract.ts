@@ -127,6 +127,19 @@ export function logContract(name: string, factory: LogFactory): void {
         expect(keys(log.scan('usage', { start: 'd' }))).toEqual([]);
       }));
 
+    it('loads a row and a range as get and scan read them, without blocking (issue 29)', () =>
+      withLog(async (log) => {
+        await log.write(['a/1', 'a/2', 'a/3', 'b/1'].map((k) => row('usage', k, k)));
+        expect((await log.load('usage', 'a/2'))?.toString()).toBe('a/2');
+        expect(await log.load('usage', 'a/9')).toBeUndefined();
+        expect(await log.load('views', 'a/2')).toBeUndefined();
+        expect(keys(await log.loadRange('usage'))).toEqual(['a/1', 'a/2', 'a/3', 'b/1']);
+        const range = { start: 'a/', end: 'a0', reverse: true, limit: 2 };
+        expect(keys(await log.loadRange('usage', range))).toEqual(['a/3', 'a/2']);
+        const [first] = await log.loadRange('usage', { start: 'b' });
+        expect(first?.bytes.toString()).toBe('b/1');
+      }));
+
     it('lends a value for one call, cut to its length, each read its own bytes', () =>
       withLog(async (log) => {
         // The short value read after the long one: a buffer shared between reads and longer

@@ -90,6 +90,14 @@ export interface Log {
    * the same bytes (or as none), so what was made of them may be used again without a read.
    */
   peekVersion(): number;
+  /**
+   * `get` that never blocks this thread on a database (issue 29), for the threads that serve
+   * HTTP: LMDB answers from its map at once; PostgreSQL on a connection of its own, its failure
+   * a rejection (an `UnavailableError` when the database does not answer).
+   */
+  load(table: Table, key: string): Promise<Buffer | undefined>;
+  /** `scan` as `load` is `get`: the rows of the range at once, so give it a `limit`. */
+  loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]>;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */

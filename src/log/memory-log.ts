@@ -110,6 +110,14 @@ export class MemoryLog implements Log {
 
   refresh(): void {}
 
+  async load(table: Table, key: string): Promise<Buffer | undefined> {
+    return this.get(table, key);
+  }
+
+  async loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]> {
+    return [...this.scan(table, range)];
+  }
+
   get(table: Table, key: string): Buffer | undefined {
     return this.tables[table].get(key);
   }

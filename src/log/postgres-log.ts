@@ -28,13 +28,15 @@ import {
   type Table,
   type TableWrite,
 } from './log.js';
-import { migrate } from './postgres-schema.js';
+import { migrate, ROW_BYTES, scanStatement } from './postgres-schema.js';
 import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
 
 /** Records read per round trip by `read` and `replay`, rows by `scan`. */
 const READ_PAGE = 2_048;
+/** `loadRange` without a limit: every row of the range (PostgreSQL's `limit all`). */
+const LOAD_ALL = null;
 /** Values `peek` keeps between refreshes. */
 const PEEK_CACHE_ENTRIES = 10_000;
 /**
@@ -131,6 +133,8 @@ export class PostgresLog implements Log {
   private closed = false;
   /** The claims' pool, opened once at its first use (a promise: calls may race to it). */
   private claimPool: Promise<pg.Pool> | null = null;
+  /** The pool of `load` and `loadRange`, opened once at their first use. */
+  private readPool: Promise<pg.Pool> | null = null;
 
   private constructor(
     private readonly url: string,
@@ -272,6 +276,33 @@ export class PostgresLog implements Log {
 
   get(table: Table, key: string): Buffer | undefined {
     return this.getRow(table, key);
+  }
+
+  async load(table: Table, key: string): Promise<Buffer | undefined> {
+    const found = await this.readQuery<{ bytes: Buffer }>(ROW_BYTES, [table, key]);
+    return found[0]?.bytes;
+  }
+
+  async loadRange(table: Table, range: ScanRange = {}): Promise<{ key: string; bytes: Buffer }[]> {
+    const [text, values] = scanStatement({
+      table,
+      start: range.start ?? null,
+      startInclusive: true,
+      end: range.end ?? null,
+      endInclusive: false,
+      reverse: range.reverse === true,
+      limit: range.limit ?? LOAD_ALL,
+    });
+    return this.readQuery<{ key: string; bytes: Buffer }>(text, values);
+  }
+
+  /** One statement on the reads' sessions: the front end's, which never waits on a thread. */
+  private async readQuery<R extends pg.QueryResultRow>(
+    sql: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    this.readPool ??= this.openPool(SESSION_OPTIONS);
+    return (await (await this.readPool).query<R>(sql, values)).rows;
   }
 
   /**
@@ -516,6 +547,7 @@ export class PostgresLog implements Log {
     this.reader({ op: 'close' });
     await this.pool.end();
     await (await this.claimPool)?.end();
+    await (await this.readPool)?.end();
   }
 }
 

@@ -4,7 +4,7 @@
 // of its own. Every read is one statement in autocommit: it sees every commit made before it.
 import pg from 'pg';
 import { runAsWorker } from 'synckit';
-import { ROW_BYTES } from './postgres-schema.js';
+import { ROW_BYTES, scanStatement } from './postgres-schema.js';
 
 export type ReadRequest =
   | { op: 'open'; url: string }
@@ -48,26 +48,6 @@ async function connected(): Promise<pg.Client> {
   await opening.connect();
   client = opening;
   return opening;
-}
-
-/** One range of a table's keys as SQL conditions, numbered from $2 (the table is $1). */
-function scanStatement(r: Extract<ReadRequest, { op: 'scan' }>): [string, unknown[]] {
-  const where = ['tbl = $1'];
-  const values: unknown[] = [r.table];
-  if (r.start !== null) {
-    values.push(r.start);
-    where.push(`key ${r.startInclusive ? '>=' : '>'} $${values.length}`);
-  }
-  if (r.end !== null) {
-    values.push(r.end);
-    where.push(`key ${r.endInclusive ? '<=' : '<'} $${values.length}`);
-  }
-  values.push(r.limit);
-  const order = r.reverse ? 'desc' : 'asc';
-  const text =
-    `select key, bytes from rows where ${where.join(' and ')} ` +
-    `order by key ${order} limit $${values.length}`;
-  return [text, values];
 }
 
 async function answer(request: ReadRequest): Promise<ReadAnswer> {

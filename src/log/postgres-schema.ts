@@ -91,6 +91,38 @@ export const MIGRATIONS: readonly string[] = [
 /** One row's bytes: the log's reader thread and the front end's reads without waiting. */
 export const ROW_BYTES = 'select bytes from rows where tbl = $1 and key = $2';
 
+/** A range of one table's keys, each end inclusive or not, in one direction, at most `limit`. */
+export interface RowRange {
+  table: string;
+  start: string | null;
+  startInclusive: boolean;
+  end: string | null;
+  endInclusive: boolean;
+  reverse: boolean;
+  /** At most this many rows; null for all (`limit null`). */
+  limit: number | null;
+}
+
+/** One range of a table's keys as SQL conditions, numbered from $2 (the table is $1). */
+export function scanStatement(r: RowRange): [string, unknown[]] {
+  const where = ['tbl = $1'];
+  const values: unknown[] = [r.table];
+  if (r.start !== null) {
+    values.push(r.start);
+    where.push(`key ${r.startInclusive ? '>=' : '>'} $${values.length}`);
+  }
+  if (r.end !== null) {
+    values.push(r.end);
+    where.push(`key ${r.endInclusive ? '<=' : '<'} $${values.length}`);
+  }
+  values.push(r.limit);
+  const order = r.reverse ? 'desc' : 'asc';
+  const text =
+    `select key, bytes from rows where ${where.join(' and ')} ` +
+    `order by key ${order} limit $${values.length}`;
+  return [text, values];
+}
+
 /** A fixed key of pg_advisory_xact_lock: the node's schema changes, one instance at a time. */
 const MIGRATION_LOCK = 0x70617468;
 
