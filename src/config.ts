@@ -286,6 +286,8 @@ export const FLIGHT_LEASES = 2;
 export const LEASE_EXPIRY_MARGIN_MS = 20;
 /** Between two looks for a moving partition's new owner. */
 export const MOVE_RETRY_MS = 25;
+/** Seconds a client is told to wait (Retry-After) while the database does not answer (issue 29). */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.

@@ -3,9 +3,7 @@
 // the database answers 503 with Retry-After (`path.core.unavailable`, P7) until it is back.
 // This module tells such failures apart from wrong statements, spaces the retries, and keeps the
 // instance's view of whether its database answers (`/readyz` says `database_unreachable`).
-
-/** Seconds a client is told to wait (Retry-After) when the database does not answer. */
-export const DATABASE_RETRY_AFTER_SECONDS = 2;
+// How long a client is told to wait is DATABASE_RETRY_AFTER_SECONDS (config.ts).
 
 /**
  * What needed the database did not reach it, or got no answer in time: a write so refused may
