@@ -302,6 +302,9 @@ async function startPool(
     dev: config.dev,
     operatorWebhooks: config.webhookUrls.length > 0,
     onFatal,
+    // A failure a worker lives through (issue 29): partition and cause, never a key.
+    onTrouble: ({ partition, message, unavailable }) =>
+      logger.warn({ partition, unavailable, cause: message }, 'a shard lived through a failure'),
     onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
     afterCommit,
   });

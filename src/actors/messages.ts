@@ -46,8 +46,13 @@ export type FromWorker =
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
   | { t: 'done'; id: number }
-  /** `moved`: the command's partition is held by another instance (cluster mode, MovedError). */
-  | { t: 'failed'; id: number; message: string; moved?: number }
+  /**
+   * `moved`: the command's partition is held by another instance (cluster mode, MovedError);
+   * `unavailable`: the log's database did not answer (issue 29: 503, not 500).
+   */
+  | { t: 'failed'; id: number; message: string; moved?: number; unavailable?: true }
+  /** A failure the shard lives through (a snapshot or fold not taken, a commit in doubt). */
+  | { t: 'trouble'; message: string; partition: number; unavailable: boolean }
   | { t: 'effects'; result: CommandResult }
   | { t: 'drained' }
   | { t: 'fatal'; message: string };

@@ -15,6 +15,7 @@ import {
 import { startHelpers, type Checked, type Helped } from './recovery.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import { MovedError } from './moved.js';
+import { UnavailableError } from '../log/unavailable.js';
 import type { RecoveryStats } from './shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 import { carryOut } from './follow-ups.js';
@@ -46,6 +47,8 @@ export interface PoolOptions {
   operatorWebhooks: boolean;
   /** The node cannot go on (a worker lost durability or died). */
   onFatal: (message: string) => void;
+  /** A failure a worker lives through (issue 29): the node logs it. */
+  onTrouble?: (trouble: Extract<FromWorker, { t: 'trouble' }>) => void;
   /**
    * The one fan-out after every commit, whoever caused it (a call, a follow-up, a tick): the
    * front end refreshes its reads, delivers the outbox events and applies index rows.
@@ -325,9 +328,10 @@ export class ShardPool {
         this.settle(m.id)?.resolve(undefined as never);
         break;
       case 'failed':
-        this.settle(m.id)?.reject(
-          m.moved === undefined ? new Error(m.message) : new MovedError(m.moved),
-        );
+        this.settle(m.id)?.reject(failure(m));
+        break;
+      case 'trouble':
+        this.options.onTrouble?.(m);
         break;
       case 'fatal':
         reject(new Error(m.message));
@@ -348,6 +352,12 @@ export class ShardPool {
     this.pending.delete(id);
     return p;
   }
+}
+
+/** A worker's failed call as the error it was there: moved, the database gone, or other. */
+function failure(m: Extract<FromWorker, { t: 'failed' }>): Error {
+  if (m.moved !== undefined) return new MovedError(m.moved);
+  return m.unavailable === true ? new UnavailableError(m.message) : new Error(m.message);
 }
 
 /** A promise and what settles it. */

@@ -8,6 +8,10 @@
 // answers (warm): a command whose partition is not folded yet has it folded first.
 // In cluster mode (P22) a partition can move to another instance and back: `release` drains it,
 // snapshots it and forgets it; `adopt` folds it again from the log before it takes commands.
+// A log that fails (its database unreachable, issue 29) costs answers, not the process: an
+// append whose commit is in doubt answers 503, and its partition is folded again from the log,
+// which alone says what committed, before it decides anything more (`doubt`). Only a log proven
+// inconsistent (RecoveryError, a damaged record) is fatal.
 import type { Clock } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
@@ -45,7 +49,13 @@ import {
   type CommandSchemas,
   type ReadView,
 } from '../domain/decider.js';
-import { DECISION_READ_ROUNDS_MAX, WARM_TURN_MS, type Limits } from '../config.js';
+import {
+  DATABASE_RETRY_AFTER_SECONDS,
+  DECISION_READ_ROUNDS_MAX,
+  WARM_TURN_MS,
+  type Limits,
+} from '../config.js';
+import { UnavailableError, unreachable } from '../log/unavailable.js';
 import {
   CommandChecks,
   decisionWrites,
@@ -83,8 +93,13 @@ export interface ShardOptions {
    * checked nor folded here, and their commands are refused as moved until adopted.
    */
   released?: readonly number[];
-  /** Called when a durable append fails: the node cannot go on safely. */
+  /** Called when the log is proven inconsistent (a damaged record): the node cannot go on. */
   onFatal: (error: unknown) => void;
+  /**
+   * Told of a failure the shard lives through (a snapshot or fold the log could not take, a
+   * commit in doubt): the node logs it. Absent: nothing is told.
+   */
+  onTrouble?: (error: unknown, partition: number) => void;
   /**
    * Told what a time-driven command (a tick) committed:
    * outbox events to deliver, index rows to apply.
@@ -152,6 +167,13 @@ export class Shard {
   private stopped = false;
   /** Partitions given away (release) and not adopted since: their commands are refused. */
   private readonly released = new Set<number>();
+  /**
+   * Partitions whose last append failed (its commit in doubt) or whose fold did: nothing of them
+   * is decided until they are folded again from the log (doubt, refold).
+   */
+  private readonly doubted = new Set<number>();
+  /** The refolds under way, one per partition. */
+  private readonly refolding = new Set<number>();
   /** Folds under way (fold): a stop waits for them to let go of the log. */
   private readonly folding = new Set<Promise<void>>();
   private readonly recovered: RecoveryStats = {
@@ -225,7 +247,7 @@ export class Shard {
       throw error;
     });
     for (let p = elsewhere.folds.fromFront(); p !== undefined && !this.stopped;) {
-      await this.fold(p);
+      await this.fold(p).catch((error: unknown) => this.foldFailed(p!, error));
       // A fold short enough to take no turn of its own still lets commands in after it.
       await nextTurn();
       p = elsewhere.folds.fromFront();
@@ -233,7 +255,7 @@ export class Shard {
     await handedOver;
     // The last folds started for commands, or for partitions the helpers left.
     // Every partition is folded here, or held by another instance.
-    const accounted = () => this.installed.size + this.released.size;
+    const accounted = () => this.installed.size + this.released.size + this.doubted.size;
     while (!this.stopped && accounted() < this.options.partitions.length) await elsewhere.pause();
     return this.stopped ? null : this.recovered;
   }
@@ -247,7 +269,7 @@ export class Shard {
       // Read before what arrived is taken: a helper's last partitions come with its `done`.
       const finished = elsewhere.finished;
       for (const [p, framed] of elsewhere.arrived()) {
-        if (framed === undefined) this.fold(p).catch(this.options.onFatal);
+        if (framed === undefined) this.fold(p).catch((error) => this.foldFailed(p, error));
         else {
           this.install(p, unframeFolded(framed, p, this.into(p)));
           this.recovered.helped++;
@@ -263,12 +285,17 @@ export class Shard {
    * shard stops first. Commands of the partition wait meanwhile (submit).
    */
   private fold(p: number): Promise<void> {
-    const folding = foldInTurns(this.options.log, this.deciders, p, this.into(p), {
-      turnMs: WARM_TURN_MS,
-      cancelled: () => this.stopped,
-    }).then((folded) => {
-      if (folded !== null) this.install(p, folded);
-    });
+    // A read that throws at once (the snapshot's) rejects the fold as a later one would.
+    const folding = Promise.resolve()
+      .then(() =>
+        foldInTurns(this.options.log, this.deciders, p, this.into(p), {
+          turnMs: WARM_TURN_MS,
+          cancelled: () => this.stopped,
+        }),
+      )
+      .then((folded) => {
+        if (folded !== null) this.install(p, folded);
+      });
     const tracked = folding.finally(() => this.folding.delete(tracked));
     this.folding.add(tracked);
     return tracked;
@@ -314,12 +341,12 @@ export class Shard {
   /**
    * Whether partition `p` takes commands now (folded). If not, its fold is started here unless
    * somebody (the warm-up, a helper) holds it already: its commands wait for it either way. A
-   * fold that fails is fatal, as in the warm-up.
+   * fold that finds damage is fatal; one the log could not serve leaves the partition doubted.
    */
   private folded(p: number): boolean {
     if (this.installed.has(p)) return true;
     if (this.warming === null) throw new Error('a command before the partitions were checked');
-    if (this.warming.folds.claim(p)) this.fold(p).catch(this.options.onFatal);
+    if (this.warming.folds.claim(p)) this.fold(p).catch((error) => this.foldFailed(p, error));
     return false;
   }
 
@@ -329,14 +356,16 @@ export class Shard {
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
     if (this.released.has(p)) return Promise.reject(new MovedError(p));
-    if (!this.folded(p)) {
+    if (this.doubted.has(p) || !this.folded(p)) {
       // Counted as in flight, so that a drain waits for it too.
       this.inFlight++;
-      return new Promise((resolve, reject) => {
+      const waited = new Promise<CommandResult>((resolve, reject) => {
         const waiting = this.waiting.get(p) ?? [];
         waiting.push({ routed, resolve, reject });
         this.waiting.set(p, waiting);
       });
+      if (this.doubted.has(p)) this.refold(p);
+      return waited;
     }
     let slot = slots.get(routed.key);
     if (slot === undefined) {
@@ -390,7 +419,10 @@ export class Shard {
     const busy = () =>
       (this.waiting.get(p)?.length ?? 0) > 0 ||
       [...slots.values()].some((slot) => slot.busy || slot.queue.length > 0);
-    while (!this.stopped && (busy() || !this.installed.has(p))) await nextTurn();
+    // A doubted partition is not waited for: its refold may wait on the database, and its
+    // next owner folds it from the log all the same.
+    const unsettled = () => !this.installed.has(p) && !this.doubted.has(p);
+    while (!this.stopped && (busy() || unsettled())) await nextTurn();
     await this.applied.get(p);
     await this.snapshotting.get(p)?.catch(() => undefined);
     if (this.installed.has(p) && this.sinceSnapshot.get(p)! > 0)
@@ -427,8 +459,69 @@ export class Shard {
   async adopt(p: number): Promise<void> {
     if (!this.released.has(p)) return;
     this.released.delete(p);
-    await this.fold(p);
-    if (!this.installed.has(p)) throw new RecoveryError(`partition ${p} was not adopted`);
+    await this.fold(p).catch((error: unknown) => this.foldFailed(p, error));
+    if (!this.installed.has(p) && !this.doubted.has(p))
+      throw new RecoveryError(`partition ${p} was not adopted`);
+  }
+
+  /**
+   * An append of partition `p` failed with its commit in doubt: what this shard holds of `p` may
+   * be behind the log (the commit landed) or ahead of it (it did not). Nothing more of `p` is
+   * decided; once what runs has ended, `p` is folded again from the log (refold).
+   */
+  private doubt(p: number, error: unknown): void {
+    if (this.doubted.has(p)) return;
+    this.doubted.add(p);
+    this.options.onTrouble?.(error, p);
+    this.refold(p);
+  }
+
+  /**
+   * Folds a doubted partition again once nothing of it runs, then lets its waiting commands in;
+   * if the log cannot serve the fold yet they are answered 503, and the next command tries again.
+   */
+  private refold(p: number): void {
+    if (this.refolding.has(p) || this.stopped) return;
+    this.refolding.add(p);
+    const slots = this.slots.get(p)!;
+    const busy = () => [...slots.values()].some((slot) => slot.busy);
+    const again = async () => {
+      while (busy() && !this.stopped) await nextTurn();
+      await this.applied.get(p);
+      if (this.stopped || this.released.has(p)) return;
+      this.forget(p);
+      this.doubted.delete(p);
+      await this.fold(p);
+    };
+    // Ended before its failure is told: a command it answers 503 may come straight back.
+    void again().then(
+      () => this.refolding.delete(p),
+      (error: unknown) => {
+        this.refolding.delete(p);
+        this.foldFailed(p, error);
+      },
+    );
+  }
+
+  /** Commands taken from a doubted partition's mailbox: they run once it is folded again. */
+  private awaitRefold(p: number, jobs: Job[]): void {
+    this.inFlight += jobs.length;
+    this.waiting.set(p, [...(this.waiting.get(p) ?? []), ...jobs]);
+    this.refold(p);
+  }
+
+  /**
+   * A fold that failed: damage is fatal (the log is proven inconsistent); a log that could not
+   * serve it leaves the partition doubted, its waiting commands answered 503.
+   */
+  private foldFailed(p: number, error: unknown): void {
+    if (!unreachable(error)) return this.options.onFatal(error);
+    this.options.onTrouble?.(error, p);
+    this.doubted.add(p);
+    const waited = this.waiting.get(p) ?? [];
+    this.waiting.delete(p);
+    for (const job of waited) job.resolve(unavailable());
+    this.settled(waited.length);
   }
 
   /** Stops the deadlines, and the warm-up: no partition is folded from now on. */
@@ -463,6 +556,10 @@ export class Shard {
   private async run(key: string, p: number, slot: Slot): Promise<void> {
     slot.busy = true;
     while (slot.queue.length > 0) {
+      if (this.doubted.has(p)) {
+        this.awaitRefold(p, slot.queue.splice(0));
+        break;
+      }
       const jobs = slot.queue.splice(0, this.batchSize(slot));
       this.inFlight += jobs.length;
       try {
@@ -474,7 +571,8 @@ export class Shard {
         );
         jobs.forEach((job, i) => job.resolve(results[i]!));
       } catch (error) {
-        for (const job of jobs) job.reject(error);
+        if (unreachable(error)) for (const job of jobs) job.resolve(unavailable());
+        else for (const job of jobs) job.reject(error);
       } finally {
         this.settled(jobs.length);
       }
@@ -510,24 +608,14 @@ export class Shard {
     const entries: LogEntry[] = [];
     const writes: TableWrite[] = [];
     const draft = { state: slot.state, type: slot.type };
-    for (const routed of commands) {
-      // The seq its record takes if it commits one: its views and usage rows name it.
-      const position = { partition: p, seq: this.seq.get(p)! + 1 };
-      const outcome = this.decideOne(key, draft, routed, position);
-      if (outcome.kind === 'answered') {
-        results.push(outcome.result);
-        // A follow-up decided without a change is done all the same: its row goes.
-        if (routed.followUp !== undefined)
-          writes.push({ table: 'followups', key: routed.followUp, bytes: null });
-        continue;
-      }
-      const seq = this.seq.get(p)! + 1;
-      const bytes = frameRecord(outcome.record, this.lastCheck.get(p)!);
-      this.seq.set(p, seq);
-      this.lastCheck.set(p, recordCheck(bytes));
-      entries.push({ partition: p, seq, bytes });
-      writes.push(...outcome.writes);
-      results.push(outcome.result);
+    const before = { seq: this.seq.get(p)!, check: this.lastCheck.get(p)! };
+    try {
+      this.decideAll(key, p, { draft, commands, results, entries, writes });
+    } catch (error) {
+      // Nothing was appended: the partition's next record takes the seq it would have taken.
+      this.seq.set(p, before.seq);
+      this.lastCheck.set(p, before.check);
+      throw error;
     }
     if (entries.length === 0) {
       if (writes.length > 0) await this.options.log.write(writes);
@@ -547,6 +635,40 @@ export class Shard {
     this.scheduleFor(key, slot);
     for (let i = 0; i < entries.length; i++) this.countForSnapshot(p);
     return results;
+  }
+
+  /** Decides a batch's commands one after another against the draft, gathering what commits. */
+  private decideAll(
+    key: string,
+    p: number,
+    batch: {
+      draft: { state: unknown; type: string };
+      commands: RoutedCommand[];
+      results: CommandResult[];
+      entries: LogEntry[];
+      writes: TableWrite[];
+    },
+  ): void {
+    const { draft, commands, results, entries, writes } = batch;
+    for (const routed of commands) {
+      // The seq its record takes if it commits one: its views and usage rows name it.
+      const position = { partition: p, seq: this.seq.get(p)! + 1 };
+      const outcome = this.decideOne(key, draft, routed, position);
+      if (outcome.kind === 'answered') {
+        results.push(outcome.result);
+        // A follow-up decided without a change is done all the same: its row goes.
+        if (routed.followUp !== undefined)
+          writes.push({ table: 'followups', key: routed.followUp, bytes: null });
+        continue;
+      }
+      const seq = this.seq.get(p)! + 1;
+      const bytes = frameRecord(outcome.record, this.lastCheck.get(p)!);
+      this.seq.set(p, seq);
+      this.lastCheck.set(p, recordCheck(bytes));
+      entries.push({ partition: p, seq, bytes });
+      writes.push(...outcome.writes);
+      results.push(outcome.result);
+    }
   }
 
   /** Decides one command against the draft; evolves the draft when it commits something. */
@@ -639,8 +761,9 @@ export class Shard {
         this.lose(p);
         throw new MovedError(p);
       }
-      this.options.onFatal(error);
-      throw error;
+      // Committed or not, nobody can say here: the log can, once it answers again.
+      this.doubt(p, error);
+      throw unreachable(error) ? error : new UnavailableError(`partition ${p}: append failed`);
     }
   }
 
@@ -686,9 +809,23 @@ export class Shard {
       aggregate: slot.type,
       key,
       command: { name: 'tick', input: null, caller: null },
-    }).then((result) => {
-      if (result.committed) this.options.onEffects?.(result);
-    }, this.options.onFatal);
+    }).then(
+      (result) => {
+        if (result.committed) this.options.onEffects?.(result);
+        // Refused for want of the log: asked again later (a refold schedules it anew as well).
+        else if (result.reply.status === 503) this.retryTick(key);
+      },
+      (error: unknown) => {
+        if (error instanceof MovedError) return;
+        this.options.onTrouble?.(error, partitionOf(key));
+        this.retryTick(key);
+      },
+    );
+  }
+
+  private retryTick(key: string): void {
+    const at = this.options.clock.now() + DATABASE_RETRY_AFTER_SECONDS * 1000;
+    this.scheduler.schedule(key, at);
   }
 
   private countForSnapshot(p: number): void {
@@ -703,10 +840,16 @@ export class Shard {
    * The states are taken synchronously after the last adoption, so they are the fold up to
    * `seq`; being immutable values, they stay so while they are encoded a slice at a time.
    */
-  /** A snapshot refused because the partition moved loses it here; any other failure is fatal. */
+  /**
+   * A snapshot refused because the partition moved loses it here; any other failure is told and
+   * costs only time: the records it would have summed stay in the log, and the next record
+   * starts another.
+   */
   private snapshotFailed(p: number, error: unknown): void {
-    if (error instanceof FencedError) this.lose(p);
-    else this.options.onFatal(error);
+    if (error instanceof FencedError) return this.lose(p);
+    this.options.onTrouble?.(error, p);
+    const since = this.sinceSnapshot.get(p)!;
+    this.sinceSnapshot.set(p, Math.max(since, this.options.snapshotEveryRecords - 1));
   }
 
   private snapshot(p: number): Promise<void> {
@@ -733,6 +876,15 @@ export class Shard {
  */
 function unlessFenced(error: unknown): void {
   if (!(error instanceof FencedError)) throw error;
+}
+
+/** The answer to a command the log could not take now (P7): retried after a moment. */
+function unavailable(): CommandResult {
+  return refused(
+    refusal('path.core.unavailable', 'the database does not answer; try again shortly', {
+      retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS,
+    }),
+  );
 }
 
 function refused(r: Refusal): CommandResult {

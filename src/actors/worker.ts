@@ -11,6 +11,7 @@ import { hashKeys } from '../protocol/identifiers.js';
 import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
 import { Claims, Elsewhere } from './recovery.js';
 import { MovedError } from './moved.js';
+import { unreachable } from '../log/unavailable.js';
 import { Shard } from './shard.js';
 
 const data = workerData as WorkerData;
@@ -44,6 +45,13 @@ const shard = new Shard({
   dev: data.dev,
   operatorWebhooks: data.operatorWebhooks,
   onFatal: fatal,
+  onTrouble: (error, partition) =>
+    send({
+      t: 'trouble',
+      message: error instanceof Error ? error.message : String(error),
+      partition,
+      unavailable: unreachable(error),
+    }),
   onEffects: (result) => send({ t: 'effects', result }),
 });
 
@@ -95,6 +103,7 @@ function failed(id: number, error: unknown): void {
     id,
     message,
     ...(error instanceof MovedError ? { moved: error.partition } : {}),
+    ...(unreachable(error) ? { unavailable: true as const } : {}),
   });
 }
 
