@@ -13,8 +13,9 @@ import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
 import { PARTITION_COUNT, partitionOf, type LogEntry } from '../src/log/log.js';
 import { MemoryLog } from '../src/log/memory-log.js';
 import { frameRecord, recordCheck } from '../src/log/record.js';
-import { headRows } from '../src/log/rows.js';
-import { LOG_FORMAT, lmdbStoreTables } from '../src/store.js';
+import { headRows } from '../src/reads/rows.js';
+import { LOG_FORMAT } from '../src/store.js';
+import { lmdbStoreTables } from '../src/log/node-tables.js';
 import { foldPartition, type Held } from '../src/actors/fold.js';
 import { frameSnapshot } from '../src/actors/snapshot.js';
 import { DEFAULT_LIMITS } from '../src/config.js';
@@ -139,7 +140,10 @@ async function snapshotsAtPolicy(
       const aggregates = [...held].map(
         ([key, { type, state }]) => [key, type, state] as [string, string, unknown],
       );
-      await log.writeSnapshot(p, await frameSnapshot({ seq: cut, check: folded.check, aggregates }));
+      await log.writeSnapshot(
+        p,
+        await frameSnapshot({ seq: cut, check: folded.check, aggregates }),
+      );
       states += held.size;
     }
   } finally {

@@ -2,10 +2,12 @@
 // no function in src/ over FUNCTION_LINES_MAX lines (test files aside), no line over LINE_COLUMNS_MAX columns, and
 // no limit written inline outside src/config.ts (a top-level numeric constant named like a limit:
 // *_MAX, *_MIN, *_MS, *_BYTES, *_SECONDS, *_DEFAULT, *_LIMIT). A constant that is a fact of a
-// format rather than a setting says so on its line: `// tidy: format (why)`.
+// format rather than a setting says so on its line: `// tidy: format (why)`. And the storage
+// boundary (issue 29): src/log knows bytes, positions and checksums, not the domain, so its
+// modules import nothing of src/ but each other and src/config.ts (BOUNDARIES).
 // Usage: node dist/scripts/tidy.js [root]   (exits 1 and lists every finding when there is one)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
 const FUNCTION_LINES_MAX = 70;
@@ -15,10 +17,15 @@ const EXEMPT = /\/\/ tidy: format\b/;
 const CONFIG_FILE = join('src', 'config.ts');
 const TEST_FILE = /\.(test|contract)\.ts$/;
 
+/** What the modules of a folder of src/ (tests aside) may import from src/: nothing else. */
+const BOUNDARIES: readonly { folder: string; may: readonly string[] }[] = [
+  { folder: join('src', 'log'), may: [join('src', 'log'), CONFIG_FILE] },
+];
+
 export interface Finding {
   file: string;
   line: number;
-  rule: 'function-length' | 'line-width' | 'inline-limit';
+  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary';
   message: string;
 }
 
@@ -39,6 +46,41 @@ function functionName(node: ts.Node, source: ts.SourceFile): string {
   if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent))
     return parent.name.getText(source);
   return '(anonymous)';
+}
+
+/** Imports (static, dynamic, re-exports) of a module outside what its folder may import. */
+function crossings(root: string, file: string, source: ts.SourceFile): Finding[] {
+  const bound = BOUNDARIES.find((b) => file.startsWith(b.folder + '/'));
+  if (bound === undefined || TEST_FILE.test(file)) return [];
+  const findings: Finding[] = [];
+  const visit = (node: ts.Node): void => {
+    const named =
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier !== undefined &&
+      ts.isStringLiteral(node.moduleSpecifier)
+        ? node.moduleSpecifier
+        : ts.isCallExpression(node) &&
+            node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+            node.arguments[0] !== undefined &&
+            ts.isStringLiteral(node.arguments[0])
+          ? node.arguments[0]
+          : null;
+    const target = named?.text.startsWith('.')
+      ? relative(root, resolve(root, dirname(file), named.text)).replace(/\.js$/, '.ts')
+      : null;
+    if (target !== null && !bound.may.some((m) => target === m || target.startsWith(m + '/'))) {
+      const { line } = source.getLineAndCharacterOfPosition(node.getStart(source));
+      findings.push({
+        file,
+        line: line + 1,
+        rule: 'boundary',
+        message: `${bound.folder} imports only from ${bound.may.join(', ')}: not ${target}`,
+      });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return findings;
 }
 
 /** Functions, methods and arrow functions longer than the limit (their whole span). */
@@ -114,6 +156,7 @@ export function tidy(root: string): Finding[] {
     // A test file's describe blocks are lists of cases, not functions to read at once.
     if (!TEST_FILE.test(file)) findings.push(...longFunctions(file, source));
     if (file !== CONFIG_FILE) findings.push(...inlineLimits(file, source, lines));
+    findings.push(...crossings(root, file, source));
   }
   return findings;
 }

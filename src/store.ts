@@ -3,8 +3,7 @@
 // or the cluster's PostgreSQL database, P22) so that the `path-node` command can change them
 // whether or not the node runs; a running node notices through a change counter it polls.
 import { randomBytes } from 'node:crypto';
-import type { Database } from 'lmdb';
-import type { LmdbEnvironment } from './log/lmdb-log.js';
+import type { StoreTables, StoreWrites } from './log/node-tables.js';
 import type { TableWrite } from './log/log.js';
 import { sha256Hex } from './protocol/digest.js';
 import { generateSeedHex, kidOf, publicKeyFault } from './protocol/signing.js';
@@ -109,68 +108,6 @@ export const LOG_FORMAT = 2;
 /** The log was written in a layout this build does not read. */
 export class LogFormatError extends Error {
   override name = 'LogFormatError';
-}
-
-/** The node's own tables, apart from the log's. */
-export const STORE_TABLES = ['credentials', 'keys', 'meta', 'external_clients', 'members'] as const;
-export type StoreTable = (typeof STORE_TABLES)[number];
-
-/** What one transaction of the store writes: its own rows, and rows of the log's tables. */
-export interface StoreWrites {
-  put(table: StoreTable, key: string, value: unknown): void;
-  remove(table: StoreTable, key: string): void;
-  /** A row of one of the log's tables, in the same commit (a request to the running node). */
-  row(write: TableWrite): void;
-}
-
-/** Where the store's rows are kept: LMDB's named databases, or the cluster's database. */
-export interface StoreTables {
-  get<T>(table: StoreTable, key: string): T | undefined;
-  /** Every value of a table, in key order. */
-  values<T>(table: StoreTable): T[];
-  /** Makes the next reads see every commit made so far, by any process. */
-  refresh(): void;
-  /** The writes `change` makes land together, durably, when this resolves. */
-  transaction(change: (writes: StoreWrites) => void): Promise<void>;
-  /**
-   * Runs `action` while no other process runs one through this store: what reads, decides and
-   * writes (a first start making the keys) is not raced by another instance doing the same.
-   */
-  alone<T>(action: () => Promise<T>): Promise<T>;
-}
-
-/** The store's tables in an LMDB environment: one named database each, values msgpack. */
-export function lmdbStoreTables(env: LmdbEnvironment): StoreTables {
-  const open = (name: StoreTable) => env.root.openDB<unknown, string>({ name });
-  const dbs = Object.fromEntries(STORE_TABLES.map((t) => [t, open(t)])) as Record<
-    StoreTable,
-    Database<unknown, string>
-  >;
-  return {
-    get: <T>(table: StoreTable, key: string) => dbs[table].get(key) as T | undefined,
-    values: <T>(table: StoreTable) =>
-      [...dbs[table].getRange({ snapshot: false })].map(({ value }) => value as T),
-    refresh: () => env.root.resetReadTxn(),
-    // One node per data directory (P16): its lock keeps other nodes out already.
-    alone: (action) => action(),
-    // Synchronous on this thread: an asynchronous lmdb-js transaction runs its callback here
-    // while its write thread waits, and a process.exit meanwhile (a stop before the node is
-    // ready) would wait for that thread for ever. These writes are few (first start, the
-    // command line), and durable once `flushed` resolves as before.
-    async transaction(change) {
-      env.root.transactionSync(() =>
-        change({
-          put: (table, key, value) => void dbs[table].put(key, value),
-          remove: (table, key) => void dbs[table].remove(key),
-          row: (w) =>
-            void (w.bytes === null
-              ? env.tables[w.table].remove(w.key)
-              : env.tables[w.table].put(w.key, w.bytes)),
-        }),
-      );
-      await env.root.flushed;
-    },
-  };
 }
 
 export class NodeStore {

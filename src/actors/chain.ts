@@ -7,7 +7,7 @@
 // words: where, why, and that the way back is a backup (P14).
 import type { Log } from '../log/log.js';
 import { ChecksumError, openRecord, recordCheck } from '../log/record.js';
-import { headRows, type LogPosition } from '../log/rows.js';
+import { headRows, type LogPosition } from '../reads/rows.js';
 
 /** Where a partition's chain starts when it has no snapshot: before its first record. */
 export const LOG_START: LogPosition = { seq: 0, check: 0 };

@@ -1,6 +1,6 @@
 // What the runtime makes of a decision: the HTTP answer (status from the one error table and the
 // `created` flag, P7), the stored views, and every row written in the command's commit, each
-// framed by its codec (log/rows.ts). Deciders say what happened; this says how it is kept.
+// framed by its codec (reads/rows.ts). Deciders say what happened; this says how it is kept.
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TSchema } from '@sinclair/typebox';
 import type {
@@ -24,8 +24,8 @@ import {
   replayRows,
   usageRows,
   type StoredFollowUp,
-} from '../log/rows.js';
-import { encodeView, type View as StoredView } from '../log/views.js';
+} from '../reads/rows.js';
+import { encodeView, type View as StoredView } from '../reads/views.js';
 import {
   errorBody,
   expiredRefusal,

@@ -6,7 +6,7 @@ import type { AnyDecider } from '../domain/decider.js';
 import type { Log } from '../log/log.js';
 import { SNAPSHOT_SLICE_VALUES } from '../config.js';
 import { frameHandoff, readValue, unframe, unframeHandoff } from '../log/record.js';
-import type { LogPosition } from '../log/rows.js';
+import type { LogPosition } from '../reads/rows.js';
 import {
   frameInSlices,
   holdsLargeChildren,

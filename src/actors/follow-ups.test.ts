@@ -8,7 +8,7 @@ import { receiptDecider } from '../domain/receipt/receipt.js';
 import { addressInfoKey, type AddressInfo } from '../domain/subject/resolver.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
-import { encodeView } from '../log/views.js';
+import { encodeView } from '../reads/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { carryOut, unfinishedFollowUps } from './follow-ups.js';

@@ -3,7 +3,7 @@
 // its aggregate has decided it (the decision removes the row). At least once, so every
 // follow-up command is idempotent on its aggregate.
 import type { Log } from '../log/log.js';
-import { followUpRows } from '../log/rows.js';
+import { followUpRows } from '../reads/rows.js';
 import { storedFollowUp } from './decision.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../log/memory-log.js';
 import { frameRecord, recordCheck } from '../log/record.js';
-import { headRows, usageRows } from '../log/rows.js';
-import { encodeView } from '../log/views.js';
+import { headRows, usageRows } from '../reads/rows.js';
+import { encodeView } from '../reads/views.js';
 import type { ChainFault } from './chain.js';
 import { PartitionWalk, RowWalk, Scrub, type RowFault } from './scrub.js';
 import { frameSnapshot } from './snapshot.js';

@@ -10,8 +10,8 @@
 import { SCRUB_TURN_MS } from '../config.js';
 import { PARTITION_COUNT, type Log, type RecordPosition } from '../log/log.js';
 import { ChecksumError, DamagedRowError } from '../log/record.js';
-import { usageRows, type LogPosition } from '../log/rows.js';
-import { decodeView } from '../log/views.js';
+import { usageRows, type LogPosition } from '../reads/rows.js';
+import { decodeView } from '../reads/views.js';
 import {
   Chain,
   LOG_START,

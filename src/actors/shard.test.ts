@@ -7,7 +7,7 @@ import { SimulatedClock } from '../clock.js';
 import { receiptDecider, type ReceiptState } from '../domain/receipt/receipt.js';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
-import { decodeView } from '../log/views.js';
+import { decodeView } from '../reads/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { MovedError, RecoveryError, Shard } from './shard.js';

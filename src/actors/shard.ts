@@ -17,7 +17,7 @@ import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
-import { headRows } from '../log/rows.js';
+import { headRows } from '../reads/rows.js';
 import {
   FencedError,
   partitionOf,
@@ -26,7 +26,7 @@ import {
   type RecordPosition,
   type TableWrite,
 } from '../log/log.js';
-import { decodeView } from '../log/views.js';
+import { decodeView } from '../reads/views.js';
 import { Scheduler } from './scheduler.js';
 import { frameSnapshot, type SnapshotBody } from './snapshot.js';
 import {

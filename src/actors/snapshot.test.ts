@@ -17,7 +17,7 @@ import {
   recordCheck,
   unframe,
 } from '../log/record.js';
-import { headRows } from '../log/rows.js';
+import { headRows } from '../reads/rows.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import {

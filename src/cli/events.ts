@@ -9,7 +9,7 @@ import { loadLimits } from '../config.js';
 import { EVENT_TYPES, triggerTestEvent } from '../events/trigger.js';
 import type { Log } from '../log/log.js';
 import { withStore, type Place } from '../log/open.js';
-import { deliveryRows, outboxRows, resendRows, type TargetState } from '../log/rows.js';
+import { deliveryRows, outboxRows, resendRows, type TargetState } from '../reads/rows.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { NodeStore } from '../store.js';
 

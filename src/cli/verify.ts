@@ -14,7 +14,8 @@ import { DataDirInUse, lockDataDir } from '../log/data-dir.js';
 import { ENV_FILE, LmdbLog, withEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { holdsLog, PARTITION_COUNT, TABLES, type Log } from '../log/log.js';
 import { ChecksumError, framedPayload } from '../log/record.js';
-import { LOG_FORMAT, lmdbStoreTables, NodeStore } from '../store.js';
+import { LOG_FORMAT, NodeStore } from '../store.js';
+import { lmdbStoreTables } from '../log/node-tables.js';
 
 /** The directory could not be looked at (none there, or a node serves it). */
 export class VerifyRefused extends Error {

@@ -104,7 +104,7 @@ export interface JournalEntry {
 
 /**
  * One lookup call as a decision gives it: its keys still packed (budget/journal-keys.ts). Its
- * journal row is the JournalEntry of the call, byte for byte (log/rows.ts).
+ * journal row is the JournalEntry of the call, byte for byte (reads/rows.ts).
  */
 export interface JournalCall {
   requester: string;

@@ -7,7 +7,7 @@ import { SimulatedClock } from '../clock.js';
 import type { OutboxEvent } from '../actors/types.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { unframe } from '../log/record.js';
-import { decodeView, encodeView } from '../log/views.js';
+import { decodeView, encodeView } from '../reads/views.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { DEFAULT_LIMITS } from '../config.js';
 import { newReference } from '../protocol/ids.js';

@@ -14,7 +14,7 @@ import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
 import type { Limits } from '../config.js';
 import { partitionOf, type Log, type TableWrite } from '../log/log.js';
-import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../log/rows.js';
+import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../reads/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import { signingSecrets, type WebhookSecret } from '../store.js';

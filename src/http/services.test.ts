@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
-import { encodeView } from '../log/views.js';
+import { encodeView } from '../reads/views.js';
 import { viewReply } from './services.js';
 
 /** The record a view written here names (issue 28): a partition's first. */

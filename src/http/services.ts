@@ -3,7 +3,7 @@ import type { Commands, SubmitOptions } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import { BODY_DEPTH_MAX, VIEW_CACHE_ENTRIES_MAX, type Config } from '../config.js';
 import type { Log } from '../log/log.js';
-import { decodeView, type View } from '../log/views.js';
+import { decodeView, type View } from '../reads/views.js';
 import { DamagedRowError } from '../log/record.js';
 import {
   expiredRefusal,

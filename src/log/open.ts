@@ -5,7 +5,7 @@
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
 import type { Log } from './log.js';
 import { PostgresLog, type Fence } from './postgres-log.js';
-import { lmdbStoreTables, type StoreTables } from '../store.js';
+import { lmdbStoreTables, type StoreTables } from './node-tables.js';
 
 export interface Place {
   dataDir: string;

@@ -31,7 +31,7 @@ import {
 import { migrate, ROW_BYTES, scanStatement } from './postgres-schema.js';
 import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
-import type { StoreTable, StoreTables } from '../store.js';
+import type { StoreTable, StoreTables } from './node-tables.js';
 
 /** Records read per round trip by `read` and `replay`, rows by `scan`. */
 const READ_PAGE = 2_048;

@@ -28,7 +28,7 @@ const engines = pkg.engines!.node!;
 
 /** Node APIs the code uses that are newer than Node 20.0, with the releases that have them. */
 const NEWER_APIS: Record<string, string> = {
-  'zlib.crc32 (src/log/record.ts, src/log/views.ts)': '^20.15.0 || >=22.2.0',
+  'zlib.crc32 (src/log/record.ts, src/reads/views.ts)': '^20.15.0 || >=22.2.0',
 };
 
 /** NODE_MODULE_VERSION of each Node major, which names uWebSockets.js's native binaries. */

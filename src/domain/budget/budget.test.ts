@@ -6,9 +6,9 @@
 // past their time.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../config.js';
-import { journalRows } from '../../log/rows.js';
+import { journalRows } from '../../reads/rows.js';
 import { MemoryLog } from '../../log/memory-log.js';
-import { housekeeping } from '../../log/housekeeping.js';
+import { housekeeping } from '../../reads/housekeeping.js';
 import type { Decision, JournalCall, JournalEntry } from '../decider.js';
 import { BETA, deciderSpec, SPEC_NOW } from '../spec.js';
 import { budgetDecider, type BudgetEvent, type ChargeLookups } from './budget.js';

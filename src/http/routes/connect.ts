@@ -23,7 +23,7 @@ import {
   DelegationConsume,
   Revoke,
 } from '../../domain/connection/schema.js';
-import { usageRows } from '../../log/rows.js';
+import { usageRows } from '../../reads/rows.js';
 import { invalid, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
 import { failure, json } from '../reply.js';

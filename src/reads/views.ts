@@ -7,7 +7,7 @@
 // gone code | JSON body.
 import { crc32 } from 'node:zlib';
 import type { Reply } from '../actors/types.js';
-import type { RecordPosition } from './log.js';
+import type { RecordPosition } from '../log/log.js';
 
 const FIXED_BYTES = 26; // tidy: format (the fixed fields of the layout above)
 const FLAG_SIGNED = 1;

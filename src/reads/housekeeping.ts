@@ -3,7 +3,7 @@
 // published in discovery) by their keys, which start with their time: either way the expired
 // rows are one range, and a sweep reads what it forgets, not every live row.
 import type { Limits } from '../config.js';
-import type { Log, TableWrite } from './log.js';
+import type { Log, TableWrite } from '../log/log.js';
 import { idempotencyOrderRows, idempotencyRows } from './rows.js';
 
 const DAY_MS = 86_400_000; // tidy: format (a day in milliseconds)

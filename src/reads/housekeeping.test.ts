@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decisionWrites } from '../actors/decision.js';
 import { DEFAULT_LIMITS } from '../config.js';
 import { checkIdempotency, housekeeping } from './housekeeping.js';
-import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
-import type { Log, ScanRange, Table } from './log.js';
+import { LmdbLog, openEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
+import type { Log, ScanRange, Table } from '../log/log.js';
 import { idempotencyOrderRows, idempotencyRows } from './rows.js';
 
 const RETENTION = DEFAULT_LIMITS.idempotency_retention_ms;

@@ -10,8 +10,8 @@ import type {
   UsageEntry,
 } from '../domain/decider.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import type { RecordPosition, Table, TableWrite } from './log.js';
-import { frame, framePieces, packValue, unframeRow } from './record.js';
+import type { RecordPosition, Table, TableWrite } from '../log/log.js';
+import { frame, framePieces, packValue, unframeRow } from '../log/record.js';
 import { packedKeysMsgpack } from '../domain/budget/journal-keys.js';
 
 interface Codec<K extends unknown[], V> {
