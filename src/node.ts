@@ -13,13 +13,13 @@ import type { HttpReply } from './http/reply.js';
 import { pageAssets } from './http/routes/assets.js';
 import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/fixed.js';
 import { openApiDocument, openApiRoute } from './http/openapi.js';
-import { directoryRoutes } from './http/routes/directory.js';
-import { instructionRoutes } from './http/routes/instructions.js';
+import { directoryRoutes } from './domain/subject/routes.js';
+import { instructionRoutes } from './domain/instruction/routes.js';
 import { paymentRoutes } from './http/routes/payments.js';
-import { receiptRoutes } from './http/routes/receipts.js';
-import { sonarRoutes } from './http/routes/sonar.js';
+import { receiptRoutes } from './domain/receipt/routes.js';
+import { sonarRoutes } from './domain/sonar/routes.js';
 import { connectRoutes } from './http/routes/connect.js';
-import { payeeCheckRoutes } from './http/routes/payee-check.js';
+import { payeeCheckRoutes } from './domain/subject/payee-check-routes.js';
 import { LocalDirectory } from './directory/directory.js';
 import {
   partitionTails,

@@ -10,16 +10,16 @@ import {
   signAnswers,
   type AnswerBody,
   type ChargeLookups,
-} from '../../domain/budget/budget.js';
+} from '../budget/budget.js';
 import {
   hashKeys,
   keyShapeRefusal,
   type KeyHash,
   type KeyItem,
 } from '../../protocol/identifiers.js';
-import { BatchAnswer, HolderConfirmation, SonarAnswer } from '../../domain/sonar/answers.js';
-import { confirmAnswer } from '../../domain/sonar/confirm.js';
-import { KEY_TYPES, packJournalKeys } from '../../domain/budget/journal-keys.js';
+import { BatchAnswer, HolderConfirmation, SonarAnswer } from './answers.js';
+import { confirmAnswer } from './confirm.js';
+import { KEY_TYPES, packJournalKeys } from '../budget/journal-keys.js';
 import { OneOf } from '../../protocol/responses.js';
 import { invalid, isRefusal } from '../../protocol/errors.js';
 import { Sha256Hex, validator } from '../../protocol/schemas.js';
@@ -31,12 +31,12 @@ import {
 } from '../../config.js';
 import type { LocalDirectory } from '../../directory/directory.js';
 import { WORDS_PER_KEY } from '../../directory/index.js';
-import { failure, json, type HttpReply } from '../reply.js';
-import type { RouteSpec } from '../router.js';
-import { readUsualBatch } from './batch-reader.js';
-import { unsignedBatchBytes } from './batch-writer.js';
-import type { Handler, RequestContext } from '../server.js';
-import { submit, validBody, type Services } from '../services.js';
+import { failure, json, type HttpReply } from '../../http/reply.js';
+import type { RouteSpec } from '../../http/router.js';
+import { readUsualBatch } from '../../http/routes/batch-reader.js';
+import { unsignedBatchBytes } from '../../http/routes/batch-writer.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import { submit, validBody, type Services } from '../../http/services.js';
 
 const KeyType = OneOf(KEY_TYPES);
 const Item = Type.Object({

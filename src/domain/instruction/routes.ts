@@ -1,12 +1,12 @@
 // Routes of SPEC G: payment instructions.
-import { instructionDecider } from '../../domain/instruction/instruction.js';
-import { CreateInstruction, InstructionRevoked } from '../../domain/instruction/schema.js';
+import { instructionDecider } from './instruction.js';
+import { CreateInstruction, InstructionRevoked } from './schema.js';
 import { newReference } from '../../protocol/ids.js';
 import { InstructionObject } from '../../protocol/responses.js';
-import type { RouteSpec } from '../router.js';
-import type { Handler } from '../server.js';
-import type { Services } from '../services.js';
-import { commandRoute, ownReference, publicRead } from './table.js';
+import type { RouteSpec } from '../../http/router.js';
+import type { Handler } from '../../http/server.js';
+import type { Services } from '../../http/services.js';
+import { commandRoute, ownReference, publicRead } from '../../http/routes/table.js';
 
 export function instructionRoutes(services: Services): RouteSpec<Handler>[] {
   const what = 'instruction';

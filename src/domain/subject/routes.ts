@@ -5,9 +5,9 @@
 // identifiers are normalised and hashed here and go no further; names and account references
 // are sealed here. Every rule (who may, defaults, states) is the subject decider's.
 import type { TSchema } from '@sinclair/typebox';
-import * as answers from '../../domain/subject/answers.js';
-import type { SubjectCommands } from '../../domain/subject/decision.js';
-import { commitmentViewKey, resolverViewKey } from '../../domain/subject/resolver.js';
+import * as answers from './answers.js';
+import type { SubjectCommands } from './decision.js';
+import { commitmentViewKey, resolverViewKey } from './resolver.js';
 import {
   CreateAddress,
   CreateAttestation,
@@ -17,12 +17,12 @@ import {
   CreateTarget,
   PayeeRecord,
   StandingIntent,
-} from '../../domain/subject/schema.js';
+} from './schema.js';
 import {
   SUBJECT_ACCESS,
   subjectDecider,
   type SubjectCommandName,
-} from '../../domain/subject/subject.js';
+} from './subject.js';
 import {
   IDENTIFIER_TYPES,
   identifierHash,
@@ -39,10 +39,10 @@ import { invalid, type Refusal } from '../../protocol/errors.js';
 import { CommitmentObject, ResolverAnswer } from '../../protocol/responses.js';
 import { Reference } from '../../protocol/schemas.js';
 import { seal } from '../../protocol/sealing.js';
-import { failure } from '../reply.js';
-import type { Auth, RouteSpec } from '../router.js';
-import type { Handler, RequestContext } from '../server.js';
-import { REVALIDATE } from '../cache.js';
+import { failure } from '../../http/reply.js';
+import type { Auth, RouteSpec } from '../../http/router.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import { REVALIDATE } from '../../http/cache.js';
 import {
   cacheableViewReply,
   notFound,
@@ -50,8 +50,8 @@ import {
   queryParams,
   viewReply,
   type Services,
-} from '../services.js';
-import { commandRoute, sendCommand, type CommandRoute } from './table.js';
+} from '../../http/services.js';
+import { commandRoute, sendCommand, type CommandRoute } from '../../http/routes/table.js';
 
 type Entry<K extends SubjectCommandName, B> = Omit<
   CommandRoute<SubjectCommands, K, B>,

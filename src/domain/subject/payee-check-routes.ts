@@ -6,21 +6,21 @@
 // per-context and per-name allowances are the subject decider's.
 import { createHmac } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { budgetKey } from '../../domain/budget/budget.js';
-import { nameIdentity } from '../../domain/payee/names.js';
-import type { Input } from '../../domain/subject/decision.js';
-import { addressInfoKey, type AddressInfo } from '../../domain/subject/resolver.js';
-import { PayeeCheckAnswer } from '../../domain/subject/answers.js';
-import { PayeeCheck } from '../../domain/subject/schema.js';
-import { subjectDecider } from '../../domain/subject/subject.js';
+import { budgetKey } from '../budget/budget.js';
+import { nameIdentity } from '../payee/names.js';
+import type { Input } from './decision.js';
+import { addressInfoKey, type AddressInfo } from './resolver.js';
+import { PayeeCheckAnswer } from './answers.js';
+import { PayeeCheck } from './schema.js';
+import { subjectDecider } from './subject.js';
 import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
 import { validator } from '../../protocol/schemas.js';
 import { seal } from '../../protocol/sealing.js';
-import { failure, type HttpReply } from '../reply.js';
-import type { RouteSpec } from '../router.js';
-import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
-import { sendCommand } from './table.js';
+import { failure, type HttpReply } from '../../http/reply.js';
+import type { RouteSpec } from '../../http/router.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import { notFound, ownerOf, submit, validBody, viewReply, type Services } from '../../http/services.js';
+import { sendCommand } from '../../http/routes/table.js';
 
 type Check = Input<'payee-check'>;
 

@@ -3,22 +3,22 @@ import {
   firstTransitions,
   receiptDecider,
   transitionsViewKey,
-} from '../../domain/receipt/receipt.js';
+} from './receipt.js';
 import {
   IssueReceipt,
   TransitionReceipt,
   VerifyAnswer,
   VerifyReceipt,
-} from '../../domain/receipt/schema.js';
+} from './schema.js';
 import { newReference, isReferenceShaped } from '../../protocol/ids.js';
 import { ReceiptObject, ReceiptTransitions } from '../../protocol/responses.js';
 import { validator } from '../../protocol/schemas.js';
 import { verifyObject } from '../../protocol/signing.js';
-import { failure, json } from '../reply.js';
-import type { RouteSpec } from '../router.js';
-import type { Handler } from '../server.js';
-import { notFound, validBody, viewReply, type Services } from '../services.js';
-import { commandRoute, ownReference } from './table.js';
+import { failure, json } from '../../http/reply.js';
+import type { RouteSpec } from '../../http/router.js';
+import type { Handler } from '../../http/server.js';
+import { notFound, validBody, viewReply, type Services } from '../../http/services.js';
+import { commandRoute, ownReference } from '../../http/routes/table.js';
 
 const validateVerify = validator(VerifyReceipt);
 
