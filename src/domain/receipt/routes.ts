@@ -1,15 +1,6 @@
 // Routes of SPEC J: settlement receipts.
-import {
-  firstTransitions,
-  receiptDecider,
-  transitionsViewKey,
-} from './receipt.js';
-import {
-  IssueReceipt,
-  TransitionReceipt,
-  VerifyAnswer,
-  VerifyReceipt,
-} from './schema.js';
+import { firstTransitions, receiptDecider, transitionsViewKey } from './receipt.js';
+import { IssueReceipt, TransitionReceipt, VerifyAnswer, VerifyReceipt } from './schema.js';
 import { newReference, isReferenceShaped } from '../../protocol/ids.js';
 import { ReceiptObject, ReceiptTransitions } from '../../protocol/responses.js';
 import { validator } from '../../protocol/schemas.js';

@@ -19,7 +19,14 @@ import { seal } from '../../protocol/sealing.js';
 import { failure, type HttpReply } from '../../http/reply.js';
 import type { RouteSpec } from '../../http/router.js';
 import type { Handler, RequestContext } from '../../http/server.js';
-import { notFound, ownerOf, submit, validBody, viewReply, type Services } from '../../http/services.js';
+import {
+  notFound,
+  ownerOf,
+  submit,
+  validBody,
+  viewReply,
+  type Services,
+} from '../../http/services.js';
 import { sendCommand } from '../../http/routes/table.js';
 
 type Check = Input<'payee-check'>;

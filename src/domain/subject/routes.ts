@@ -18,11 +18,7 @@ import {
   PayeeRecord,
   StandingIntent,
 } from './schema.js';
-import {
-  SUBJECT_ACCESS,
-  subjectDecider,
-  type SubjectCommandName,
-} from './subject.js';
+import { SUBJECT_ACCESS, subjectDecider, type SubjectCommandName } from './subject.js';
 import {
   IDENTIFIER_TYPES,
   identifierHash,
