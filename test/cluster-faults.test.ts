@@ -198,7 +198,7 @@ function expectAlive(cluster: Cluster, when: string): void {
 
 /**
  * What a process that ended said last: its last error or fatal log line, and the exception it
- * ended on (Node's report of an uncaught one, with the first frames of its stack).
+ * ended on (Node's report of an uncaught one: where it was thrown, the error, its first frames).
  */
 function lastWords(node: NodeProcess): string {
   const lines = node.output().trim().split('\n');
@@ -207,95 +207,9 @@ function lastWords(node: NodeProcess): string {
   lines.forEach((l, at) => {
     if (/^\w*Error\b/.test(l)) thrown = at;
   });
-  const exception = thrown < 0 ? lines.slice(-6) : lines.slice(thrown, thrown + 8);
+  const from = thrown < 0 ? lines.length - 6 : thrown - 4;
+  const exception = lines.slice(Math.max(0, from), from + 12);
   return [...logged, ...exception].map((l) => l.slice(0, 400)).join('\n');
-}
-
-/**
- * Signed POSTs (P5) for the write load, signed with node:crypto's native Ed25519: the harness's
- * pure-JS signer and answer checks cost the test process milliseconds a write, which would be
- * counted in the timed probes that share its event loop. The outage's own writes go through
- * Client, whose answers are checked against the OpenAPI document.
- */
-class Writer {
-  private readonly key: KeyObject;
-
-  constructor(
-    private readonly baseUrl: string,
-    private readonly credential: Credential,
-  ) {
-    const pkcs8 = Buffer.concat([
-      Buffer.from('302e020100300506032b657004220420', 'hex'),
-      Buffer.from(credential.seedHex, 'hex'),
-    ]);
-    this.key = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
-  }
-
-  async post(path: string, body: object, idempotencyKey: string): Promise<Answer> {
-    const target = PREFIX + path;
-    const bytes = Buffer.from(JSON.stringify(body));
-    const timestamp = stamp();
-    const digest = createHash('sha256').update(bytes).digest('hex');
-    const text = ['path-request-v1', 'POST', target, timestamp, idempotencyKey, digest].join('\n');
-    const res = await fetch(this.baseUrl + target, {
-      method: 'POST',
-      body: bytes,
-      headers: {
-        'content-type': 'application/json',
-        'path-idempotency-key': idempotencyKey,
-        'path-key-id': this.credential.keyId,
-        'path-timestamp': timestamp,
-        'path-signature': sign(null, Buffer.from(text), this.key).toString('hex'),
-      },
-    });
-    const answer = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(answer);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text: answer, json };
-  }
-}
-
-/** `promise`, or a rejection once `ms` have passed (its late outcome is dropped). */
-function within<T>(ms: number, promise: Promise<T>): Promise<T> {
-  promise.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (error) => (clearTimeout(timer), reject(error)),
-    );
-  });
-}
-
-/** Why `answer` is not a proper refusal for a database out of reach, or null when it is one. */
-function notUnavailable(answer: Answer): string | null {
-  if (answer.status !== 503) return `status ${answer.status}: ${answer.text.slice(0, 200)}`;
-  if (answer.json?.error?.code !== 'path.core.unavailable')
-    return `503 with code ${answer.json?.error?.code}`;
-  if (answer.headers.get('retry-after') === null) return '503 without Retry-After';
-  return null;
-}
-
-/** The process of every instance is the one it started as, and has not exited. */
-function expectAlive(cluster: Cluster, when: string): void {
-  for (const i of cluster.instances) {
-    const { exitCode, signalCode } = i.node.process;
-    expect(
-      { pid: i.node.process.pid, exitCode, signalCode },
-      `instance ${i.n} still running ${when}; why it ended:\n${lastWords(i.node)}`,
-    ).toEqual({ pid: i.pid, exitCode: null, signalCode: null });
-  }
-}
-
-/** What a process that ended said last: its last error lines, and its last lines of all. */
-function lastWords(node: NodeProcess): string {
-  const lines = node.output().trim().split('\n');
-  const errors = lines.filter((l) => /"level":(50|60)|Error|error:/.test(l)).slice(-4);
-  return [...errors, '…', ...lines.slice(-6)].map((l) => l.slice(0, 300)).join('\n');
 }
 
 /**
