@@ -14,6 +14,10 @@ export interface Postgres {
   url: string;
   /** Stops the server as a crash would (`pg_ctl -m immediate`: no checkpoint) and starts it again. */
   crashAndRestart(): void;
+  /** Stops the server as a crash would (`pg_ctl -m immediate`), leaving it down. */
+  stopServer(): void;
+  /** Starts a server `stopServer` stopped; returns once it takes connections. */
+  startServer(): void;
   stop(): void;
 }
 
@@ -98,17 +102,27 @@ export async function startPostgres(): Promise<Postgres> {
     ]);
   start();
   let stopped = false;
+  let down = false;
+  const crash = () => asServer(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
   return {
     url: `postgres://${user}@127.0.0.1:${port}/postgres`,
     crashAndRestart: () => {
-      asServer(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      crash();
       start();
+    },
+    stopServer: () => {
+      crash();
+      down = true;
+    },
+    startServer: () => {
+      start();
+      down = false;
     },
     stop: () => {
       if (stopped) return;
       stopped = true;
       try {
-        asServer(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+        if (!down) crash();
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
