@@ -11,6 +11,7 @@ import type pg from 'pg';
 import { LEASE_EXPIRY_MARGIN_MS, OWNERS_READ_EVERY_MS } from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { clusterModules } from '../log/postgres-log.js';
+import { connectionSettings } from '../log/unavailable.js';
 
 export interface LeaseOptions {
   url: string;
@@ -88,7 +89,7 @@ export class Leases {
   /** Connects, takes a first share and renews from then on. */
   static async start(options: LeaseOptions): Promise<Leases> {
     const { pg } = await clusterModules();
-    const client = new pg.Client({ connectionString: options.url });
+    const client = new pg.Client(connectionSettings(options.url));
     // A lost connection shows as failed renewals: the leases lapse and the fence holds.
     client.on('error', () => undefined);
     await client.connect();

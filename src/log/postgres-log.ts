@@ -18,7 +18,7 @@
 // the same bound on staleness as LMDB's held read transaction.
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
-import { NOTE_BYTES_MAX, READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import { DATABASE_READER_WAIT_MS, NOTE_BYTES_MAX, READ_SNAPSHOT_HOLD_MS } from '../config.js';
 import {
   FencedError,
   type Log,
@@ -32,6 +32,12 @@ import { migrate, ROW_BYTES, scanStatement } from './postgres-schema.js';
 import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
+import {
+  connectionSettings,
+  DatabaseHealth,
+  UnavailableError,
+  unreachable,
+} from './unavailable.js';
 
 /** Records read per round trip by `read` and `replay`, rows by `scan`. */
 const READ_PAGE = 2_048;
@@ -85,6 +91,25 @@ const notHeld = (partition: number) =>
 
 /** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
 const FENCED_STATE = 'PN001';
+/**
+ * The SQLSTATE path_append raises when a partition's records would not follow on from its last
+ * committed one (postgres-schema.ts): an earlier append whose commit was in doubt did not land.
+ */
+const GAP_STATE = 'PN002';
+
+/** synckit's words when a synchronous read's thread did not answer within its wait. */
+const READER_TIMED_OUT = 'Atomics.wait() failed';
+
+/** A failed commit as the caller should see it: fenced, unavailable, or the error itself. */
+function commitError(error: unknown): unknown {
+  const { code, detail } = error as { code?: string; detail?: string };
+  if (code === FENCED_STATE) return new FencedError((error as Error).message);
+  if (code === GAP_STATE)
+    return new UnavailableError(`an earlier append of partition ${detail} did not commit`);
+  if (unreachable(error))
+    return new UnavailableError('the database did not confirm the commit', { cause: error });
+  return error;
+}
 
 interface Pending {
   entries: readonly LogEntry[];
@@ -141,15 +166,19 @@ export class PostgresLog implements Log {
     private readonly pool: pg.Pool,
     private readonly reader: (request: ReadRequest) => ReadAnswer,
     private readonly fence: Fence | null,
+    /** Whether the database answers, as this log's statements last found (issue 29, /readyz). */
+    readonly health: DatabaseHealth,
   ) {}
 
   /** Connects, brings the schema to this build's version and starts the reader thread. */
-  static async open(url: string, options: { fence?: Fence | null } = {}): Promise<PostgresLog> {
+  static async open(
+    url: string,
+    options: { fence?: Fence | null; health?: DatabaseHealth } = {},
+  ): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
     const pool = new pg.Pool({
-      connectionString: url,
+      ...connectionSettings(url, SESSION_OPTIONS),
       max: WRITE_CONNECTIONS,
-      options: SESSION_OPTIONS,
     });
     // An idle connection that fails is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
@@ -166,9 +195,45 @@ export class PostgresLog implements Log {
     }
     const reader = createSyncFn<(request: ReadRequest) => Promise<ReadAnswer>>(
       new URL('./postgres-reader.js', import.meta.url),
+      { timeout: DATABASE_READER_WAIT_MS },
     );
-    reader({ op: 'open', url });
-    return new PostgresLog(url, pool, reader, options.fence ?? null);
+    const health = options.health ?? new DatabaseHealth();
+    const log = new PostgresLog(url, pool, reader, options.fence ?? null, health);
+    try {
+      log.ask({ op: 'open', url });
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return log;
+  }
+
+  /**
+   * A failure as this log's callers see it, told to `health`: one of reachability becomes an
+   * UnavailableError (a 503 with Retry-After, P7), any other is returned as it is.
+   */
+  private failure(error: unknown): unknown {
+    if (!this.health.failed(error)) return error;
+    return error instanceof UnavailableError
+      ? error
+      : new UnavailableError('the database did not answer', { cause: error });
+  }
+
+  /** One request to the reader thread, waited for; bounded by DATABASE_READER_WAIT_MS. */
+  private ask(request: ReadRequest): ReadAnswer {
+    let answer: ReadAnswer;
+    try {
+      answer = this.reader(request);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : '';
+      throw this.failure(
+        message.includes(READER_TIMED_OUT)
+          ? new UnavailableError('the database did not answer a read in time')
+          : error,
+      );
+    }
+    this.health.succeeded();
+    return answer;
   }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
@@ -241,13 +306,12 @@ export class PostgresLog implements Log {
         notesOf(batch.flatMap((p) => p.writes)),
       ]);
     } catch (error) {
-      const refused =
-        (error as { code?: string }).code === FENCED_STATE
-          ? new FencedError((error as Error).message)
-          : error;
+      const refused = commitError(error);
+      this.health.failed(refused);
       for (const p of batch) p.reject(refused);
       return;
     }
+    this.health.succeeded();
     // This thread reads its own writes.
     this.forget();
     for (const p of batch) p.resolve();
@@ -302,7 +366,23 @@ export class PostgresLog implements Log {
     values: unknown[],
   ): Promise<R[]> {
     this.readPool ??= this.openPool(SESSION_OPTIONS);
-    return (await (await this.readPool).query<R>(sql, values)).rows;
+    return this.sideQuery(await this.readPool, sql, values);
+  }
+
+  /** One statement on a pool of its own: its failures told to `health`, and mapped. */
+  private async sideQuery<R extends pg.QueryResultRow>(
+    pool: pg.Pool,
+    sql: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    let rows: R[];
+    try {
+      rows = (await pool.query<R>(sql, values)).rows;
+    } catch (error) {
+      throw this.failure(error);
+    }
+    this.health.succeeded();
+    return rows;
   }
 
   /**
@@ -382,18 +462,19 @@ export class PostgresLog implements Log {
     values: unknown[],
   ): Promise<R[]> {
     this.claimPool ??= this.openPool(CLAIM_SESSION_OPTIONS);
-    return (await (await this.claimPool).query<R>(sql, values)).rows;
+    return this.sideQuery(await this.claimPool, sql, values);
   }
 
   private async openPool(options: string): Promise<pg.Pool> {
     const { pg } = await clusterModules();
-    const pool = new pg.Pool({ connectionString: this.url, max: SIDE_CONNECTIONS, options });
+    const pool = new pg.Pool({ ...connectionSettings(this.url, options), max: SIDE_CONNECTIONS });
+    // An idle connection that fails is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     return pool;
   }
 
   private getRow(table: string, key: string): Buffer | undefined {
-    const bytes = this.reader({ op: 'get', table, key }) as Uint8Array | null;
+    const bytes = this.ask({ op: 'get', table, key }) as Uint8Array | null;
     return bytes === null ? undefined : asBuffer(bytes);
   }
 
@@ -411,20 +492,7 @@ export class PostgresLog implements Log {
       values: <T>(table: StoreTable) =>
         [...this.scanRows(named(table), {})].map((row) => unpack(row.bytes) as T),
       refresh: () => this.refresh(),
-      alone: async (action) => {
-        // A session lock on a connection of its own, held while `action` reads and writes.
-        const client = await this.pool.connect();
-        try {
-          await client.query('select pg_advisory_lock($1)', [NODE_TABLES_LOCK]);
-          try {
-            return await action();
-          } finally {
-            await client.query('select pg_advisory_unlock($1)', [NODE_TABLES_LOCK]);
-          }
-        } finally {
-          client.release();
-        }
-      },
+      alone: (action) => this.alone(action),
       transaction: async (change) => {
         const writes: { table: string; key: string; bytes: Buffer | null }[] = [];
         change({
@@ -436,6 +504,34 @@ export class PostgresLog implements Log {
         await this.write(writes as TableWrite[]);
       },
     };
+  }
+
+  /**
+   * Runs `action` under a session lock on a connection of its own. The connection is out of the
+   * pool meanwhile, so it needs a listener of its own: a lost connection emits 'error', which
+   * would otherwise end the process. A failure drops the connection (and with it the lock).
+   */
+  private async alone<T>(action: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw this.failure(error);
+    });
+    const lost = () => undefined;
+    client.on('error', lost);
+    let failed: Error | undefined;
+    try {
+      await client.query('select pg_advisory_lock($1)', [NODE_TABLES_LOCK]);
+      try {
+        return await action();
+      } finally {
+        await client.query('select pg_advisory_unlock($1)', [NODE_TABLES_LOCK]);
+      }
+    } catch (error) {
+      failed = error instanceof Error ? error : new Error(String(error));
+      throw this.failure(error);
+    } finally {
+      client.removeListener('error', lost);
+      client.release(failed);
+    }
   }
 
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
@@ -466,7 +562,7 @@ export class PostgresLog implements Log {
     let endInclusive = false;
     while (left > 0) {
       const limit = Math.min(left, READ_PAGE);
-      const rows = this.reader({
+      const rows = this.ask({
         op: 'scan',
         table,
         start,
@@ -489,7 +585,7 @@ export class PostgresLog implements Log {
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
     let after = afterSeq;
     for (;;) {
-      const page = this.reader({ op: 'records', partition, afterSeq: after, limit: READ_PAGE });
+      const page = this.ask({ op: 'records', partition, afterSeq: after, limit: READ_PAGE });
       const records = page as { seq: number; bytes: Uint8Array }[];
       for (const r of records) yield { seq: r.seq, bytes: asBuffer(r.bytes) };
       if (records.length < READ_PAGE) return;
@@ -506,11 +602,11 @@ export class PostgresLog implements Log {
   }
 
   lastSeq(partition: number): number {
-    return this.reader({ op: 'lastSeq', partition }) as number;
+    return this.ask({ op: 'lastSeq', partition }) as number;
   }
 
   readSnapshot(partition: number): Buffer | undefined {
-    const bytes = this.reader({ op: 'snapshot', partition }) as Uint8Array | null;
+    const bytes = this.ask({ op: 'snapshot', partition }) as Uint8Array | null;
     return bytes === null ? undefined : asBuffer(bytes);
   }
 
@@ -521,18 +617,22 @@ export class PostgresLog implements Log {
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     const fence = this.fence;
     if (fence !== null && !holds(fence, partition)) throw notHeld(partition);
-    const written = await this.pool.query(
-      'insert into snapshots (partition, bytes) select $1, $2 ' +
-        'where $3::text is null or exists (select 1 from leases ' +
-        'where partition = $1 and owner = $3 and epoch = $4 for share) ' +
-        'on conflict (partition) do update set bytes = excluded.bytes',
-      [
-        partition,
-        bytes,
-        fence?.holder ?? null,
-        fence === null ? null : String(fence.epochs[partition]),
-      ],
-    );
+    const written = await this.pool
+      .query(
+        'insert into snapshots (partition, bytes) select $1, $2 ' +
+          'where $3::text is null or exists (select 1 from leases ' +
+          'where partition = $1 and owner = $3 and epoch = $4 for share) ' +
+          'on conflict (partition) do update set bytes = excluded.bytes',
+        [
+          partition,
+          bytes,
+          fence?.holder ?? null,
+          fence === null ? null : String(fence.epochs[partition]),
+        ],
+      )
+      .catch((error: unknown) => {
+        throw this.failure(error);
+      });
     if (written.rowCount === 0)
       throw new FencedError(`partition ${partition} is no longer leased to this instance`);
   }
@@ -544,7 +644,11 @@ export class PostgresLog implements Log {
       await (this.committing ?? new Promise((resolve) => setImmediate(resolve)));
     }
     this.forget();
-    this.reader({ op: 'close' });
+    try {
+      this.reader({ op: 'close' });
+    } catch {
+      // A reader that cannot say goodbye to the database has nothing left to close.
+    }
     await this.pool.end();
     await (await this.claimPool)?.end();
     await (await this.readPool)?.end();
@@ -612,7 +716,7 @@ export async function listenToNotes(
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
   const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: url });
+    const next = new pg.Client(connectionSettings(url));
     next.on('notification', (n) => {
       const note = readNote(n.payload ?? '');
       if (note !== null) on.note(note);

@@ -4,6 +4,11 @@
 // This module tells such failures apart from wrong statements, spaces the retries, and keeps the
 // instance's view of whether its database answers (`/readyz` says `database_unreachable`).
 // How long a client is told to wait is DATABASE_RETRY_AFTER_SECONDS (config.ts).
+import {
+  DATABASE_CONNECT_TIMEOUT_MS,
+  DATABASE_KEEPALIVE_DELAY_MS,
+  DATABASE_QUERY_TIMEOUT_MS,
+} from '../config.js';
 
 /**
  * What needed the database did not reach it, or got no answer in time: a write so refused may
@@ -12,6 +17,12 @@
 export class UnavailableError extends Error {
   override name = 'UnavailableError';
 }
+
+/**
+ * The property an error carries across a thread when the database was unreachable: a copy of an
+ * error loses its class, so the reader thread (postgres-reader.ts) marks it before it crosses.
+ */
+export const READ_UNAVAILABLE = 'unavailable';
 
 /** Socket failures of a connection that was lost or never made. */
 const SOCKET_CODES = new Set([
@@ -47,6 +58,7 @@ const DRIVER_MESSAGES = [
 export function unreachable(error: unknown): boolean {
   if (error instanceof UnavailableError) return true;
   if (typeof error !== 'object' || error === null) return false;
+  if ((error as Record<string, unknown>)[READ_UNAVAILABLE] === true) return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (SOCKET_CODES.has(code) || SERVER_STATES.has(code) || code.startsWith('08')) return true;
@@ -97,4 +109,20 @@ export class DatabaseHealth {
   get downMs(): number {
     return this.failedAt === null ? 0 : this.now() - this.failedAt;
   }
+}
+
+/**
+ * The settings of every connection the node makes to PostgreSQL (pools and single clients): a
+ * connection and a statement bounded in time, and TCP keepalive, so that a lost database shows
+ * as an error that `unreachable` names rather than as a wait without end.
+ */
+export function connectionSettings(url: string, sessionOptions?: string) {
+  return {
+    connectionString: url,
+    ...(sessionOptions === undefined ? {} : { options: sessionOptions }),
+    connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS,
+    query_timeout: DATABASE_QUERY_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: DATABASE_KEEPALIVE_DELAY_MS,
+  };
 }

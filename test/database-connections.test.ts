@@ -1,0 +1,172 @@
+// Every PostgreSQL connection of a cluster instance lives through a lost or silent database
+// (issue 29, P22): connections and statements are bounded in time, a failure of reachability
+// reaches the caller as an UnavailableError (a 503, P7) and never as an uncaught error, and
+// what was lost is opened again. Faults are made for real on the run's PostgreSQL: another
+// session's table lock (a statement that never answers), `pg_terminate_backend` (every
+// connection lost at once), a loopback port that accepts and never answers (a blackhole).
+import { createServer, type Server, type Socket } from 'node:net';
+import pg from 'pg';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type * as PostgresLogModule from '../src/log/postgres-log.js';
+import type * as UnavailableModule from '../src/log/unavailable.js';
+import { freshDatabase } from './support/postgres.js';
+import { waitFor } from './support/wait.js';
+
+// The compiled modules: the log's reader thread is a file beside it.
+const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
+const { PostgresLog } = (await compiled('log/postgres-log.js')) as typeof PostgresLogModule;
+const { UnavailableError, unreachable } = (await compiled(
+  'log/unavailable.js',
+)) as typeof UnavailableModule;
+
+type Log = PostgresLogModule.PostgresLog;
+
+const record = (partition: number, seq: number) => ({
+  partition,
+  seq,
+  bytes: Buffer.from(`${partition}/${seq}`),
+});
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function openLog(url: string): Promise<Log> {
+  const log = await PostgresLog.open(url);
+  cleanups.push(() => log.close());
+  return log;
+}
+
+/** A session of the test's own on `url`, closed after the test. */
+async function session(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  cleanups.push(() => client.end());
+  return client;
+}
+
+/** Ends every other connection to the database, as a server restart would. */
+async function terminateOthers(url: string): Promise<number> {
+  const admin = await session(url);
+  const ended = await admin.query(
+    'select pg_terminate_backend(pid) from pg_stat_activity ' +
+      'where datname = current_database() and pid <> pg_backend_pid()',
+  );
+  return ended.rowCount ?? 0;
+}
+
+/** Holds an exclusive lock on `table` in another session until the returned call. */
+async function lockTable(url: string, table: string): Promise<() => Promise<void>> {
+  const holder = await session(url);
+  await holder.query('begin');
+  await holder.query(`lock table ${table} in access exclusive mode`);
+  return async () => {
+    await holder.query('rollback');
+  };
+}
+
+/** A loopback port that takes connections and never answers a byte: a blackholed database. */
+async function blackhole(): Promise<string> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const { port } = server.address() as { port: number };
+  return `postgres://postgres@127.0.0.1:${port}/silent`;
+}
+
+describe('PostgreSQL connections bounded in time (issue 29)', () => {
+  it('a statement that gets no answer ends as unavailable, on every path of the log', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    await log.append([record(1, 1)], [{ table: 'views', key: 'v', bytes: Buffer.from('v') }]);
+    log.refresh();
+    expect(log.health.reachable).toBe(true);
+    const release = await lockTable(url, 'rows');
+    // The front end's reads (the read pool) and the synchronous reads (the reader thread).
+    await expect(log.load('views', 'v')).rejects.toBeInstanceOf(UnavailableError);
+    expect(() => log.get('views', 'v')).toThrow(UnavailableError);
+    expect(log.health.reachable).toBe(false);
+    // A claim (the claims' pool) and a commit (the write pool) wait on the same lock.
+    await expect(log.claim('replay', 'k', Buffer.from('m'))).rejects.toBeInstanceOf(
+      UnavailableError,
+    );
+    await expect(log.append([record(1, 2)], [])).rejects.toBeInstanceOf(UnavailableError);
+    await release();
+    // Once the database answers again, so does every path, on connections opened anew.
+    expect((await log.load('views', 'v'))?.toString()).toBe('v');
+    log.refresh();
+    expect(log.get('views', 'v')?.toString()).toBe('v');
+    expect(log.health.reachable).toBe(true);
+  });
+
+  it('a database that accepts connections and never answers refuses the start, in time', async () => {
+    const silent = await blackhole();
+    const refused = await PostgresLog.open(silent).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(refused).not.toBeNull();
+    expect(unreachable(refused)).toBe(true);
+  });
+});
+
+describe('PostgreSQL connections lost and opened again (issue 29)', () => {
+  it('the log reads, loads, claims and appends again after every connection was ended', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    await log.append([record(2, 1)], [{ table: 'views', key: 'w', bytes: Buffer.from('w') }]);
+    expect((await log.load('views', 'w'))?.toString()).toBe('w');
+    expect(await log.claim('replay', 'a', Buffer.from('m'))).toBe(true);
+    log.refresh();
+    expect(log.get('views', 'w')?.toString()).toBe('w');
+    expect(await terminateOthers(url)).toBeGreaterThanOrEqual(3);
+    // Each path may fail once, as unavailable, while it learns its connection is gone; then
+    // it opens another.
+    const again = async <T>(what: string, action: () => Promise<T>) =>
+      waitFor(what, async () => {
+        try {
+          return { value: await action() };
+        } catch (error) {
+          expect(error).toBeInstanceOf(UnavailableError);
+          return undefined;
+        }
+      });
+    await again('an append', () => log.append([record(2, 2)], []));
+    expect((await again('a load', () => log.load('views', 'w'))).value?.toString()).toBe('w');
+    expect((await again('a claim', () => log.claim('replay', 'b', Buffer.from('m')))).value).toBe(
+      true,
+    );
+    const read = await again('a read', async () => {
+      log.refresh();
+      return [...log.read(2, 0)].map((r) => r.seq);
+    });
+    expect(read.value).toEqual([1, 2]);
+  });
+
+  it("a connection held for the node's tables that is lost rejects its work, and nothing crashes", async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    const tables = log.nodeTables();
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
+    const alone = tables.alone(async () => {
+      inside();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return 'done';
+    });
+    await entered;
+    await terminateOthers(url);
+    await expect(alone).rejects.toBeInstanceOf(UnavailableError);
+    // The lock went with its session: the next holder takes it at once.
+    expect(await waitFor('the lock', () => tables.alone(async () => 'again'))).toBe('again');
+  });
+});
