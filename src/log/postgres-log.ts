@@ -104,8 +104,16 @@ const READER_TIMED_OUT = 'Atomics.wait() failed';
 function commitError(error: unknown): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === FENCED_STATE) return new FencedError((error as Error).message);
-  if (code === GAP_STATE)
-    return new UnavailableError(`an earlier append of partition ${detail} did not commit`);
+  if (code === GAP_STATE) {
+    // detail: the partition, then `gap` (an earlier append is missing) or `overlap` (one landed
+    // that this writer took as failed).
+    const [partition, kind] = (detail ?? '').split(' ');
+    return new UnavailableError(
+      kind === 'gap'
+        ? `an earlier append of partition ${partition} did not commit`
+        : `an earlier append of partition ${partition} committed unseen`,
+    );
+  }
   if (unreachable(error))
     return new UnavailableError('the database did not confirm the commit', { cause: error });
   return error;
