@@ -28,6 +28,7 @@ import { ChannelClient, ChannelListener, channelKey } from './channel.js';
 import { Leases, sharedEpochs } from './leases.js';
 import { ClusterRouter } from './router.js';
 import { FEED_PARTITION } from '../network/feed.js';
+import type { DatabaseHealth } from '../log/unavailable.js';
 
 /** An instance's name in the leases table: new at every start, so a restart is a new owner. */
 export function newInstance(): Fence {
@@ -60,6 +61,11 @@ export class Hearing {
     });
     hearing = new Hearing(log, notes);
     return hearing;
+  }
+
+  /** Whether the database answers, as the log and the leases last found (issue 29, /readyz). */
+  get health(): DatabaseHealth {
+    return this.log.health;
   }
 
   attach(directory: LocalDirectory, events: WebhookDelivery): void {
@@ -194,6 +200,7 @@ function leasesOf(
     address: string;
     events: WebhookDelivery;
     moves: Moves;
+    hearing: Hearing;
     onFeed: () => Promise<void>;
     identity: { sealingKey: Buffer; pepper: { hex: string } };
   },
@@ -206,6 +213,7 @@ function leasesOf(
     fingerprint: fingerprintOf(config.member, parts.identity),
     leaseMs: config.leaseMs,
     epochs: fence.epochs,
+    health: parts.hearing.health,
     onGained: (ps) => {
       moves.adopt(ps).then(
         () => {
