@@ -9,13 +9,21 @@ import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
 import type * as UnavailableModule from '../src/log/unavailable.js';
+import pino from 'pino';
+import type * as InstanceModule from '../src/cluster/instance.js';
+import type { Config } from '../src/config.js';
+import type { LocalDirectory } from '../src/directory/directory.js';
+import type { WebhookDelivery } from '../src/events/delivery.js';
 import { freshDatabase } from './support/postgres.js';
-import { waitFor } from './support/wait.js';
+import { sleep, waitFor } from './support/wait.js';
 
 // The compiled modules: the log's reader thread is a file beside it.
 const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
-const { PostgresLog } = (await compiled('log/postgres-log.js')) as typeof PostgresLogModule;
-const { UnavailableError, unreachable } = (await compiled(
+const { PostgresLog, listenToNotes } = (await compiled(
+  'log/postgres-log.js',
+)) as typeof PostgresLogModule;
+const { Hearing } = (await compiled('cluster/instance.js')) as typeof InstanceModule;
+const { DatabaseHealth, UnavailableError, unreachable } = (await compiled(
   'log/unavailable.js',
 )) as typeof UnavailableModule;
 
@@ -48,13 +56,13 @@ async function session(url: string): Promise<pg.Client> {
 }
 
 /** Ends every other connection to the database, as a server restart would. */
+const TERMINATE_OTHERS =
+  'select pg_terminate_backend(pid) from pg_stat_activity ' +
+  'where datname = current_database() and pid <> pg_backend_pid()';
+
 async function terminateOthers(url: string): Promise<number> {
   const admin = await session(url);
-  const ended = await admin.query(
-    'select pg_terminate_backend(pid) from pg_stat_activity ' +
-      'where datname = current_database() and pid <> pg_backend_pid()',
-  );
-  return ended.rowCount ?? 0;
+  return (await admin.query(TERMINATE_OTHERS)).rowCount ?? 0;
 }
 
 /** Holds an exclusive lock on `table` in another session until the returned call. */
@@ -168,5 +176,83 @@ describe('PostgreSQL connections lost and opened again (issue 29)', () => {
     await expect(alone).rejects.toBeInstanceOf(UnavailableError);
     // The lock went with its session: the next holder takes it at once.
     expect(await waitFor('the lock', () => tables.alone(async () => 'again'))).toBe('again');
+  });
+});
+
+describe('the notes of other instances heard through a lost connection (issue 29)', () => {
+  it('one loop opens it again with backoff while the database refuses, and gap is told once', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const name = new URL(url).pathname.slice(1);
+    const log = await openLog(url);
+    const notes: string[] = [];
+    let gaps = 0;
+    const health = new DatabaseHealth();
+    const listener = await listenToNotes(url, {
+      note: (note) => notes.push(note.kind),
+      gap: () => gaps++,
+      health,
+      retryMaxMs: 200,
+    });
+    cleanups.push(() => listener.close());
+    const view = { table: 'views' as const, key: 'n', bytes: Buffer.from('n') };
+    await log.write([view]);
+    await waitFor('the first note', () => notes.length > 0);
+    // The database refuses new sessions for a while, and every session is ended: each attempt
+    // to listen again fails (a failed attempt emits both an error and an end).
+    const inside = await session(url);
+    const admin = await session(inject('postgresUrl'));
+    await admin.query(`alter database ${name} with allow_connections false`);
+    cleanups.push(() => admin.query(`alter database ${name} with allow_connections true`));
+    await inside.query(TERMINATE_OTHERS);
+    await waitFor('the loss noticed', () => !health.reachable);
+    await sleep(1_000);
+    expect(gaps).toBe(0);
+    await admin.query(`alter database ${name} with allow_connections true`);
+    await waitFor('the listener back', () => gaps > 0);
+    // Heard again, and told of the gap once: not once per attempt that failed.
+    const heard = notes.length;
+    await waitFor('a write after the return', () =>
+      log.write([view]).then(
+        () => true,
+        () => false,
+      ),
+    );
+    await waitFor('a note after the return', () => notes.length > heard);
+    await sleep(1_000);
+    expect(gaps).toBe(1);
+    expect(health.reachable).toBe(true);
+  });
+
+  it('a note or a reading again that fails is logged without its words and tried again', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const config = { store: url, leaseMs: 900 } as Config;
+    const hearing = await Hearing.start(config, logger, log);
+    cleanups.push(() => hearing.close());
+    // A reference in the errors: it must reach no log line.
+    const secret = `rcp_${'5'.repeat(32)}`;
+    let loads = 0;
+    const directory = {
+      applyHashes: () => {
+        throw new Error(`directory read failed for ${secret}`);
+      },
+      load: async () => {
+        loads++;
+        if (loads === 1) throw new UnavailableError(`no answer for ${secret}`);
+        return 0;
+      },
+    };
+    const events = { notify: () => undefined, start: () => undefined, adopt: () => undefined };
+    hearing.attach(directory as unknown as LocalDirectory, events as unknown as WebhookDelivery);
+    // A directory change heard: applying it fails, so the index is read again, and once more
+    // after the first reading fails.
+    await log.write([{ table: 'directory', key: 'hash1/row', bytes: Buffer.from('row') }]);
+    await waitFor('the index read again after a failure', () => loads >= 2);
+    const said = lines.join('');
+    expect(said).toContain('a change of another instance was not applied');
+    expect(said).toContain('changes of other instances not read again yet');
+    expect(said).not.toContain(secret);
   });
 });

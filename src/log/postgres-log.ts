@@ -18,7 +18,14 @@
 // the same bound on staleness as LMDB's held read transaction.
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
-import { DATABASE_READER_WAIT_MS, NOTE_BYTES_MAX, READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import {
+  DATABASE_LISTENER_PING_MS,
+  DATABASE_READER_WAIT_MS,
+  DATABASE_RETRY_BASE_MS,
+  DATABASE_RETRY_MAX_MS,
+  NOTE_BYTES_MAX,
+  READ_SNAPSHOT_HOLD_MS,
+} from '../config.js';
 import {
   FencedError,
   type Log,
@@ -33,6 +40,7 @@ import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from '../store.js';
 import {
+  backoffMs,
   connectionSettings,
   DatabaseHealth,
   UnavailableError,
@@ -711,46 +719,103 @@ export interface NoteListener {
   close(): Promise<void>;
 }
 
+/** What the notes' listener tells its user. */
+export interface NoteHandlers {
+  note: (note: Note) => void;
+  /** The connection was lost and is back: notes sent meanwhile are lost. Once per return. */
+  gap: () => void;
+  /** Told each failure of reachability and each return. */
+  health?: DatabaseHealth;
+  /** The longest wait between two attempts to open a lost connection (DATABASE_RETRY_MAX_MS). */
+  retryMaxMs?: number;
+}
+
+/** A connection listening to the notes; `lose` told if it fails or ends. */
+async function listening(
+  client: pg.Client,
+  on: NoteHandlers,
+  lose: (client: pg.Client) => void,
+): Promise<pg.Client> {
+  client.on('notification', (n) => {
+    const note = readNote(n.payload ?? '');
+    if (note !== null) on.note(note);
+  });
+  client.on('error', () => lose(client));
+  client.on('end', () => lose(client));
+  try {
+    await client.connect();
+    await client.query('listen path_changes');
+  } catch (error) {
+    void client.end().catch(() => undefined);
+    throw error;
+  }
+  return client;
+}
+
 /**
  * Listens to every commit's notes. A notification sent while the connection was down is lost:
  * `gap` is told once it is back, so that what the notes keep current can be read whole again.
+ *
+ * One loop opens a lost connection again: a loss (an error, an end, a ping past its time) starts
+ * it once, and each failed attempt waits longer, with full jitter. The connection only listens,
+ * so a ping every DATABASE_LISTENER_PING_MS finds one lost without a word (a blackhole).
  */
-export async function listenToNotes(
-  url: string,
-  on: { note: (note: Note) => void; gap: () => void; retryMs: number },
-): Promise<NoteListener> {
+export async function listenToNotes(url: string, on: NoteHandlers): Promise<NoteListener> {
   const { pg } = await clusterModules();
+  const retry = {
+    baseMs: DATABASE_RETRY_BASE_MS,
+    maxMs: Math.min(on.retryMaxMs ?? DATABASE_RETRY_MAX_MS, DATABASE_RETRY_MAX_MS),
+  };
   let closed = false;
   let client: pg.Client | null = null;
-  let retry: NodeJS.Timeout | null = null;
-  const connect = async (): Promise<void> => {
-    const next = new pg.Client(connectionSettings(url));
-    next.on('notification', (n) => {
-      const note = readNote(n.payload ?? '');
-      if (note !== null) on.note(note);
-    });
-    next.on('error', () => undefined);
-    next.on('end', () => {
-      if (closed) return;
-      client = null;
-      retry = setTimeout(reconnect, on.retryMs);
-    });
-    await next.connect();
-    await next.query('listen path_changes');
-    client = next;
+  let timer: NodeJS.Timeout | null = null;
+  let attempts = 0;
+  const open = () => listening(new pg.Client(connectionSettings(url)), on, lose);
+  const lose = (lost: pg.Client) => {
+    if (client !== lost) return;
+    client = null;
+    void lost.end().catch(() => undefined);
+    if (closed) return;
+    on.health?.failed(new UnavailableError("the notes' connection was lost"));
+    later();
   };
-  const reconnect = () => {
-    retry = null;
-    connect().then(on.gap, () => {
-      if (!closed) retry = setTimeout(reconnect, on.retryMs);
-    });
+  /** The next step of the one loop: an attempt while lost, else a ping. */
+  const later = () => {
+    if (closed || timer !== null) return;
+    const waitMs = client === null ? backoffMs(attempts++, retry) : DATABASE_LISTENER_PING_MS;
+    timer = setTimeout(step, waitMs);
+    timer.unref();
   };
-  await connect();
+  const step = () => {
+    timer = null;
+    if (client !== null) return ping(client);
+    open().then(
+      (next) => {
+        if (closed) return void next.end().catch(() => undefined);
+        client = next;
+        attempts = 0;
+        on.health?.succeeded();
+        later();
+        on.gap();
+      },
+      (error: unknown) => {
+        on.health?.failed(error);
+        later();
+      },
+    );
+  };
+  const ping = (current: pg.Client) => {
+    current.query('select 1').then(later, () => lose(current));
+  };
+  client = await open();
+  later();
   return {
     async close() {
       closed = true;
-      if (retry !== null) clearTimeout(retry);
-      await client?.end().catch(() => undefined);
+      if (timer !== null) clearTimeout(timer);
+      const last = client;
+      client = null;
+      await last?.end().catch(() => undefined);
     },
   };
 }
