@@ -10,8 +10,10 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
 import type * as UnavailableModule from '../src/log/unavailable.js';
 import pino from 'pino';
+import type { RoutedCommand } from '../src/actors/types.js';
+import type * as ChannelModule from '../src/cluster/channel.js';
 import type * as InstanceModule from '../src/cluster/instance.js';
-import type { Config } from '../src/config.js';
+import { DATABASE_RETRY_AFTER_SECONDS, type Config } from '../src/config.js';
 import type { LocalDirectory } from '../src/directory/directory.js';
 import type { WebhookDelivery } from '../src/events/delivery.js';
 import { freshDatabase } from './support/postgres.js';
@@ -23,6 +25,9 @@ const { PostgresLog, listenToNotes } = (await compiled(
   'log/postgres-log.js',
 )) as typeof PostgresLogModule;
 const { Hearing } = (await compiled('cluster/instance.js')) as typeof InstanceModule;
+const { ChannelClient, ChannelListener, channelKey } = (await compiled(
+  'cluster/channel.js',
+)) as typeof ChannelModule;
 const { DatabaseHealth, UnavailableError, unreachable } = (await compiled(
   'log/unavailable.js',
 )) as typeof UnavailableModule;
@@ -254,5 +259,27 @@ describe('the notes of other instances heard through a lost connection (issue 29
     expect(said).toContain('a change of another instance was not applied');
     expect(said).toContain('changes of other instances not read again yet');
     expect(said).not.toContain(secret);
+  });
+});
+
+describe('a command sent to an owner whose database is away (issue 29)', () => {
+  it('is refused as unavailable with Retry-After, as the owner itself would answer', async () => {
+    const key = channelKey(Buffer.alloc(32, 1));
+    const listener = await ChannelListener.start({
+      host: '127.0.0.1',
+      port: 0,
+      key,
+      submit: () => Promise.reject(new UnavailableError('the database did not answer')),
+    });
+    cleanups.push(() => listener.close());
+    const client = new ChannelClient(key);
+    cleanups.push(async () => client.close());
+    const routed = { key: `rcp_${'7'.repeat(32)}` } as unknown as RoutedCommand;
+    await expect(
+      client.send(`http://127.0.0.1:${listener.port}`, routed, 5_000),
+    ).rejects.toMatchObject({
+      code: 'path.core.unavailable',
+      detail: { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS },
+    });
   });
 });
