@@ -4,7 +4,10 @@
 // what was lost is opened again. Faults are made for real on the run's PostgreSQL: another
 // session's table lock (a statement that never answers), `pg_terminate_backend` (every
 // connection lost at once), a loopback port that accepts and never answers (a blackhole).
+import { execFile } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
@@ -13,10 +16,11 @@ import pino from 'pino';
 import type { RoutedCommand } from '../src/actors/types.js';
 import type * as ChannelModule from '../src/cluster/channel.js';
 import type * as InstanceModule from '../src/cluster/instance.js';
+import type * as LeasesModule from '../src/cluster/leases.js';
 import { DATABASE_RETRY_AFTER_SECONDS, type Config } from '../src/config.js';
 import type { LocalDirectory } from '../src/directory/directory.js';
 import type { WebhookDelivery } from '../src/events/delivery.js';
-import { freshDatabase } from './support/postgres.js';
+import { freshDatabase, serverBin, startPostgres } from './support/postgres.js';
 import { sleep, waitFor } from './support/wait.js';
 
 // The compiled modules: the log's reader thread is a file beside it.
@@ -25,6 +29,7 @@ const { PostgresLog, listenToNotes } = (await compiled(
   'log/postgres-log.js',
 )) as typeof PostgresLogModule;
 const { Hearing } = (await compiled('cluster/instance.js')) as typeof InstanceModule;
+const { Leases, sharedEpochs } = (await compiled('cluster/leases.js')) as typeof LeasesModule;
 const { ChannelClient, ChannelListener, channelKey } = (await compiled(
   'cluster/channel.js',
 )) as typeof ChannelModule;
@@ -283,3 +288,118 @@ describe('a command sent to an owner whose database is away (issue 29)', () => {
     });
   });
 });
+
+describe('a restart of the database under writes (issue 29)', () => {
+  it('leases, the notes and the log come back on their own, and every acknowledged append is kept', async () => {
+    const server = await startPostgres();
+    cleanups.push(async () => server.stop());
+    const url = await freshDatabase(server.url);
+    const epochs = sharedEpochs();
+    const health = new DatabaseHealth();
+    const log = await PostgresLog.open(url, { fence: { holder: 'a', epochs }, health });
+    cleanups.push(() => log.close());
+    const leases = await Leases.start({
+      url,
+      instance: 'a',
+      address: 'http://127.0.0.1/a',
+      leaseMs: 900,
+      fingerprint: 'test',
+      epochs,
+      health,
+    });
+    cleanups.push(() => leases.stop());
+    let gaps = 0;
+    let notes = 0;
+    const listener = await listenToNotes(url, {
+      note: () => notes++,
+      gap: () => gaps++,
+      health,
+      retryMaxMs: 300,
+    });
+    cleanups.push(() => listener.close());
+    // One writer appends to partition 3 until told to stop; after a failure it reads where the
+    // partition ends (an append in doubt may have landed) and goes on from there.
+    const acknowledged: number[] = [];
+    let failures = 0;
+    let writing = true;
+    const writer = (async () => {
+      let next = 1;
+      while (writing) {
+        try {
+          await log.append(
+            [record(3, next)],
+            [{ table: 'views', key: 'w', bytes: Buffer.alloc(1) }],
+          );
+          acknowledged.push(next++);
+        } catch {
+          failures++;
+          await sleep(50);
+          try {
+            next = log.lastSeq(3) + 1;
+          } catch {
+            // Still away: the next attempt reads again.
+          }
+        }
+      }
+    })();
+    await waitFor('appends under way', () => acknowledged.length >= 20);
+    const data = (await sql(server.url, 'show data_directory'))[0]!.data_directory as string;
+    await restart(data);
+    const expiry = async () =>
+      (await sql(url, "select max(expires_at) as at from leases where owner = 'a'"))[0]!.at as Date;
+    const restarted = Date.now();
+    await waitFor('the leases renewed', async () => (await expiry()).getTime() > restarted);
+    await waitFor('the notes heard again', () => gaps > 0);
+    const ackedAtReturn = acknowledged.length;
+    await waitFor('appends again', () => acknowledged.length > ackedAtReturn + 20);
+    writing = false;
+    await writer;
+    expect(failures).toBeGreaterThan(0);
+    expect(gaps).toBe(1);
+    expect(notes).toBeGreaterThan(0);
+    expect(leases.partitions()).toHaveLength(256);
+    expect(health.reachable).toBe(true);
+    log.refresh();
+    const stored = new Set([...log.read(3, 0)].map((r) => r.seq));
+    expect(acknowledged.filter((seq) => !stored.has(seq))).toEqual([]);
+    const seqs = [...stored].sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+  });
+});
+
+/** Runs statements on a database of a test server as its superuser. */
+async function sql(url: string, text: string): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as Record<string, unknown>[];
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Stops the server as a crash would and starts it again (`pg_ctl -m immediate restart`, with the
+ * options it was started with), without blocking this thread: the instance's parts run through
+ * the outage as they would in production.
+ */
+async function restart(data: string): Promise<void> {
+  const pgCtl = join(serverBin(), 'pg_ctl');
+  // Its log to a file, as at its start: a server writing to this process's pipes would hold
+  // them open, and the restart would never be seen to end.
+  const args = [
+    '-D',
+    data,
+    '-m',
+    'immediate',
+    '-l',
+    join(dirname(data), 'server.log'),
+    '-w',
+    'restart',
+  ];
+  const [file, argv] =
+    process.getuid?.() === 0
+      ? ['runuser', ['-u', 'postgres', '--', pgCtl, ...args]]
+      : [pgCtl, args];
+  await promisify(execFile)(file, argv);
+}
