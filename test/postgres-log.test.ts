@@ -231,6 +231,8 @@ describe('PostgresLog (P22)', () => {
     await expect(log.append([record(5, 2), record(5, 4)], [view('c')])).rejects.toThrow(
       UnavailableError,
     );
+    // The database answered each refusal: it is not taken for unreachable (/readyz).
+    expect(log.health.reachable).toBe(true);
     // Nothing of a refused append landed: neither its records nor its rows.
     log.refresh();
     expect([...log.read(5, 0)].map((r) => r.seq)).toEqual([1]);

@@ -16,6 +16,14 @@
 // Ranges are read in pages. `peek` answers from a bounded cache of this thread's, dropped (and
 // its version bumped) on `refresh`, after this log's own commits and at READ_SNAPSHOT_HOLD_MS:
 // the same bound on staleness as LMDB's held read transaction.
+//
+// Faults (issue 29): every connection and statement is bounded in time (unavailable.ts,
+// connectionSettings), and a synchronous read waits at most DATABASE_READER_WAIT_MS. What fails
+// because the database was unreachable, or answered too late, rejects with an UnavailableError
+// (a 503 with Retry-After for the client) and is told to `health`; a lost connection is opened
+// again by the next statement. A commit so failed is in doubt: it may have landed. The next
+// append of its partition must then follow on from what the database holds (path_append refuses
+// a hole or an overlap, PN002), so the writer reads its partition again before it goes on.
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
 import {
@@ -323,7 +331,8 @@ export class PostgresLog implements Log {
       ]);
     } catch (error) {
       const refused = commitError(error);
-      this.health.failed(refused);
+      // A refusal the database made (fenced, not following on) says it answers.
+      if (!this.health.failed(error)) this.health.succeeded();
       for (const p of batch) p.reject(refused);
       return;
     }
