@@ -403,3 +403,62 @@ async function restart(data: string): Promise<void> {
       : [pgCtl, args];
   await promisify(execFile)(file, argv);
 }
+
+describe('a database URL of several hosts (issue 29, a switchover)', () => {
+  it('every connection goes to the host that takes writes, past one that is down and a standby', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const name = new URL(url).pathname.slice(1);
+    // A second server whose database of the same name says it is a standby: its own
+    // pg_is_in_recovery, found before pg_catalog's.
+    const standby = await startPostgres();
+    cleanups.push(async () => standby.stop());
+    await sql(standby.url, `create database ${name}`);
+    const standbyDb = new URL(standby.url);
+    standbyDb.pathname = `/${name}`;
+    await sql(
+      standbyDb.toString(),
+      `create function public.pg_is_in_recovery() returns boolean language sql as 'select true';
+       alter database ${name} set search_path = public, pg_catalog`,
+    );
+    const down = await refusingPort();
+    const primary = new URL(url);
+    const hosts = [`127.0.0.1:${down}`, new URL(standby.url).host, primary.host].join(',');
+    const several = `postgres://${primary.username}@${hosts}/${name}?target_session_attrs=read-write`;
+    const log = await PostgresLog.open(several);
+    cleanups.push(() => log.close());
+    await log.append([record(4, 1)], [{ table: 'views', key: 'h', bytes: Buffer.from('h') }]);
+    expect(log.get('views', 'h')?.toString()).toBe('h');
+    expect(await log.claim('replay', 'h', Buffer.from('m'))).toBe(true);
+    const leases = await Leases.start({
+      url: several,
+      instance: 'a',
+      address: 'http://127.0.0.1/a',
+      leaseMs: 900,
+      fingerprint: 'test',
+      epochs: sharedEpochs(),
+    });
+    cleanups.push(() => leases.stop());
+    let notes = 0;
+    const listener = await listenToNotes(several, { note: () => notes++, gap: () => undefined });
+    cleanups.push(() => listener.close());
+    await log.write([{ table: 'views', key: 'i', bytes: Buffer.from('i') }]);
+    await waitFor('a note', () => notes > 0);
+    // All of it on the primary; nothing reached the standby.
+    expect(await sql(url, 'select count(*)::int as n from records')).toEqual([{ n: 1 }]);
+    expect(await sql(url, "select count(*)::int as n from instances where id = 'a'")).toEqual([
+      { n: 1 },
+    ]);
+    expect(await sql(standbyDb.toString(), "select to_regclass('records') as t")).toEqual([
+      { t: null },
+    ]);
+  });
+});
+
+/** A loopback port that nothing listens on: a host that refuses connections. */
+async function refusingPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -25,6 +25,7 @@ import { clusterModules } from '../log/postgres-log.js';
 import {
   backoffMs,
   connectionSettings,
+  findPrimary,
   UnavailableError,
   unreachable,
   type DatabaseHealth,
@@ -127,6 +128,7 @@ export class Leases {
 
   /** Opens the connection; one that fails or ends from then on is opened again (`lose`). */
   private async open(): Promise<pg.Client> {
+    await findPrimary(this.options.url);
     const client = new this.Client(connectionSettings(this.options.url));
     client.on('error', () => this.lose(client));
     client.on('end', () => this.lose(client));

@@ -50,7 +50,9 @@ import type { StoreTable, StoreTables } from '../store.js';
 import {
   backoffMs,
   connectionSettings,
+  currentUrl,
   DatabaseHealth,
+  findPrimary,
   UnavailableError,
   unreachable,
 } from './unavailable.js';
@@ -200,7 +202,9 @@ export class PostgresLog implements Log {
     options: { fence?: Fence | null; health?: DatabaseHealth } = {},
   ): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
+    await findPrimary(url);
     const pool = new pg.Pool({
+      Client: following(pg.Client, url),
       ...connectionSettings(url, SESSION_OPTIONS),
       max: WRITE_CONNECTIONS,
     });
@@ -238,9 +242,15 @@ export class PostgresLog implements Log {
    */
   private failure(error: unknown): unknown {
     if (!this.health.failed(error)) return error;
+    this.lookForPrimary();
     return error instanceof UnavailableError
       ? error
       : new UnavailableError('the database did not answer', { cause: error });
+  }
+
+  /** A connection lost: the next ones go to the host that takes writes now (a switchover). */
+  private lookForPrimary(): void {
+    findPrimary(this.url).catch(() => undefined);
   }
 
   /** One request to the reader thread, waited for; bounded by DATABASE_READER_WAIT_MS. */
@@ -332,7 +342,8 @@ export class PostgresLog implements Log {
     } catch (error) {
       const refused = commitError(error);
       // A refusal the database made (fenced, not following on) says it answers.
-      if (!this.health.failed(error)) this.health.succeeded();
+      if (this.health.failed(error)) this.lookForPrimary();
+      else this.health.succeeded();
       for (const p of batch) p.reject(refused);
       return;
     }
@@ -492,7 +503,11 @@ export class PostgresLog implements Log {
 
   private async openPool(options: string): Promise<pg.Pool> {
     const { pg } = await clusterModules();
-    const pool = new pg.Pool({ ...connectionSettings(this.url, options), max: SIDE_CONNECTIONS });
+    const pool = new pg.Pool({
+      ...connectionSettings(this.url, options),
+      Client: following(pg.Client, this.url),
+      max: SIDE_CONNECTIONS,
+    });
     // An idle connection that fails is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     return pool;
@@ -723,6 +738,18 @@ function readNote(payload: string): Note | null {
   return null;
 }
 
+/**
+ * node-postgres's client for a pool of `url`'s database: each one made to the host that takes
+ * writes when it is made (unavailable.ts, currentUrl), so a pool follows a switchover.
+ */
+function following(Client: typeof pg.Client, url: string): typeof pg.Client {
+  return class extends Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionString: currentUrl(url) });
+    }
+  };
+}
+
 /** The notes' listener: the current connection, reopened when it is lost. */
 export interface NoteListener {
   close(): Promise<void>;
@@ -779,7 +806,10 @@ export async function listenToNotes(url: string, on: NoteHandlers): Promise<Note
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | null = null;
   let attempts = 0;
-  const open = () => listening(new pg.Client(connectionSettings(url)), on, lose);
+  const open = async () => {
+    await findPrimary(url);
+    return listening(new pg.Client(connectionSettings(url)), on, lose);
+  };
   const lose = (lost: pg.Client) => {
     if (client !== lost) return;
     client = null;

@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { runAsWorker } from 'synckit';
 import { ROW_BYTES, scanStatement } from './postgres-schema.js';
-import { connectionSettings, READ_UNAVAILABLE, unreachable } from './unavailable.js';
+import { connectionSettings, findPrimary, READ_UNAVAILABLE, unreachable } from './unavailable.js';
 
 export type ReadRequest =
   | { op: 'open'; url: string }
@@ -46,6 +46,7 @@ let client: pg.Client | null = null;
 async function connected(): Promise<pg.Client> {
   if (client !== null) return client;
   if (url === null) throw new Error('the PostgreSQL reader is not open');
+  await findPrimary(url);
   const opening = new pg.Client(connectionSettings(url));
   opening.on('error', () => drop(opening));
   opening.on('end', () => drop(opening));
