@@ -288,6 +288,36 @@ export const LEASE_EXPIRY_MARGIN_MS = 20;
 export const MOVE_RETRY_MS = 25;
 /** Seconds a client is told to wait (Retry-After) while the database does not answer (issue 29). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
+/**
+ * Every connection of the node to PostgreSQL is bounded in time (issue 29), so that a database
+ * that stopped answering (a blackholed network, a server gone without a word) ends in an error,
+ * a 503 and a retry, not a wait without end. A connection is given up after
+ * DATABASE_CONNECT_TIMEOUT_MS and a statement after DATABASE_QUERY_TIMEOUT_MS: both leave room
+ * for a link that adds half a second each way (a connection is two or three round trips, an
+ * append or read one), and both end a blackhole within seconds.
+ */
+export const DATABASE_CONNECT_TIMEOUT_MS = 5_000;
+export const DATABASE_QUERY_TIMEOUT_MS = 3_000;
+/** Idle time after which a connection's socket sends TCP keepalive probes. */
+export const DATABASE_KEEPALIVE_DELAY_MS = 1_000;
+/**
+ * The longest a synchronous read (postgres-reader.ts) waits for its thread: a connection and a
+ * statement, each at its own bound, and a second of slack; past it the read fails as unavailable.
+ */
+export const DATABASE_READER_WAIT_MS =
+  DATABASE_CONNECT_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS + 1_000;
+/**
+ * A lost connection (leases, the notes' listener) is opened again after a wait drawn at random
+ * below DATABASE_RETRY_BASE_MS, doubling each failed attempt up to DATABASE_RETRY_MAX_MS (full
+ * jitter: the instances that lost the database together do not all come back at once).
+ */
+export const DATABASE_RETRY_BASE_MS = 100;
+export const DATABASE_RETRY_MAX_MS = 2_000;
+/**
+ * The notes' listener only waits for notifications: it asks `select 1` this often, so that a
+ * connection lost without a word (a blackhole) is noticed, and opened again, within seconds.
+ */
+export const DATABASE_LISTENER_PING_MS = 2_000;
 
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.

@@ -7,6 +7,7 @@ import type * as ShardModule from '../src/actors/shard.js';
 import type * as LeasesModule from '../src/cluster/leases.js';
 import { PARTITION_COUNT } from '../src/log/log.js';
 import type * as PostgresLogModule from '../src/log/postgres-log.js';
+import type * as UnavailableModule from '../src/log/unavailable.js';
 import { freshDatabase } from './support/postgres.js';
 import { fixedShard, issueReceipt, settleReceipt } from './support/shards.js';
 
@@ -17,6 +18,7 @@ const { Shard } = (await compiled('actors/shard.js')) as typeof ShardModule;
 const { PostgresLog, FencedError } = (await compiled(
   'log/postgres-log.js',
 )) as typeof PostgresLogModule;
+const { DatabaseHealth } = (await compiled('log/unavailable.js')) as typeof UnavailableModule;
 
 const LEASE_MS = 900;
 const record = (partition: number, seq: number) => ({
@@ -38,7 +40,11 @@ afterEach(async () => {
   }
 });
 
-async function instance(url: string, name: string): Promise<Instance> {
+async function instance(
+  url: string,
+  name: string,
+  hooks: Partial<LeasesModule.LeaseOptions> = {},
+): Promise<Instance> {
   const epochs = sharedEpochs();
   // The log first: it brings the schema (the lease table) to this build's version.
   const log = await PostgresLog.open(url, { fence: { holder: name, epochs } });
@@ -49,6 +55,7 @@ async function instance(url: string, name: string): Promise<Instance> {
     leaseMs: LEASE_MS,
     fingerprint: 'test',
     epochs,
+    ...hooks,
   });
   const started = { leases, log, epochs };
   running.push(started);
@@ -180,5 +187,62 @@ describe('partition leases (P22)', () => {
     await b.log.writeSnapshot(p, Buffer.from('fresh'));
     expect(b.log.readSnapshot(p)?.toString()).toBe('fresh');
     shard.stop();
+  });
+
+  it('issue 29: leases live through a lost connection: opened again, renewed, a move found', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const failures: unknown[] = [];
+    const health = new (class extends DatabaseHealth {
+      override failed(error: unknown): boolean {
+        failures.push(error);
+        return super.failed(error);
+      }
+    })();
+    const lost: number[][] = [];
+    const a = await instance(url, 'a', { health, onLost: (ps) => lost.push(ps) });
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      const expiry = async () =>
+        (
+          await db.query<{ at: Date }>("select max(expires_at) as at from leases where owner = 'a'")
+        ).rows[0]!.at.getTime();
+      const before = await expiry();
+      // Every connection ends (a restart, a switchover); meanwhile another instance takes
+      // partition 7, its epoch raised as a takeover raises it.
+      await db.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity ' +
+          'where datname = current_database() and pid <> pg_backend_pid()',
+      );
+      await db.query(
+        "update leases set owner = 'b', epoch = epoch + 1, expires_at = now() + interval '1 hour' where partition = 7",
+      );
+      // The leases' connection is opened again and renews: their expiry moves on.
+      expect(await within(LEASE_MS * 6, () => failures.length > 0)).not.toBeNull();
+      let after = before;
+      for (let n = 0; n < 60 && after <= before + LEASE_MS / 2; n++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        after = await expiry();
+      }
+      expect(after).toBeGreaterThan(before + LEASE_MS / 2);
+      // The moved partition is given up (fenced as today); every other one is still held.
+      expect(await within(LEASE_MS * 4, () => a.epochs[7] === 0n)).not.toBeNull();
+      expect(lost.flat()).toContain(7);
+      expect(a.leases.holds(7)).toBe(false);
+      expect(a.leases.partitions()).toHaveLength(PARTITION_COUNT - 1);
+      expect(health.reachable).toBe(true);
+      // The instance's log appends again to a partition it still holds.
+      let landed = false;
+      for (let n = 0; n < 40 && !landed; n++) {
+        landed = await a.log.append([record(8, 1)], []).then(
+          () => true,
+          () => false,
+        );
+        if (!landed) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(landed).toBe(true);
+    } finally {
+      await db.end();
+    }
   });
 });

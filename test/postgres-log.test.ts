@@ -211,6 +211,58 @@ describe('PostgresLog (P22)', () => {
     }
   });
 
+  it("issue 29: an append that does not follow on from its partition's last record is refused whole", async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    const view = (key: string) => ({ table: 'views' as const, key, bytes: Buffer.from(key) });
+    const { UnavailableError } = (await import(
+      new URL('../dist/src/log/unavailable.js', import.meta.url).href
+    )) as typeof import('../src/log/unavailable.js');
+    // A partition with no record starts at 1: seq 2 leaves a hole where an append in doubt was.
+    const first = log.append([record(5, 2)], [view('a')]);
+    await expect(first).rejects.toBeInstanceOf(UnavailableError);
+    await expect(first).rejects.toThrow('an earlier append of partition 5 did not commit');
+    await log.append([record(5, 1)], []);
+    // After a record: a hole, an overlap (an append in doubt that landed), a hole inside the batch.
+    await expect(log.append([record(5, 3)], [view('b')])).rejects.toThrow(/5 did not commit/);
+    await expect(log.append([record(5, 1), record(5, 2)], [])).rejects.toThrow(
+      'an earlier append of partition 5 committed unseen',
+    );
+    await expect(log.append([record(5, 2), record(5, 4)], [view('c')])).rejects.toThrow(
+      UnavailableError,
+    );
+    // The database answered each refusal: it is not taken for unreachable (/readyz).
+    expect(log.health.reachable).toBe(true);
+    // Nothing of a refused append landed: neither its records nor its rows.
+    log.refresh();
+    expect([...log.read(5, 0)].map((r) => r.seq)).toEqual([1]);
+    expect(['a', 'b', 'c'].map((key) => log.get('views', key))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // What follows on lands, beside another partition's first record in the same commit.
+    await log.append([record(5, 2), record(5, 3), record(6, 1)], [view('d')]);
+    log.refresh();
+    expect([...log.read(5, 0)].map((r) => r.seq)).toEqual([1, 2, 3]);
+    expect(log.get('views', 'd')?.toString()).toBe('d');
+  });
+
+  it('issue 29: a database of schema version 1 is brought to the append that checks continuity', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    await sql(
+      url,
+      `create table path_schema (version integer not null); insert into path_schema values (1);
+       ${MIGRATIONS[0]!}`,
+    );
+    const log = await openLog(url);
+    expect(await sql(url, 'select version from path_schema')).toEqual([
+      { version: MIGRATIONS.length },
+    ]);
+    await expect(log.append([record(1, 2)], [])).rejects.toThrow(/partition 1 did not commit/);
+    await log.append([record(1, 1)], []);
+  });
+
   it('instances starting together on an empty database make one set of keys, found by all', async () => {
     const url = await freshDatabase(inject('postgresUrl'));
     const stores = await Promise.all(

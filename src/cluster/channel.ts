@@ -11,9 +11,14 @@ import { Agent, createServer, request, type IncomingMessage, type Server } from 
 import type { AddressInfo } from 'node:net';
 import { pack, unpack } from 'msgpackr';
 import { MovedError } from '../actors/moved.js';
-import { CHANNEL_BODY_BYTES_MAX, CHANNEL_SKEW_MS } from '../config.js';
+import {
+  CHANNEL_BODY_BYTES_MAX,
+  CHANNEL_SKEW_MS,
+  DATABASE_RETRY_AFTER_SECONDS,
+} from '../config.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
-import type { Refusal } from '../protocol/errors.js';
+import { refusal, type Refusal } from '../protocol/errors.js';
+import { unreachable } from '../log/unavailable.js';
 
 const PATH = '/internal/v1/command';
 const MAC_HEADER = 'path-internal-mac';
@@ -44,6 +49,17 @@ const isRefusal = (error: unknown): error is Refusal =>
   typeof (error as Refusal).code === 'string' &&
   typeof (error as Refusal).message === 'string';
 
+/**
+ * An error of the owner's database being away: an UnavailableError, or one that crossed from a
+ * worker thread as a copy that keeps its name but not its class.
+ */
+const unavailable = (error: unknown) =>
+  unreachable(error) || (error instanceof Error && error.name === 'UnavailableError');
+
+const UNAVAILABLE = refusal('path.core.unavailable', 'the database did not answer', {
+  retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS,
+});
+
 export class ChannelError extends Error {
   override name = 'ChannelError';
 }
@@ -62,10 +78,14 @@ export class ChannelListener {
     submit: (routed: RoutedCommand) => Promise<CommandResult>;
   }): Promise<ChannelListener> {
     const server = createServer((req, res) => {
-      void answer(req, options).then(([status, body]) => {
-        res.writeHead(status, { 'content-type': 'application/msgpack' });
-        res.end(body);
-      });
+      // A call whose body fails to arrive (its caller gone) has no one left to answer.
+      answer(req, options).then(
+        ([status, body]) => {
+          res.writeHead(status, { 'content-type': 'application/msgpack' });
+          res.end(body);
+        },
+        () => res.destroy(),
+      );
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -114,6 +134,8 @@ async function answer(
     if (error instanceof MovedError)
       return [409, pack({ moved: error.partition } satisfies Answer)];
     if (isRefusal(error)) return [503, pack({ refused: error } satisfies Answer)];
+    // The owner's database did not answer (issue 29): the caller answers 503, as the owner would.
+    if (unavailable(error)) return [503, pack({ refused: UNAVAILABLE } satisfies Answer)];
     return refuse(500, error instanceof Error ? error.message : String(error));
   }
 }

@@ -8,6 +8,11 @@
 // address. Leaving (an orderly stop, once the front end has answered what it took): renewals
 // stop, every partition is released (its commands answered, its snapshot written), then the
 // leases are given back so the others take them at once rather than after the lease time.
+//
+// The database may be away at any moment (issue 29): every callback here (a note heard, a gap
+// read again, a partition adopted) catches what fails, logs it without naming any object, and
+// tries again later, with backoff and jitter, rather than throwing into the connection that
+// called it or leaving a promise rejected without a handler.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Commands, ShardPool } from '../actors/pool.js';
@@ -28,6 +33,8 @@ import { ChannelClient, ChannelListener, channelKey } from './channel.js';
 import { Leases, sharedEpochs } from './leases.js';
 import { ClusterRouter } from './router.js';
 import { FEED_PARTITION } from '../network/feed.js';
+import { DATABASE_RETRY_BASE_MS, DATABASE_RETRY_MAX_MS } from '../config.js';
+import { backoffMs, unreachable, type DatabaseHealth } from '../log/unavailable.js';
 
 /** An instance's name in the leases table: new at every start, so a restart is a new owner. */
 export function newInstance(): Fence {
@@ -41,10 +48,15 @@ export function newInstance(): Fence {
  */
 export class Hearing {
   private parts: { directory: LocalDirectory; events: WebhookDelivery } | null = null;
+  /** A reading again that failed waits here for its next attempt. */
+  private retry: NodeJS.Timeout | null = null;
+  private attempts = 0;
+  private closed = false;
 
   private constructor(
     private readonly log: PostgresLog,
-    readonly notes: NoteListener,
+    private readonly logger: Logger,
+    private readonly notes: NoteListener,
   ) {}
 
   static async start(config: Config, logger: Logger, log: PostgresLog): Promise<Hearing> {
@@ -56,28 +68,86 @@ export class Hearing {
         logger.warn('the connection hearing other instances was lost; reading their changes again');
         hearing?.reread();
       },
-      retryMs: config.leaseMs / RETRIES_PER_LEASE,
+      health: log.health,
+      retryMaxMs: config.leaseMs / RETRIES_PER_LEASE,
     });
-    hearing = new Hearing(log, notes);
+    hearing = new Hearing(log, logger, notes);
     return hearing;
+  }
+
+  /** Stops hearing: the notes' connection closed, no reading again from now on. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
+    await this.notes.close();
+  }
+
+  /** Whether the database answers, as the log and the leases last found (issue 29, /readyz). */
+  get health(): DatabaseHealth {
+    return this.log.health;
   }
 
   attach(directory: LocalDirectory, events: WebhookDelivery): void {
     this.parts = { directory, events };
   }
 
+  /** A note applied; one that cannot be (its reads failed) is made up for by reading again. */
   private heard(note: Note): void {
-    if (note.kind === 'changed') this.log.refresh();
-    else if (note.kind === 'directory') this.parts?.directory.applyHashes(note.hashes);
-    else this.parts?.events.notify(note.ids);
+    try {
+      if (note.kind === 'changed') this.log.refresh();
+      else if (note.kind === 'directory') this.parts?.directory.applyHashes(note.hashes);
+      else this.parts?.events.notify(note.ids);
+    } catch (error) {
+      this.logger.warn({ err: faultOf(error) }, 'a change of another instance was not applied');
+      this.reread();
+    }
   }
 
+  /**
+   * Reads again what the notes keep current: read caches, the lookup index, the outbox. One that
+   * fails (the database away again) is tried later, until one succeeds or the instance leaves.
+   */
   private reread(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
+    if (this.closed) return;
     this.log.refresh();
-    if (this.parts === null) return;
-    void this.parts.directory.load().catch(() => undefined);
-    this.parts.events.start();
+    const parts = this.parts;
+    if (parts === null) return;
+    const reading = (async () => {
+      parts.events.start();
+      await parts.directory.load();
+    })();
+    reading.then(
+      () => {
+        this.attempts = 0;
+      },
+      (error: unknown) => {
+        this.logger.warn({ err: faultOf(error) }, 'changes of other instances not read again yet');
+        if (this.closed) return;
+        const waitMs = backoffMs(this.attempts++, RETRY);
+        this.retry = setTimeout(() => this.reread(), waitMs);
+        this.retry.unref();
+      },
+    );
   }
+}
+
+/** How a failed callback is retried: from DATABASE_RETRY_BASE_MS up to DATABASE_RETRY_MAX_MS. */
+const RETRY = { baseMs: DATABASE_RETRY_BASE_MS, maxMs: DATABASE_RETRY_MAX_MS };
+
+/**
+ * What a log line says of a failure: its kind and code, and whether the database was away. Not
+ * its message, which may quote a key or a value (an object's reference).
+ */
+function faultOf(error: unknown): { name: string; code?: string; unreachable: boolean } {
+  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  return {
+    name: typeof name === 'string' ? name : typeof error,
+    ...(typeof code === 'string' ? { code } : {}),
+    unreachable: unreachable(error),
+  };
 }
 
 /** How often a lost connection to the database's notes is tried again, per lease. */
@@ -148,7 +218,7 @@ export async function joinCluster(
       await moves.release(leases.partitions()).catch(() => undefined);
       await leases.stop();
       await moves.end();
-      await parts.hearing.notes.close();
+      await parts.hearing.close();
       client.close();
       await listener.close();
     },
@@ -194,11 +264,13 @@ function leasesOf(
     address: string;
     events: WebhookDelivery;
     moves: Moves;
+    hearing: Hearing;
     onFeed: () => Promise<void>;
     identity: { sealingKey: Buffer; pepper: { hex: string } };
   },
 ): Promise<Leases> {
-  const { fence, events, moves } = parts;
+  const { fence, moves } = parts;
+  const taken = takeUp(logger, parts);
   return Leases.start({
     url: config.store!,
     instance: fence.holder,
@@ -206,23 +278,10 @@ function leasesOf(
     fingerprint: fingerprintOf(config.member, parts.identity),
     leaseMs: config.leaseMs,
     epochs: fence.epochs,
+    health: parts.hearing.health,
     onGained: (ps) => {
-      moves.adopt(ps).then(
-        () => {
-          events.adopt(ps);
-          if (ps.includes(FEED_PARTITION))
-            parts
-              .onFeed()
-              .catch((error: unknown) =>
-                logger.error(
-                  { err: { message: (error as Error).message } },
-                  'feed not republished',
-                ),
-              );
-        },
-        () => undefined,
-      );
       logger.info({ partitions: ps.length }, 'partitions taken');
+      taken(ps);
     },
     onGiving: (ps) => moves.release(ps),
     onLost: (ps) => {
@@ -230,6 +289,36 @@ function leasesOf(
       logger.warn({ partitions: ps.length }, 'partitions lost');
     },
   });
+}
+
+/**
+ * Partitions that came to this instance taken up: each folded, then its undelivered events
+ * scheduled and, for the feed's partition, the feed republished. What fails (the database away)
+ * is tried again later for the partitions still held, until it succeeds or they leave.
+ */
+function takeUp(
+  logger: Logger,
+  parts: { fence: Fence; events: WebhookDelivery; moves: Moves; onFeed: () => Promise<void> },
+): (partitions: number[]) => void {
+  const attempt = (ps: number[], attempts: number): void => {
+    const still = ps.filter((p) => holds(parts.fence, p));
+    if (still.length === 0 || parts.moves.ended) return;
+    parts.moves
+      .adopt(still)
+      .then(() => {
+        parts.events.adopt(still);
+        if (still.includes(FEED_PARTITION)) return parts.onFeed();
+      })
+      .catch((error: unknown) => {
+        logger.warn(
+          { partitions: still.length, err: faultOf(error) },
+          'partitions not taken up yet; trying again',
+        );
+        const retry = setTimeout(() => attempt(still, attempts + 1), backoffMs(attempts, RETRY));
+        retry.unref();
+      });
+  };
+  return (ps) => attempt(ps, 0);
 }
 
 /** A digest of what every instance of one cluster must share; it shows none of it. */
@@ -243,7 +332,7 @@ function fingerprintOf(member: string, identity: { sealingKey: Buffer; pepper: {
 /** Partitions moving in or out of this instance, awaited by a leave: none may outlive the log. */
 class Moves {
   private readonly running = new Set<Promise<unknown>>();
-  private ended = false;
+  private stopped = false;
 
   constructor(
     private readonly logger: Logger,
@@ -262,14 +351,12 @@ class Moves {
 
   /** Moves the partitions; a failure is logged, and rejects. */
   private start(ps: number[], move: (p: number) => Promise<void>): Promise<void> {
-    if (this.ended) return Promise.resolve();
-    const all = Promise.all(ps.map(move)).then(() => undefined);
+    if (this.stopped) return Promise.resolve();
+    // A move that throws before it starts fails as one that rejects.
+    const all = Promise.all(ps.map(async (p) => move(p))).then(() => undefined);
     const tracked = all
       .catch((error: unknown) =>
-        this.logger.error(
-          { partitions: ps, err: { message: (error as Error).message } },
-          'move failed',
-        ),
+        this.logger.error({ partitions: ps, err: faultOf(error) }, 'move failed'),
       )
       .finally(() => this.running.delete(tracked));
     this.running.add(tracked);
@@ -277,8 +364,13 @@ class Moves {
   }
 
   /** No move starts from now on; resolves once those under way are over. */
+  /** Whether moves have ended (the instance leaves). */
+  get ended(): boolean {
+    return this.stopped;
+  }
+
   async end(): Promise<void> {
-    this.ended = true;
+    this.stopped = true;
     await Promise.all(this.running);
   }
 }

@@ -7,10 +7,29 @@
 // checks the epoch under a lock on the lease row in the same transaction as the append.
 //
 // Times are the database's (`now()`), so the instances' clocks need not agree.
+//
+// A lost connection (a restart of the database, a switchover, a network fault) is opened again
+// with backoff and jitter, and the first round on it renews first (issue 29). Meanwhile nothing
+// is renewed and the leases may lapse: a partition taken by another instance meanwhile is given
+// up when the renewal finds its epoch moved, and until then the fence keeps this instance's
+// appends to it out. The instance itself goes on: failed renewals never end it.
 import type pg from 'pg';
-import { LEASE_EXPIRY_MARGIN_MS, OWNERS_READ_EVERY_MS } from '../config.js';
+import {
+  DATABASE_RETRY_BASE_MS,
+  DATABASE_RETRY_MAX_MS,
+  LEASE_EXPIRY_MARGIN_MS,
+  OWNERS_READ_EVERY_MS,
+} from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { clusterModules } from '../log/postgres-log.js';
+import {
+  backoffMs,
+  connectionSettings,
+  findPrimary,
+  UnavailableError,
+  unreachable,
+  type DatabaseHealth,
+} from '../log/unavailable.js';
 
 export interface LeaseOptions {
   url: string;
@@ -30,6 +49,8 @@ export interface LeaseOptions {
   onLost?: (partitions: number[]) => void;
   /** Before partitions are given back to balance the cluster: their commands are drained. */
   onGiving?: (partitions: number[]) => Promise<void>;
+  /** Told whether the database answered the leases' last statement or connection (/readyz). */
+  health?: DatabaseHealth;
 }
 
 /** A new shared array of epochs, one per partition. */
@@ -79,29 +100,103 @@ export class Leases {
   private expiryTimer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private stopped = false;
+  /** The connection, or null while it is being opened again. */
+  private client: pg.Client | null = null;
+  /** The next attempt to open a lost connection, and how many have failed since it was lost. */
+  private reconnecting: NodeJS.Timeout | null = null;
+  private attempts = 0;
 
   private constructor(
-    private readonly client: pg.Client,
+    private readonly Client: typeof pg.Client,
     private readonly options: LeaseOptions,
   ) {}
 
   /** Connects, takes a first share and renews from then on. */
   static async start(options: LeaseOptions): Promise<Leases> {
     const { pg } = await clusterModules();
-    const client = new pg.Client({ connectionString: options.url });
-    // A lost connection shows as failed renewals: the leases lapse and the fence holds.
-    client.on('error', () => undefined);
-    await client.connect();
+    const leases = new Leases(pg.Client, options);
     try {
-      await refuseStrangers(client, options);
+      await refuseStrangers(await leases.open(), options);
+      await leases.tick();
     } catch (error) {
-      await client.end().catch(() => undefined);
+      await leases.stop();
       throw error;
     }
-    const leases = new Leases(client, options);
-    await leases.tick();
     leases.resume();
     return leases;
+  }
+
+  /** Opens the connection; one that fails or ends from then on is opened again (`lose`). */
+  private async open(): Promise<pg.Client> {
+    await findPrimary(this.options.url);
+    const client = new this.Client(connectionSettings(this.options.url));
+    client.on('error', () => this.lose(client));
+    client.on('end', () => this.lose(client));
+    try {
+      await client.connect();
+    } catch (error) {
+      void client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.stopped) {
+      void client.end().catch(() => undefined);
+      throw new UnavailableError('the leases were stopped');
+    }
+    this.client = client;
+    return client;
+  }
+
+  /** The connection now; while it is being opened again, a statement fails at once. */
+  private session(): pg.Client {
+    if (this.client === null)
+      throw new UnavailableError("the leases' connection to the database is being opened again");
+    return this.client;
+  }
+
+  /**
+   * Forgets a connection that failed, ended or stopped answering (`end` destroys the socket of
+   * one whose statement timed out), and opens another after a wait.
+   */
+  private lose(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = null;
+    void client.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.options.health?.failed(new UnavailableError("the leases' connection was lost"));
+    this.reconnectLater();
+  }
+
+  /** The next attempt, after a wait with full jitter, never longer than a renewal period. */
+  private reconnectLater(): void {
+    if (this.stopped || this.reconnecting !== null) return;
+    const maxMs = Math.min(DATABASE_RETRY_MAX_MS, this.options.leaseMs / RENEWALS_PER_LEASE);
+    const waitMs = backoffMs(this.attempts++, { baseMs: DATABASE_RETRY_BASE_MS, maxMs });
+    this.reconnecting = setTimeout(() => {
+      this.reconnecting = null;
+      void this.reconnect();
+    }, waitMs);
+    this.reconnecting.unref();
+  }
+
+  /** Opens the connection again and, unless renewals are halted, renews at once. */
+  private async reconnect(): Promise<void> {
+    try {
+      await this.open();
+    } catch (error) {
+      this.options.health?.failed(error);
+      this.reconnectLater();
+      return;
+    }
+    this.attempts = 0;
+    this.options.health?.succeeded();
+    if (this.timer !== null) await this.tick().catch(() => undefined);
+  }
+
+  /** A failed statement: one of reachability is told to `health` and its connection dropped. */
+  private failed(error: unknown): void {
+    if (!unreachable(error)) return;
+    this.options.health?.failed(error);
+    if (this.client !== null) this.lose(this.client);
   }
 
   /** The partitions held now, in order. */
@@ -109,27 +204,38 @@ export class Leases {
     return [...this.held.keys()].sort((a, b) => a - b);
   }
 
-  /** One round: heartbeat, renew, then take or give back towards the fair share. */
+  /**
+   * One round: renew first (what a round after a lost connection must do before anything else),
+   * heartbeat, then take or give back towards the fair share.
+   */
   tick(): Promise<void> {
-    this.ticking ??= this.round().finally(() => {
-      this.ticking = null;
-    });
+    this.ticking ??= this.round()
+      .then(
+        () => this.options.health?.succeeded(),
+        (error: unknown) => {
+          this.failed(error);
+          throw error;
+        },
+      )
+      .finally(() => {
+        this.ticking = null;
+      });
     return this.ticking;
   }
 
   private async round(): Promise<void> {
     const { instance, address, leaseMs } = this.options;
-    await this.client.query(
+    await this.renew();
+    await this.session().query(
       'insert into instances (id, address, seen_at, fingerprint) values ($1, $2, now(), $3) ' +
         'on conflict (id) do update set address = excluded.address, seen_at = now()',
       [instance, address, this.options.fingerprint],
     );
-    await this.renew();
-    const live = await this.client.query<{ n: string }>(
+    const live = await this.session().query<{ n: string }>(
       "select count(*) as n from instances where seen_at > now() - $1 * interval '1 millisecond'",
       [leaseMs],
     );
-    await this.client.query(
+    await this.session().query(
       "delete from instances where seen_at < now() - $1 * interval '1 millisecond'",
       [leaseMs * FORGET_AFTER_LEASES],
     );
@@ -152,14 +258,19 @@ export class Leases {
   /** Reads the owners again, unless they were read in the last OWNERS_READ_EVERY_MS. */
   refreshOwners(): Promise<void> {
     if (performance.now() - this.ownersRead < OWNERS_READ_EVERY_MS) return Promise.resolve();
-    this.readingOwners ??= this.readOwners().finally(() => {
-      this.readingOwners = null;
-    });
+    this.readingOwners ??= this.readOwners()
+      .catch((error: unknown) => {
+        this.failed(error);
+        throw error;
+      })
+      .finally(() => {
+        this.readingOwners = null;
+      });
     return this.readingOwners;
   }
 
   private async readOwners(): Promise<void> {
-    const rows = await this.client.query<{
+    const rows = await this.session().query<{
       partition: number;
       owner: string;
       address: string;
@@ -196,7 +307,7 @@ export class Leases {
 
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
-    const renewed = await this.client.query<{ partition: number; epoch: string }>(
+    const renewed = await this.session().query<{ partition: number; epoch: string }>(
       "update leases set expires_at = now() + $2 * interval '1 millisecond' " +
         'where owner = $1 and partition = any($3) returning partition, epoch',
       [this.options.instance, this.options.leaseMs, this.partitions()],
@@ -207,7 +318,7 @@ export class Leases {
   }
 
   private async take(count: number): Promise<void> {
-    const taken = await this.client.query<{ partition: number; epoch: string }>(
+    const taken = await this.session().query<{ partition: number; epoch: string }>(
       'with free as (select partition from leases ' +
         'where owner is null or expires_at < now() order by partition limit $2 ' +
         'for update skip locked) ' +
@@ -228,7 +339,7 @@ export class Leases {
   private async give(partitions: number[]): Promise<void> {
     await this.options.onGiving?.(partitions);
     this.drop(partitions, false);
-    await this.client.query(
+    await this.session().query(
       "update leases set owner = null, expires_at = '-infinity' " +
         'where owner = $1 and partition = any($2)',
       [this.options.instance, partitions],
@@ -264,16 +375,22 @@ export class Leases {
   async stop(): Promise<void> {
     this.stopped = true;
     this.halt();
+    if (this.reconnecting !== null) clearTimeout(this.reconnecting);
+    this.reconnecting = null;
     await this.ticking?.catch(() => undefined);
+    this.drop(this.partitions(), false);
+    // Without a connection nothing can be given back: the leases lapse after their time.
+    const client = this.client;
+    if (client === null) return;
     try {
-      this.drop(this.partitions(), false);
-      await this.client.query(
+      await client.query(
         "update leases set owner = null, expires_at = '-infinity' where owner = $1",
         [this.options.instance],
       );
-      await this.client.query('delete from instances where id = $1', [this.options.instance]);
+      await client.query('delete from instances where id = $1', [this.options.instance]);
     } finally {
-      await this.client.end().catch(() => undefined);
+      this.client = null;
+      await client.end().catch(() => undefined);
     }
   }
 }

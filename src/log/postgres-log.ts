@@ -16,9 +16,24 @@
 // Ranges are read in pages. `peek` answers from a bounded cache of this thread's, dropped (and
 // its version bumped) on `refresh`, after this log's own commits and at READ_SNAPSHOT_HOLD_MS:
 // the same bound on staleness as LMDB's held read transaction.
+//
+// Faults (issue 29): every connection and statement is bounded in time (unavailable.ts,
+// connectionSettings), and a synchronous read waits at most DATABASE_READER_WAIT_MS. What fails
+// because the database was unreachable, or answered too late, rejects with an UnavailableError
+// (a 503 with Retry-After for the client) and is told to `health`; a lost connection is opened
+// again by the next statement. A commit so failed is in doubt: it may have landed. The next
+// append of its partition must then follow on from what the database holds (path_append refuses
+// a hole or an overlap, PN002), so the writer reads its partition again before it goes on.
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
-import { NOTE_BYTES_MAX, READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import {
+  DATABASE_LISTENER_PING_MS,
+  DATABASE_READER_WAIT_MS,
+  DATABASE_RETRY_BASE_MS,
+  DATABASE_RETRY_MAX_MS,
+  NOTE_BYTES_MAX,
+  READ_SNAPSHOT_HOLD_MS,
+} from '../config.js';
 import {
   FencedError,
   type Log,
@@ -32,6 +47,15 @@ import { migrate, ROW_BYTES, scanStatement } from './postgres-schema.js';
 import { firstOfEach, TurnBatch } from './turn-batch.js';
 import type { ReadAnswer, ReadRequest } from './postgres-reader.js';
 import type { StoreTable, StoreTables } from './node-tables.js';
+import {
+  backoffMs,
+  connectionSettings,
+  currentUrl,
+  DatabaseHealth,
+  findPrimary,
+  UnavailableError,
+  unreachable,
+} from './unavailable.js';
 
 /** Records read per round trip by `read` and `replay`, rows by `scan`. */
 const READ_PAGE = 2_048;
@@ -85,6 +109,33 @@ const notHeld = (partition: number) =>
 
 /** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
 const FENCED_STATE = 'PN001';
+/**
+ * The SQLSTATE path_append raises when a partition's records would not follow on from its last
+ * committed one (postgres-schema.ts): an earlier append whose commit was in doubt did not land.
+ */
+const GAP_STATE = 'PN002';
+
+/** synckit's words when a synchronous read's thread did not answer within its wait. */
+const READER_TIMED_OUT = 'Atomics.wait() failed';
+
+/** A failed commit as the caller should see it: fenced, unavailable, or the error itself. */
+function commitError(error: unknown): unknown {
+  const { code, detail } = error as { code?: string; detail?: string };
+  if (code === FENCED_STATE) return new FencedError((error as Error).message);
+  if (code === GAP_STATE) {
+    // detail: the partition, then `gap` (an earlier append is missing) or `overlap` (one landed
+    // that this writer took as failed).
+    const [partition, kind] = (detail ?? '').split(' ');
+    return new UnavailableError(
+      kind === 'gap'
+        ? `an earlier append of partition ${partition} did not commit`
+        : `an earlier append of partition ${partition} committed unseen`,
+    );
+  }
+  if (unreachable(error))
+    return new UnavailableError('the database did not confirm the commit', { cause: error });
+  return error;
+}
 
 interface Pending {
   entries: readonly LogEntry[];
@@ -141,15 +192,21 @@ export class PostgresLog implements Log {
     private readonly pool: pg.Pool,
     private readonly reader: (request: ReadRequest) => ReadAnswer,
     private readonly fence: Fence | null,
+    /** Whether the database answers, as this log's statements last found (issue 29, /readyz). */
+    readonly health: DatabaseHealth,
   ) {}
 
   /** Connects, brings the schema to this build's version and starts the reader thread. */
-  static async open(url: string, options: { fence?: Fence | null } = {}): Promise<PostgresLog> {
+  static async open(
+    url: string,
+    options: { fence?: Fence | null; health?: DatabaseHealth } = {},
+  ): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
+    await findPrimary(url);
     const pool = new pg.Pool({
-      connectionString: url,
+      Client: following(pg.Client, url),
+      ...connectionSettings(url, SESSION_OPTIONS),
       max: WRITE_CONNECTIONS,
-      options: SESSION_OPTIONS,
     });
     // An idle connection that fails is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
@@ -166,9 +223,51 @@ export class PostgresLog implements Log {
     }
     const reader = createSyncFn<(request: ReadRequest) => Promise<ReadAnswer>>(
       new URL('./postgres-reader.js', import.meta.url),
+      { timeout: DATABASE_READER_WAIT_MS },
     );
-    reader({ op: 'open', url });
-    return new PostgresLog(url, pool, reader, options.fence ?? null);
+    const health = options.health ?? new DatabaseHealth();
+    const log = new PostgresLog(url, pool, reader, options.fence ?? null, health);
+    try {
+      log.ask({ op: 'open', url });
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return log;
+  }
+
+  /**
+   * A failure as this log's callers see it, told to `health`: one of reachability becomes an
+   * UnavailableError (a 503 with Retry-After, P7), any other is returned as it is.
+   */
+  private failure(error: unknown): unknown {
+    if (!this.health.failed(error)) return error;
+    this.lookForPrimary();
+    return error instanceof UnavailableError
+      ? error
+      : new UnavailableError('the database did not answer', { cause: error });
+  }
+
+  /** A connection lost: the next ones go to the host that takes writes now (a switchover). */
+  private lookForPrimary(): void {
+    findPrimary(this.url).catch(() => undefined);
+  }
+
+  /** One request to the reader thread, waited for; bounded by DATABASE_READER_WAIT_MS. */
+  private ask(request: ReadRequest): ReadAnswer {
+    let answer: ReadAnswer;
+    try {
+      answer = this.reader(request);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : '';
+      throw this.failure(
+        message.includes(READER_TIMED_OUT)
+          ? new UnavailableError('the database did not answer a read in time')
+          : error,
+      );
+    }
+    this.health.succeeded();
+    return answer;
   }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
@@ -241,13 +340,14 @@ export class PostgresLog implements Log {
         notesOf(batch.flatMap((p) => p.writes)),
       ]);
     } catch (error) {
-      const refused =
-        (error as { code?: string }).code === FENCED_STATE
-          ? new FencedError((error as Error).message)
-          : error;
+      const refused = commitError(error);
+      // A refusal the database made (fenced, not following on) says it answers.
+      if (this.health.failed(error)) this.lookForPrimary();
+      else this.health.succeeded();
       for (const p of batch) p.reject(refused);
       return;
     }
+    this.health.succeeded();
     // This thread reads its own writes.
     this.forget();
     for (const p of batch) p.resolve();
@@ -302,7 +402,23 @@ export class PostgresLog implements Log {
     values: unknown[],
   ): Promise<R[]> {
     this.readPool ??= this.openPool(SESSION_OPTIONS);
-    return (await (await this.readPool).query<R>(sql, values)).rows;
+    return this.sideQuery(await this.readPool, sql, values);
+  }
+
+  /** One statement on a pool of its own: its failures told to `health`, and mapped. */
+  private async sideQuery<R extends pg.QueryResultRow>(
+    pool: pg.Pool,
+    sql: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    let rows: R[];
+    try {
+      rows = (await pool.query<R>(sql, values)).rows;
+    } catch (error) {
+      throw this.failure(error);
+    }
+    this.health.succeeded();
+    return rows;
   }
 
   /**
@@ -382,18 +498,23 @@ export class PostgresLog implements Log {
     values: unknown[],
   ): Promise<R[]> {
     this.claimPool ??= this.openPool(CLAIM_SESSION_OPTIONS);
-    return (await (await this.claimPool).query<R>(sql, values)).rows;
+    return this.sideQuery(await this.claimPool, sql, values);
   }
 
   private async openPool(options: string): Promise<pg.Pool> {
     const { pg } = await clusterModules();
-    const pool = new pg.Pool({ connectionString: this.url, max: SIDE_CONNECTIONS, options });
+    const pool = new pg.Pool({
+      ...connectionSettings(this.url, options),
+      Client: following(pg.Client, this.url),
+      max: SIDE_CONNECTIONS,
+    });
+    // An idle connection that fails is dropped by the pool; the next query opens another.
     pool.on('error', () => undefined);
     return pool;
   }
 
   private getRow(table: string, key: string): Buffer | undefined {
-    const bytes = this.reader({ op: 'get', table, key }) as Uint8Array | null;
+    const bytes = this.ask({ op: 'get', table, key }) as Uint8Array | null;
     return bytes === null ? undefined : asBuffer(bytes);
   }
 
@@ -411,20 +532,7 @@ export class PostgresLog implements Log {
       values: <T>(table: StoreTable) =>
         [...this.scanRows(named(table), {})].map((row) => unpack(row.bytes) as T),
       refresh: () => this.refresh(),
-      alone: async (action) => {
-        // A session lock on a connection of its own, held while `action` reads and writes.
-        const client = await this.pool.connect();
-        try {
-          await client.query('select pg_advisory_lock($1)', [NODE_TABLES_LOCK]);
-          try {
-            return await action();
-          } finally {
-            await client.query('select pg_advisory_unlock($1)', [NODE_TABLES_LOCK]);
-          }
-        } finally {
-          client.release();
-        }
-      },
+      alone: (action) => this.alone(action),
       transaction: async (change) => {
         const writes: { table: string; key: string; bytes: Buffer | null }[] = [];
         change({
@@ -436,6 +544,34 @@ export class PostgresLog implements Log {
         await this.write(writes as TableWrite[]);
       },
     };
+  }
+
+  /**
+   * Runs `action` under a session lock on a connection of its own. The connection is out of the
+   * pool meanwhile, so it needs a listener of its own: a lost connection emits 'error', which
+   * would otherwise end the process. A failure drops the connection (and with it the lock).
+   */
+  private async alone<T>(action: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw this.failure(error);
+    });
+    const lost = () => undefined;
+    client.on('error', lost);
+    let failed: Error | undefined;
+    try {
+      await client.query('select pg_advisory_lock($1)', [NODE_TABLES_LOCK]);
+      try {
+        return await action();
+      } finally {
+        await client.query('select pg_advisory_unlock($1)', [NODE_TABLES_LOCK]);
+      }
+    } catch (error) {
+      failed = error instanceof Error ? error : new Error(String(error));
+      throw this.failure(error);
+    } finally {
+      client.removeListener('error', lost);
+      client.release(failed);
+    }
   }
 
   peek<T>(table: Table, key: string, use: (bytes: Buffer, key: string) => T): T | undefined {
@@ -466,7 +602,7 @@ export class PostgresLog implements Log {
     let endInclusive = false;
     while (left > 0) {
       const limit = Math.min(left, READ_PAGE);
-      const rows = this.reader({
+      const rows = this.ask({
         op: 'scan',
         table,
         start,
@@ -489,7 +625,7 @@ export class PostgresLog implements Log {
   *read(partition: number, afterSeq: number): Iterable<StoredRecord> {
     let after = afterSeq;
     for (;;) {
-      const page = this.reader({ op: 'records', partition, afterSeq: after, limit: READ_PAGE });
+      const page = this.ask({ op: 'records', partition, afterSeq: after, limit: READ_PAGE });
       const records = page as { seq: number; bytes: Uint8Array }[];
       for (const r of records) yield { seq: r.seq, bytes: asBuffer(r.bytes) };
       if (records.length < READ_PAGE) return;
@@ -506,11 +642,11 @@ export class PostgresLog implements Log {
   }
 
   lastSeq(partition: number): number {
-    return this.reader({ op: 'lastSeq', partition }) as number;
+    return this.ask({ op: 'lastSeq', partition }) as number;
   }
 
   readSnapshot(partition: number): Buffer | undefined {
-    const bytes = this.reader({ op: 'snapshot', partition }) as Uint8Array | null;
+    const bytes = this.ask({ op: 'snapshot', partition }) as Uint8Array | null;
     return bytes === null ? undefined : asBuffer(bytes);
   }
 
@@ -521,18 +657,22 @@ export class PostgresLog implements Log {
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     const fence = this.fence;
     if (fence !== null && !holds(fence, partition)) throw notHeld(partition);
-    const written = await this.pool.query(
-      'insert into snapshots (partition, bytes) select $1, $2 ' +
-        'where $3::text is null or exists (select 1 from leases ' +
-        'where partition = $1 and owner = $3 and epoch = $4 for share) ' +
-        'on conflict (partition) do update set bytes = excluded.bytes',
-      [
-        partition,
-        bytes,
-        fence?.holder ?? null,
-        fence === null ? null : String(fence.epochs[partition]),
-      ],
-    );
+    const written = await this.pool
+      .query(
+        'insert into snapshots (partition, bytes) select $1, $2 ' +
+          'where $3::text is null or exists (select 1 from leases ' +
+          'where partition = $1 and owner = $3 and epoch = $4 for share) ' +
+          'on conflict (partition) do update set bytes = excluded.bytes',
+        [
+          partition,
+          bytes,
+          fence?.holder ?? null,
+          fence === null ? null : String(fence.epochs[partition]),
+        ],
+      )
+      .catch((error: unknown) => {
+        throw this.failure(error);
+      });
     if (written.rowCount === 0)
       throw new FencedError(`partition ${partition} is no longer leased to this instance`);
   }
@@ -544,7 +684,11 @@ export class PostgresLog implements Log {
       await (this.committing ?? new Promise((resolve) => setImmediate(resolve)));
     }
     this.forget();
-    this.reader({ op: 'close' });
+    try {
+      this.reader({ op: 'close' });
+    } catch {
+      // A reader that cannot say goodbye to the database has nothing left to close.
+    }
     await this.pool.end();
     await (await this.claimPool)?.end();
     await (await this.readPool)?.end();
@@ -594,51 +738,123 @@ function readNote(payload: string): Note | null {
   return null;
 }
 
+/**
+ * node-postgres's client for a pool of `url`'s database: each one made to the host that takes
+ * writes when it is made (unavailable.ts, currentUrl), so a pool follows a switchover.
+ */
+function following(Client: typeof pg.Client, url: string): typeof pg.Client {
+  return class extends Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionString: currentUrl(url) });
+    }
+  };
+}
+
 /** The notes' listener: the current connection, reopened when it is lost. */
 export interface NoteListener {
   close(): Promise<void>;
 }
 
+/** What the notes' listener tells its user. */
+export interface NoteHandlers {
+  note: (note: Note) => void;
+  /** The connection was lost and is back: notes sent meanwhile are lost. Once per return. */
+  gap: () => void;
+  /** Told each failure of reachability and each return. */
+  health?: DatabaseHealth;
+  /** The longest wait between two attempts to open a lost connection (DATABASE_RETRY_MAX_MS). */
+  retryMaxMs?: number;
+}
+
+/** A connection listening to the notes; `lose` told if it fails or ends. */
+async function listening(
+  client: pg.Client,
+  on: NoteHandlers,
+  lose: (client: pg.Client) => void,
+): Promise<pg.Client> {
+  client.on('notification', (n) => {
+    const note = readNote(n.payload ?? '');
+    if (note !== null) on.note(note);
+  });
+  client.on('error', () => lose(client));
+  client.on('end', () => lose(client));
+  try {
+    await client.connect();
+    await client.query('listen path_changes');
+  } catch (error) {
+    void client.end().catch(() => undefined);
+    throw error;
+  }
+  return client;
+}
+
 /**
  * Listens to every commit's notes. A notification sent while the connection was down is lost:
  * `gap` is told once it is back, so that what the notes keep current can be read whole again.
+ *
+ * One loop opens a lost connection again: a loss (an error, an end, a ping past its time) starts
+ * it once, and each failed attempt waits longer, with full jitter. The connection only listens,
+ * so a ping every DATABASE_LISTENER_PING_MS finds one lost without a word (a blackhole).
  */
-export async function listenToNotes(
-  url: string,
-  on: { note: (note: Note) => void; gap: () => void; retryMs: number },
-): Promise<NoteListener> {
+export async function listenToNotes(url: string, on: NoteHandlers): Promise<NoteListener> {
   const { pg } = await clusterModules();
+  const retry = {
+    baseMs: DATABASE_RETRY_BASE_MS,
+    maxMs: Math.min(on.retryMaxMs ?? DATABASE_RETRY_MAX_MS, DATABASE_RETRY_MAX_MS),
+  };
   let closed = false;
   let client: pg.Client | null = null;
-  let retry: NodeJS.Timeout | null = null;
-  const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: url });
-    next.on('notification', (n) => {
-      const note = readNote(n.payload ?? '');
-      if (note !== null) on.note(note);
-    });
-    next.on('error', () => undefined);
-    next.on('end', () => {
-      if (closed) return;
-      client = null;
-      retry = setTimeout(reconnect, on.retryMs);
-    });
-    await next.connect();
-    await next.query('listen path_changes');
-    client = next;
+  let timer: NodeJS.Timeout | null = null;
+  let attempts = 0;
+  const open = async () => {
+    await findPrimary(url);
+    return listening(new pg.Client(connectionSettings(url)), on, lose);
   };
-  const reconnect = () => {
-    retry = null;
-    connect().then(on.gap, () => {
-      if (!closed) retry = setTimeout(reconnect, on.retryMs);
-    });
+  const lose = (lost: pg.Client) => {
+    if (client !== lost) return;
+    client = null;
+    void lost.end().catch(() => undefined);
+    if (closed) return;
+    on.health?.failed(new UnavailableError("the notes' connection was lost"));
+    later();
   };
-  await connect();
+  /** The next step of the one loop: an attempt while lost, else a ping. */
+  const later = () => {
+    if (closed || timer !== null) return;
+    const waitMs = client === null ? backoffMs(attempts++, retry) : DATABASE_LISTENER_PING_MS;
+    timer = setTimeout(step, waitMs);
+    timer.unref();
+  };
+  const step = () => {
+    timer = null;
+    if (client !== null) return ping(client);
+    open().then(
+      (next) => {
+        if (closed) return void next.end().catch(() => undefined);
+        client = next;
+        attempts = 0;
+        on.health?.succeeded();
+        later();
+        on.gap();
+      },
+      (error: unknown) => {
+        on.health?.failed(error);
+        later();
+      },
+    );
+  };
+  const ping = (current: pg.Client) => {
+    current.query('select 1').then(later, () => lose(current));
+  };
+  client = await open();
+  later();
   return {
     async close() {
       closed = true;
-      if (retry !== null) clearTimeout(retry);
-      await client?.end().catch(() => undefined);
+      if (timer !== null) clearTimeout(timer);
+      const last = client;
+      client = null;
+      await last?.end().catch(() => undefined);
     },
   };
 }

@@ -2,9 +2,14 @@
 // reads synchronously, as LMDB's map does, so each read is sent here and the caller waits
 // (synckit: a worker thread, Atomics.wait) while this thread asks the database on a connection
 // of its own. Every read is one statement in autocommit: it sees every commit made before it.
+//
+// A read that fails because the database was unreachable is marked so before it crosses back
+// (`unavailable`, READ_UNAVAILABLE): the error that reaches the caller is a copy, and the caller
+// turns the mark into an UnavailableError (postgres-log.ts).
 import pg from 'pg';
 import { runAsWorker } from 'synckit';
 import { ROW_BYTES, scanStatement } from './postgres-schema.js';
+import { connectionSettings, findPrimary, READ_UNAVAILABLE, unreachable } from './unavailable.js';
 
 export type ReadRequest =
   | { op: 'open'; url: string }
@@ -41,13 +46,35 @@ let client: pg.Client | null = null;
 async function connected(): Promise<pg.Client> {
   if (client !== null) return client;
   if (url === null) throw new Error('the PostgreSQL reader is not open');
-  const opening = new pg.Client({ connectionString: url });
-  opening.on('error', () => {
-    if (client === opening) client = null;
-  });
+  await findPrimary(url);
+  const opening = new pg.Client(connectionSettings(url));
+  opening.on('error', () => drop(opening));
+  opening.on('end', () => drop(opening));
   await opening.connect();
   client = opening;
   return opening;
+}
+
+/**
+ * Forgets a connection that failed and ends it: one whose statement timed out still waits for
+ * that statement's answer, and `end` destroys its socket.
+ */
+function drop(lost: pg.Client): void {
+  if (client === lost) client = null;
+  void lost.end().catch(() => undefined);
+}
+
+/** Answers `request`; a failure of reachability drops the connection and is marked so. */
+async function answerMarked(request: ReadRequest): Promise<ReadAnswer> {
+  try {
+    return await answer(request);
+  } catch (error) {
+    if (!unreachable(error)) throw error;
+    if (client !== null) drop(client);
+    throw Object.assign(new Error(`the database was unreachable: ${(error as Error).message}`), {
+      [READ_UNAVAILABLE]: true,
+    });
+  }
 }
 
 async function answer(request: ReadRequest): Promise<ReadAnswer> {
@@ -101,4 +128,4 @@ async function answer(request: ReadRequest): Promise<ReadAnswer> {
   }
 }
 
-runAsWorker(answer);
+runAsWorker(answerMarked);

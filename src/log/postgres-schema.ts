@@ -86,6 +86,60 @@ export const MIGRATIONS: readonly string[] = [
   end
   $$;
   `,
+  // Version 2 (issue 29): a partition's records follow on from its last committed one, with no
+  // gap and no overlap. An append whose commit was in doubt (its connection lost mid-commit) may
+  // have landed or not; the writer's next append of that partition must then fail rather than
+  // commit beside a hole or over records it never saw. Records are never deleted, so the last
+  // committed seq is the partition's highest (0 where it has none).
+  `
+  create or replace function path_append(
+    holder text, fence_partitions integer[], fence_epochs bigint[],
+    partitions integer[], seqs bigint[], records bytea[],
+    put_tables text[], put_keys text[], put_bytes bytea[],
+    del_tables text[], del_keys text[], notes text[]
+  ) returns void language plpgsql as $$
+  declare
+    held integer;
+    broken record;
+  begin
+    if holder is not null then
+      select count(*) into held from (
+        select 1 from leases l join unnest(fence_partitions, fence_epochs) as f(p, e)
+          on l.partition = f.p
+        where l.owner = holder and l.epoch = f.e
+        for share of l
+      ) as fenced;
+      if held <> cardinality(fence_partitions) then
+        raise exception 'path-node: a partition of this commit is no longer leased to %', holder
+          using errcode = 'PN001';
+      end if;
+    end if;
+    select c.p, c.low, c.high, c.n, c.last into broken from (
+      select n.p, min(n.s) as low, max(n.s) as high, count(*) as n,
+        coalesce((select max(r.seq) from records r where r.partition = n.p), 0) as last
+      from unnest(partitions, seqs) as n(p, s) group by n.p
+    ) as c
+    where c.low <> c.last + 1 or c.high - c.low + 1 <> c.n
+    limit 1;
+    if found then
+      raise exception 'path-node: the records of partition % do not follow on from seq %',
+        broken.p, broken.last
+        using errcode = 'PN002',
+          detail = broken.p::text || case when broken.low > broken.last + 1 or
+            broken.high - broken.low + 1 > broken.n then ' gap' else ' overlap' end;
+    end if;
+    insert into records (partition, seq, bytes)
+      select * from unnest(partitions, seqs, records);
+    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
+      where r.tbl = d.tbl and r.key = d.key;
+    insert into rows (tbl, key, bytes)
+      select * from unnest(put_tables, put_keys, put_bytes)
+      on conflict (tbl, key) do update set bytes = excluded.bytes;
+    -- Told to every instance when, and only if, this commit is (postgres-log.ts, Note).
+    perform pg_notify('path_changes', n) from unnest(notes) as n;
+  end
+  $$;
+  `,
 ];
 
 /** One row's bytes: the log's reader thread and the front end's reads without waiting. */
