@@ -700,15 +700,20 @@ function internalUrlOf(raw: string): string {
 /** The cluster's database URL (P22), or null for the embedded node. */
 export function storeOf(raw: string): string | null {
   if (raw === '') return null;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('--store must be a postgres:// URL');
-  }
-  // The URL is never repeated in the message: it may carry a password.
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')
-    throw new ConfigError('--store must be a postgres:// URL');
+  // One host, or several for a switchover (`postgres://h1:5432,h2:5432/db`, issue 29): each host
+  // must make a URL of its own. The URL is never repeated in a message: it may carry a password.
+  const parts = /^(postgres(?:ql)?:\/\/(?:[^@/?#]*@)?)([^/?#]*)(.*)$/i.exec(raw);
+  const hosts = parts?.[2]?.split(',') ?? [];
+  const readable = (host: string) => {
+    try {
+      new URL(`${parts![1]}${host}${parts![3]}`);
+      return host !== '' || hosts.length === 1;
+    } catch {
+      return false;
+    }
+  };
+  if (parts === null || !hosts.every(readable))
+    throw new ConfigError('--store must be a postgres:// URL (hosts separated by commas)');
   return raw;
 }
 
