@@ -16,7 +16,7 @@ describe('--store', () => {
     expect(storeOf('')).toBeNull();
   });
 
-  it('refuses what is not a postgres:// URL, or a list with an empty host, the URL never quoted', () => {
+  it('refuses other URLs and empty hosts, never quoting the URL', () => {
     for (const url of [
       'mysql://u:hunter2@db/path',
       'db.internal/path',
