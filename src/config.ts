@@ -288,6 +288,19 @@ export const LEASE_EXPIRY_MARGIN_MS = 20;
 export const MOVE_RETRY_MS = 25;
 /** Seconds a client is told to wait (Retry-After) while the database does not answer (issue 29). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
+/**
+ * The front end's retries of a background write the database refused while unreachable (the
+ * feed's rounds): the first wait at most, and the longest (backoffMs, full jitter).
+ */
+export const FRONT_RETRY_BASE_MS = 100;
+export const FRONT_RETRY_MAX_MS = 5_000;
+/**
+ * Cluster mode: the longest a public read waits for a view's fresh bytes when this instance has
+ * read the view before; past it, or with the database unreachable, those bytes answer (issue 29).
+ */
+export const VIEW_FRESH_WAIT_MS = 25;
+/** Replay marks past their window forgotten per sweep round (node.ts), read in one range. */
+export const REPLAY_SWEEP_ROWS_MAX = 10_000;
 
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.

@@ -269,7 +269,8 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
     const { reply } = await submit(services, { aggregate: decider.type, key, command }, context);
     if (reply.status !== 200) return { status: reply.status, body: reply.body, signed: false };
     const range = { ...usageRows.range(reference), reverse: true, limit };
-    const rows = [...services.log.scan('usage', range)].reverse();
+    // Read without holding the thread that serves HTTP (issue 29): at most `limit` rows.
+    const rows = (await services.log.loadRange('usage', range)).reverse();
     const { count: total } = JSON.parse(reply.body) as { count: number };
     const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
     return json(200, { reference, count: rows.length, total, usage });

@@ -13,7 +13,7 @@ import { validator, type Validator } from '../../protocol/schemas.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, runCommand, validBody, viewReply, type Services } from '../services.js';
+import { after, notFound, publicView, runCommand, validBody, type Services } from '../services.js';
 
 export interface CommandRoute<C extends CommandSchemas, K extends keyof C & string, B> {
   operation: string;
@@ -139,7 +139,8 @@ export function publicRead(
     errors: route.gone,
     handler: (context) => {
       const key = reference(context);
-      return (key === null ? null : viewReply(services, key)) ?? notFound(route.what);
+      if (key === null) return notFound(route.what);
+      return after(publicView(services, key), (reply) => reply ?? notFound(route.what));
     },
   };
 }
