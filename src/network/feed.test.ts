@@ -2,7 +2,9 @@
 // feed's state with the directory's keys and appends exactly the changes the feed missed.
 import { describe, expect, it } from 'vitest';
 import { LocalDirectory } from '../directory/directory.js';
+import { FencedError } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
+import { UnavailableError } from '../log/unavailable.js';
 import { frame } from '../log/record.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { FeedPublisher } from './feed.js';
@@ -120,5 +122,60 @@ describe('the change feed at start', () => {
       [hash(1), 'network'],
       [hash(2), 'network'],
     ]);
+  });
+});
+
+describe('the feed while its database does not answer (issue 29)', () => {
+  const at = () => Date.parse('2026-11-22T00:00:00Z');
+  /** A cluster writer holding the feed's partition whose writes fail as `failures` says. */
+  function failingWriter(log: MemoryLog, failures: Error[]) {
+    const writing = {
+      epoch: () => 1n,
+      write: (w: Parameters<MemoryLog['write']>[0]) => {
+        const failure = failures.shift();
+        return failure === undefined ? log.write(w) : Promise.reject(failure);
+      },
+    };
+    const feed = new FeedPublisher(log, at, writing);
+    feed.resync();
+    return feed;
+  }
+
+  it('a round the database did not take is written once it answers, in order', async () => {
+    const log = new MemoryLog();
+    const lost = () => new UnavailableError('the database did not answer');
+    const feed = failingWriter(log, [lost(), lost()]);
+    feed.observe(hash(1), 'phone', 'network');
+    await feed.flush();
+    feed.observe(hash(2), 'phone', 'public');
+    await feed.flush();
+    expect(entries(feed).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+      [hash(1), 'network'],
+      [hash(2), 'public'],
+    ]);
+  });
+
+  it('a round the fence refused is forgotten, and the rounds after it are written', async () => {
+    const log = new MemoryLog();
+    const feed = failingWriter(log, [new FencedError('partition 0 is held elsewhere')]);
+    feed.observe(hash(1), 'phone', 'network');
+    await feed.flush();
+    feed.observe(hash(2), 'phone', 'network');
+    await feed.flush();
+    expect(entries(feed).map((e) => e.identifier_hash)).toEqual([hash(2)]);
+  });
+
+  it('a write that fails otherwise fails its own flush, not every later one', async () => {
+    const log = new MemoryLog();
+    const write = log.write.bind(log);
+    let fail = true;
+    log.write = (w) => (fail ? Promise.reject(new RangeError('no room')) : write(w));
+    const feed = new FeedPublisher(log, at);
+    feed.observe(hash(1), 'phone', 'network');
+    await expect(feed.flush()).rejects.toThrow('no room');
+    fail = false;
+    feed.observe(hash(2), 'phone', 'network');
+    await feed.flush();
+    expect(entries(feed).map((e) => e.identifier_hash)).toEqual([hash(2)]);
   });
 });
