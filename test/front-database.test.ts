@@ -1,7 +1,7 @@
 // A cluster instance's front end rides out its database's connections ending (issue 29): with
 // every session of the instance ended by the server (pg_terminate_backend, as a restart or a
 // network fault ends them), again and again for a while, the process stays up, health answers,
-// the keys and a receipt it has read answer from memory, and once the sessions may live again a
+// the keys and a receipt it has read answer (from memory where the database fails them), and once the sessions may live again a
 // signed write is served by the same process. One real node process on the test run's PostgreSQL.
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
@@ -54,9 +54,8 @@ describe('a cluster instance whose database sessions are ended (issue 29)', () =
         ]);
         expect(health.status).toBe(200);
         expect(keys.status).toBe(200);
-        // Its last bytes, or fresh ones: never a 5xx other than a 503 with Retry-After.
-        expect([200, 503]).toContain(receiptRead.status);
-        if (receiptRead.status === 503) expect(receiptRead.headers.get('retry-after')).not.toBe(null);
+        // Read here before: its fresh bytes, or the last this instance read (publicView).
+        expect(receiptRead.status).toBe(200);
         await sleep(100);
       }
     } finally {
