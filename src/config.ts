@@ -299,6 +299,8 @@ export const FRONT_RETRY_MAX_MS = 5_000;
  * read the view before; past it, or with the database unreachable, those bytes answer (issue 29).
  */
 export const VIEW_FRESH_WAIT_MS = 25;
+/** Directory rows the index's load reads at a time (directory/directory.ts). */
+export const DIRECTORY_READ_PAGE_ROWS = 10_000;
 /** Outbox, resend and expiry rows the webhook deliverer reads at a time (events/delivery.ts). */
 export const OUTBOX_READ_PAGE_ROWS = 1_000;
 /** Replay marks past their window forgotten per sweep round (node.ts), read in one range. */
