@@ -25,8 +25,8 @@ async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
   return feed;
 }
 
-const entries = (feed: FeedPublisher, after = 0) =>
-  JSON.parse(feed.page(after, 100, 'beta', 'http://beta', signer)).entries as {
+const entries = async (feed: FeedPublisher, after = 0) =>
+  JSON.parse(await feed.page(after, 100, 'beta', 'http://beta', signer)).entries as {
     identifier_hash: string;
     visibility: string | null;
   }[];
@@ -40,7 +40,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(3)}/idn/c`, bytes: frame({ t: 'email', v: 'network' }) },
     ]);
     const first = await loadWith(log);
-    expect(entries(first).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+    expect((await entries(first)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
       [hash(1), 'network'],
       [hash(2), 'public'],
       [hash(3), 'network'],
@@ -63,11 +63,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(4)}/idn/d`, bytes: frame({ t: 'phone', v: 'network' }) },
     ]);
     const feed = await loadWith(log);
-    expect(
-      entries(feed, 2)
-        .map((e) => [e.identifier_hash, e.visibility])
-        .sort(),
-    ).toEqual(
+    expect((await entries(feed, 2)).map((e) => [e.identifier_hash, e.visibility]).sort()).toEqual(
       [
         [hash(1), null],
         [hash(2), 'public'],
@@ -83,7 +79,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(5)}/idn/y`, bytes: frame({ t: 'phone', v: 'public' }) },
     ]);
     const feed = await loadWith(log);
-    expect(entries(feed).map((e) => e.visibility)).toEqual(['public']);
+    expect((await entries(feed)).map((e) => e.visibility)).toEqual(['public']);
   });
 
   it('cluster mode: a new holder of the feed appends nothing before it resyncs', async () => {
@@ -103,14 +99,14 @@ describe('the change feed at start', () => {
     const taker = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'), writing);
     await log.write([rows[0]!]);
     const earlier = await loadWith(log);
-    expect(entries(earlier).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    expect((await entries(earlier)).map((e) => e.identifier_hash)).toEqual([hash(1)]);
     // It takes the partition: a change it hears before its resync is not appended (its sequence
     // would be the earlier writer's), and is found by the resync's load instead.
     epoch.now = 2n;
     await log.write([rows[1]!]);
     taker.observe(hash(2), 'phone', 'network');
     await taker.flush();
-    expect(entries(taker).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    expect((await entries(taker)).map((e) => e.identifier_hash)).toEqual([hash(1)]);
     taker.resync();
     const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
     directory.observer = (h, t, v) => taker.observe(h, t, v);
@@ -118,7 +114,7 @@ describe('the change feed at start', () => {
     await directory.load();
     taker.endLoad();
     await taker.flush();
-    expect(entries(taker).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+    expect((await entries(taker)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
       [hash(1), 'network'],
       [hash(2), 'network'],
     ]);
@@ -149,7 +145,7 @@ describe('the feed while its database does not answer (issue 29)', () => {
     await feed.flush();
     feed.observe(hash(2), 'phone', 'public');
     await feed.flush();
-    expect(entries(feed).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+    expect((await entries(feed)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
       [hash(1), 'network'],
       [hash(2), 'public'],
     ]);
@@ -162,7 +158,7 @@ describe('the feed while its database does not answer (issue 29)', () => {
     await feed.flush();
     feed.observe(hash(2), 'phone', 'network');
     await feed.flush();
-    expect(entries(feed).map((e) => e.identifier_hash)).toEqual([hash(2)]);
+    expect((await entries(feed)).map((e) => e.identifier_hash)).toEqual([hash(2)]);
   });
 
   it('a write that fails otherwise fails its own flush, not every later one', async () => {
@@ -176,6 +172,6 @@ describe('the feed while its database does not answer (issue 29)', () => {
     fail = false;
     feed.observe(hash(2), 'phone', 'network');
     await feed.flush();
-    expect(entries(feed).map((e) => e.identifier_hash)).toEqual([hash(2)]);
+    expect((await entries(feed)).map((e) => e.identifier_hash)).toEqual([hash(2)]);
   });
 });

@@ -75,6 +75,12 @@ export class FeedPublisher {
     this.lastSeq = this.storedLast();
   }
 
+  /** storedLast, asked without holding the thread. */
+  private async loadedLast(): Promise<number> {
+    const [row] = await this.log.loadRange('feed', { reverse: true, limit: 1 });
+    return row === undefined ? 0 : Number(row.key);
+  }
+
   private storedLast(): number {
     for (const { key } of this.log.scan('feed', { reverse: true, limit: 1 })) return Number(key);
     return 0;
@@ -209,10 +215,21 @@ export class FeedPublisher {
       if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
   }
 
-  /** A signed page of entries after `after` (P2): followers verify it with this node's keys. */
-  page(after: number, limit: number, member: string, endpoint: string, signer: SigningKey): string {
+  /**
+   * A signed page of entries after `after` (P2): followers verify it with this node's keys. Read
+   * without holding the thread that serves HTTP (issue 29).
+   */
+  async page(
+    after: number,
+    limit: number,
+    member: string,
+    endpoint: string,
+    signer: SigningKey,
+  ): Promise<string> {
     const entries: FeedEntry[] = [];
-    for (const { key, bytes } of this.log.scan('feed', { start: seqKey(after + 1), limit })) {
+    const rows = await this.log.loadRange('feed', { start: seqKey(after + 1), limit });
+    const last = this.writes() ? this.lastSeq : await this.loadedLast();
+    for (const { key, bytes } of rows) {
       type Stored = { t: string; h: string; v: FeedEntry['visibility']; at: string };
       const e = unframeRow<Stored>('feed', key, bytes);
       entries.push({
@@ -233,7 +250,7 @@ export class FeedPublisher {
           endpoint,
           after,
           next,
-          last: this.writes() ? this.lastSeq : this.storedLast(),
+          last,
           entries,
           ...envelopeFields(signer, signedAt),
         },
