@@ -252,12 +252,17 @@ export function validBody<T>(
  * The aggregate that holds an id: the subject of an address, attestation or binding; the connection
  * of a delegation; the session of a checkout id (the route index in the views).
  */
-export function ownerOf(services: Services, id: string): string | null {
-  const bytes = services.log.get('views', `route/${id}`);
-  if (bytes === undefined) return null;
-  const view = decodeView(bytes);
-  if (view === null) throw new DamagedRowError('views', `route/${id}`);
-  return view.body.toString('utf8');
+export function ownerOf(services: Services, id: string): Later<string | null> {
+  const key = `route/${id}`;
+  const owner = (bytes: Buffer | undefined) => {
+    if (bytes === undefined) return null;
+    const view = decodeView(bytes);
+    if (view === null) throw new DamagedRowError('views', key);
+    return view.body.toString('utf8');
+  };
+  // Cluster mode: asked of the database without holding the thread (issue 29).
+  if (services.database === undefined) return owner(services.log.get('views', key));
+  return services.log.load('views', key).then(owner);
 }
 
 /** Parses a query string into its parameters. */

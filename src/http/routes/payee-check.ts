@@ -19,7 +19,7 @@ import { seal } from '../../protocol/sealing.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, submit, validBody, viewReply, type Services } from '../services.js';
+import { notFound, ownerOf, publicView, submit, validBody, type Services } from '../services.js';
 import { sendCommand } from './table.js';
 
 type Check = Input<'payee-check'>;
@@ -56,7 +56,7 @@ async function payeeCheck(services: Services, context: RequestContext): Promise<
   if (!body.ok) return failure(body.refusal);
   const check = checkOf(services, body.value);
   if (isRefusal(check)) return failure(check);
-  const holder = holderOf(services, body.value.key);
+  const holder = await holderOf(services, body.value.key);
   if (holder === null) return notFound('address');
   if (context.caller !== null) {
     // The member's daily allowance (P12) is the budget's: its decider reads it from the limits.
@@ -103,10 +103,13 @@ function checkOf(
 }
 
 /** The subject that holds an address, and the address's id; null: the node has no such address. */
-function holderOf(services: Services, address: string): { subject: string; id: string } | null {
-  const view = viewReply(services, addressInfoKey(address));
+async function holderOf(
+  services: Services,
+  address: string,
+): Promise<{ subject: string; id: string } | null> {
+  const view = await publicView(services, addressInfoKey(address));
   if (view === null || view.status !== 200) return null;
   const info = JSON.parse(Buffer.from(view.body).toString('utf8')) as AddressInfo;
-  const subject = ownerOf(services, info.id);
+  const subject = await ownerOf(services, info.id);
   return subject === null ? null : { subject, id: info.id };
 }
