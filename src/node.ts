@@ -77,7 +77,7 @@ export async function startNode(
   announceDataDir(config, logger, claimed.narrowed);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config, logger);
-  const { log, tables, env, cluster, database } = await openPlace(config, logger);
+  const { log, tables, env, cluster, database, refreshes } = await openPlace(config, logger);
   const fence = cluster?.fence ?? null;
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
@@ -107,7 +107,7 @@ export async function startNode(
   const commands = joined?.commands ?? runtime.pool;
   const services = nodeServices(config, { log, identity, signer, runtime, access, commands });
   const listeners = await startListeners(config, logger, {
-    services: database === null ? services : { ...services, database },
+    services: database === null ? services : { ...services, database, refreshes: refreshes! },
     log,
     access,
     localHolder: runtime.localHolder,
@@ -146,6 +146,7 @@ async function openPlace(config: Config, logger: Logger) {
   const opened = await openStore(config, fence);
   const { log } = opened;
   await new NodeStore(opened.tables).ensureLogFormat(() => holdsLog(log));
+  const refreshes = log instanceof PostgresLog ? countRefreshes(log) : null;
   const cluster =
     log instanceof PostgresLog && fence !== null
       ? { fence, hearing: await Hearing.start(config, logger, log) }
@@ -153,7 +154,23 @@ async function openPlace(config: Config, logger: Logger) {
   // Cluster mode: whether the database answers, as this instance's own reads last found
   // (issue 29); `/readyz` says `database_unreachable` while it does not.
   const database = log instanceof PostgresLog ? new DatabaseHealth() : null;
-  return { ...opened, cluster, database };
+  return { ...opened, cluster, database, refreshes };
+}
+
+/**
+ * Cluster mode: how many times the log has been refreshed, by whoever refreshes it (the commit
+ * fan-out here, the notes of other instances' commits): the public reads' views loaded before
+ * the last refresh are read again (services.ts, publicView). Counted on the log itself, before
+ * anything holds it, since the database's log keeps no such count of its own.
+ */
+function countRefreshes(log: Log): () => number {
+  let count = 0;
+  const refresh = log.refresh.bind(log);
+  log.refresh = () => {
+    count++;
+    refresh();
+  };
+  return () => count;
 }
 
 /** Cluster mode: the feed's writer moved here, and brings the feed level with the directory. */

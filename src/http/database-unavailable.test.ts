@@ -249,6 +249,13 @@ describe('public reads of views in cluster mode (publicView)', () => {
     const gone = await read(RECEIPT);
     expect(gone.status).toBe(200);
     expect(await gone.json()).toEqual({ text: 'first' });
+    // Known unreachable now: the next read answers from memory without asking again.
+    expect(health.reachable).toBe(false);
+    const before = switched.loads();
+    expect((await read(RECEIPT)).status).toBe(200);
+    expect(switched.loads()).toBe(before);
+    // The database answers other reads again, but is slow for this one.
+    health.succeeded();
     switched.log.refresh();
     switched.mode.current = 'hang';
     const loads = switched.loads();

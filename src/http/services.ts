@@ -4,6 +4,7 @@ import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import {
   BODY_DEPTH_MAX,
   VIEW_CACHE_ENTRIES_MAX,
+  READ_SNAPSHOT_HOLD_MS,
   VIEW_FRESH_WAIT_MS,
   type Config,
 } from '../config.js';
@@ -52,6 +53,11 @@ export interface Services {
    * this instance last found it. Given, a public read never waits on it in place (publicView).
    */
   database?: DatabaseHealth;
+  /**
+   * Cluster mode: a count that moves whenever the log is refreshed (after each commit of this
+   * instance's and each heard from another's): a view loaded before it moved may be stale.
+   */
+  refreshes?: () => number;
 }
 
 /**
@@ -73,6 +79,8 @@ interface DecodedView {
   version: number;
   /** The reply made cacheable (cacheableViewReply), once for these bytes. */
   cacheable: HttpReply | null;
+  /** Cluster mode: the log these bytes were loaded from, its refresh count then, and when. */
+  loaded: { log: Log; refreshes: number; atMs: number } | null;
 }
 
 /**
@@ -89,7 +97,7 @@ function decoded(bytes: Buffer, key: string): DecodedView {
   if (known === undefined && decodedViews.size >= VIEW_CACHE_ENTRIES_MAX) {
     decodedViews.delete(decodedViews.keys().next().value!);
   }
-  const entry = { bytes: own, view, reply, log: null, version: 0, cacheable: null };
+  const entry = { bytes: own, view, reply, log: null, version: 0, cacheable: null, loaded: null };
   decodedViews.set(key, entry);
   return entry;
 }
@@ -132,22 +140,28 @@ export function after<T, U>(value: Later<T>, next: (value: T) => Later<U>): Late
 
 /**
  * viewReply for the public reads, which must not hold the thread that serves HTTP (issue 29).
- * Embedded, LMDB's map answers in place as before. In cluster mode a view read at the log's
- * current peek version answers from memory; any other is loaded (`Log.load`), and while its
- * fresh bytes are slower than VIEW_FRESH_WAIT_MS or the database is unreachable, the bytes this
- * instance last read of it answer: a reader may see a view as it was a moment before, as it may
- * across instances anyway (READ_SNAPSHOT_HOLD_MS), but keeps being answered.
+ * Embedded, LMDB's map answers in place as before. In cluster mode a view loaded since the log's
+ * last refresh and less than READ_SNAPSHOT_HOLD_MS ago (the bound PostgreSQL's own read cache
+ * keeps) answers from memory; any other is loaded (`Log.load`), and while its fresh bytes are
+ * slower than VIEW_FRESH_WAIT_MS or the database is unreachable, the bytes this instance last
+ * read of it answer: a reader may see a view as it was a moment before, but keeps being answered.
  */
 export function publicView(
-  services: Pick<Services, 'log' | 'database'>,
+  services: Pick<Services, 'log' | 'database' | 'refreshes'>,
   key: string,
 ): Later<HttpReply | null> {
   const { log, database } = services;
   if (database === undefined) return viewReply(services, key);
+  const refreshes = services.refreshes?.() ?? log.peekVersion();
   const known = decodedViews.get(key);
-  const mine = known !== undefined && known.log === log ? known : undefined;
-  if (mine !== undefined && mine.version === log.peekVersion()) return answerOf(mine);
-  const fresh = loadView(log, database, key);
+  const mine = known?.loaded?.log === log ? known : undefined;
+  const loaded = mine?.loaded;
+  if (loaded?.refreshes === refreshes && Date.now() - loaded.atMs < READ_SNAPSHOT_HOLD_MS)
+    return answerOf(mine!);
+  // Known unreachable: the bytes last read answer without a load that would only wait or fail
+  // (the instance's own reads, the credentials poll among them, find when it is back).
+  if (mine !== undefined && !database.reachable) return answerOf(mine);
+  const fresh = loadView(log, { database, refreshes }, key);
   const answered = mine === undefined ? fresh : freshOrKnown(fresh, mine);
   return answered.then((found) => (found === undefined ? null : answerOf(found)));
 }
@@ -171,27 +185,27 @@ function freshOrKnown(
   return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
 }
 
-/** Loads of views under way, by log, peek version and key: one per key however many ask. */
+/** Loads of views under way, by log, refresh count and key: one per key however many ask. */
 const loadingViews = new WeakMap<Log, Map<string, Promise<DecodedView | undefined>>>();
 
 function loadView(
   log: Log,
-  database: DatabaseHealth,
+  at: { database: DatabaseHealth; refreshes: number },
   key: string,
 ): Promise<DecodedView | undefined> {
-  const version = log.peekVersion();
+  const { database, refreshes } = at;
   let loading = loadingViews.get(log);
   if (loading === undefined) loadingViews.set(log, (loading = new Map()));
-  const id = `${version}\u0000${key}`;
+  const id = `${refreshes}\u0000${key}`;
   const under = loading.get(id);
   if (under !== undefined) return under;
+  const atMs = Date.now();
   const load = log.load('views', key).then(
     (bytes) => {
       database.succeeded();
       if (bytes === undefined) return undefined;
       const found = decoded(bytes, key);
-      found.log = log;
-      found.version = version;
+      found.loaded = { log, refreshes, atMs };
       return found;
     },
     (error: unknown) => {
