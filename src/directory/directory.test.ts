@@ -40,3 +40,25 @@ describe('keys heard from other instances (applyHashes)', () => {
 async function waitUntil(done: () => boolean): Promise<void> {
   while (!done()) await new Promise((resolve) => setTimeout(resolve, 20));
 }
+
+describe("a command's own keys (apply)", () => {
+  it('are read again once the database answers when it went away after the commit', async () => {
+    const log = new MemoryLog();
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    await log.write([
+      { table: 'directory', key: `${hash(8)}/idn/a`, bytes: frame({ t: 'email', v: 'public' }) },
+    ]);
+    // The read in place fails as a lost database's does; the later read answers.
+    const scan = log.scan.bind(log);
+    log.scan = () => {
+      throw new UnavailableError('no answer');
+    };
+    log.loadRange = async (table, range) => [...scan(table, range)];
+    const row = { key: 'a', identifierHash: hash(8), identifierType: 'email', visibility: null };
+    expect(() => directory.apply([row])).not.toThrow();
+    await waitUntil(() => directory.index.find(hash(8), 'email') !== null);
+    expect(directory.index.find(hash(8), 'email')?.member).toBe('beta');
+  });
+});

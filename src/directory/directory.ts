@@ -101,8 +101,17 @@ export class LocalDirectory {
       this.early.push(...changed);
       return;
     }
-    for (const hash of new Set(changed.map((r) => r.identifierHash)))
-      this.reread(hash, changed.find((r) => r.identifierHash === hash)!.identifierType);
+    for (const hash of new Set(changed.map((r) => r.identifierHash))) {
+      try {
+        this.reread(hash, changed.find((r) => r.identifierHash === hash)!.identifierType);
+      } catch (error) {
+        // Cluster mode: the database went away after the commit. The key is read again once it
+        // answers, as a key another instance changed would be (issue 29).
+        if (!unreachable(error)) throw error;
+        this.heard.add(hash);
+        if (!this.hearing) void this.rereadHeard();
+      }
+    }
   }
 
   /**
