@@ -147,13 +147,14 @@ async function openPlace(config: Config, logger: Logger) {
   const { log } = opened;
   await new NodeStore(opened.tables).ensureLogFormat(() => holdsLog(log));
   const refreshes = log instanceof PostgresLog ? countRefreshes(log) : null;
+  // Cluster mode: whether the database answers, as this instance's connections and reads last
+  // found (issue 29); `/readyz` says `database_unreachable` while it does not. Made before the
+  // parts that report to it.
+  const database = log instanceof PostgresLog ? new DatabaseHealth() : null;
   const cluster =
     log instanceof PostgresLog && fence !== null
       ? { fence, hearing: await Hearing.start(config, logger, log) }
       : null;
-  // Cluster mode: whether the database answers, as this instance's own reads last found
-  // (issue 29); `/readyz` says `database_unreachable` while it does not.
-  const database = log instanceof PostgresLog ? new DatabaseHealth() : null;
   return { ...opened, cluster, database, refreshes };
 }
 
