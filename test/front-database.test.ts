@@ -3,6 +3,7 @@
 // network fault ends them), again and again for a while, the process stays up, health answers,
 // the keys and a receipt it has read answer (from memory where the database fails them), and once the sessions may live again a
 // signed write is served by the same process. One real node process on the test run's PostgreSQL.
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { Client, createCredential, startNode, tempDir } from './support/harness.js';
@@ -19,6 +20,103 @@ const { running, dirs } = cleanedUpAfterEach();
 const TERMINATE =
   'select pg_terminate_backend(pid) from pg_stat_activity ' +
   'where datname = current_database() and pid <> pg_backend_pid()';
+
+/**
+ * A TCP relay between the instance and its database that the test can cut: every connection
+ * through it reset and new ones refused, as a database gone away; then let through again.
+ */
+async function relay(
+  target: URL,
+): Promise<{ url: string; cut(): void; mend(): void; close(): void }> {
+  let open = true;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    if (!open) return void inbound.destroy();
+    const outbound = connect(Number(target.port), target.hostname);
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => undefined);
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    cut: () => {
+      open = false;
+      for (const socket of sockets) socket.resetAndDestroy();
+    },
+    mend: () => {
+      open = true;
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('a cluster instance whose database goes away and comes back (issue 29)', () => {
+  it('says database_unreachable on /readyz, answers from memory, and is ready again', async () => {
+    const store = await freshDatabase(inject('postgresUrl'));
+    const way = await relay(new URL(store));
+    const cliDir = tempDir('path-front-cli');
+    const dataDir = tempDir('path-front');
+    dirs.push(cliDir, dataDir);
+    try {
+      const own = createCredential(cliDir, 'local', { local: true, store });
+      const node = await startNode({
+        dataDir,
+        store: way.url,
+        workers: 2,
+        args: ['--lease-ms', '5000', '--internal-port', '0'],
+      });
+      running.push(node);
+      const client = new Client(node.baseUrl, own);
+      const issued = await client.post('/receipts', receipt('1.00'), { timestamp: stamp() });
+      expect(issued.status, issued.text).toBe(201);
+      const read = () => fetch(`${node.baseUrl}/api/path/v1/receipts/${issued.json.reference}`);
+      expect((await read()).status).toBe(200);
+      const admin = (path: string) => fetch(`http://127.0.0.1:${node.adminPort}${path}`);
+      expect((await admin('/readyz')).status).toBe(200);
+
+      way.cut();
+      // The credentials poll (every 500 ms) finds the database gone.
+      const down = await waitFor(
+        '/readyz to say the database is unreachable',
+        async () => {
+          const res = await admin('/readyz');
+          return res.status === 503 ? ((await res.json()) as { status: string }) : undefined;
+        },
+        10_000,
+      );
+      expect(down.status).toBe('database_unreachable');
+      expect((await admin('/healthz')).status).toBe(200);
+      expect((await fetch(`${node.baseUrl}/.well-known/path-keys`)).status).toBe(200);
+      const cached = await read();
+      expect(cached.status).toBe(200);
+      expect(await cached.json()).toEqual(issued.json);
+      const unknown = await fetch(`${node.baseUrl}/api/path/v1/receipts/rcp_${'c'.repeat(32)}`);
+      expect(unknown.status).toBe(503);
+      expect(unknown.headers.get('retry-after')).not.toBe(null);
+
+      way.mend();
+      await waitFor(
+        '/readyz to say ready again',
+        async () => (await admin('/readyz')).status === 200,
+        15_000,
+      );
+      expect(node.process.exitCode).toBe(null);
+      expect(node.output()).not.toContain('"msg":"request failed"');
+    } finally {
+      way.close();
+    }
+  }, 90_000);
+});
 
 describe('a cluster instance whose database sessions are ended (issue 29)', () => {
   it('stays up, answers from memory meanwhile, and serves writes again', async () => {
