@@ -1,8 +1,9 @@
-// A cluster instance's front end rides out its database's connections ending (issue 29): with
-// every session of the instance ended by the server (pg_terminate_backend, as a restart or a
-// network fault ends them), again and again for a while, the process stays up, health answers,
-// the keys and a receipt it has read answer (from memory where the database fails them), and once the sessions may live again a
-// signed write is served by the same process. One real node process on the test run's PostgreSQL.
+// A cluster instance's front end rides out its database (issue 29), one real node process on the
+// test run's PostgreSQL each. Reached through a relay the test cuts, the database gone: /readyz
+// says database_unreachable, /healthz, the keys and a receipt it has read still answer, a view
+// never read is a 503 with Retry-After, and it is ready again once the relay mends. With every
+// session ended by the server (pg_terminate_backend, as a restart ends them), again and again for
+// a while: the process stays up, the same reads answer 200, and it serves a signed write after.
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';

@@ -1,8 +1,10 @@
 // The HTTP front end on uWebSockets.js. Thin by design: version check -> route -> body ->
 // authenticate -> idempotency -> handler (which validates and sends to an actor) -> answer.
 // Every failure on the way is a JSON error from the P7 table; nothing a client sends can
-// produce a 5xx. Public reads answer synchronously from committed bytes; the cacheable ones
-// (documents, commitments) pick among representations made once: a coding, or a 304 (cache.ts).
+// produce a 5xx; a database that does not answer (cluster mode) is a 503 with Retry-After (issue
+// 29). Public reads answer synchronously from committed bytes (in cluster mode, a view not in
+// memory is loaded first, the thread never waiting on it); the cacheable ones (documents,
+// commitments) pick among representations made once: a coding, or a 304 (cache.ts).
 // Public routes also answer browsers (P20): CORS on every answer of theirs, a preflight for
 // `OPTIONS`, and `HEAD` for each of their GETs; the routes of members get none of it.
 import { createHash, randomBytes } from 'node:crypto';
