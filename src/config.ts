@@ -318,6 +318,23 @@ export const DATABASE_RETRY_MAX_MS = 2_000;
  * connection lost without a word (a blackhole) is noticed, and opened again, within seconds.
  */
 export const DATABASE_LISTENER_PING_MS = 2_000;
+/**
+ * The front end's retries of a background write the database refused while unreachable (the
+ * feed's rounds): the first wait at most, and the longest (backoffMs, full jitter).
+ */
+export const FRONT_RETRY_BASE_MS = 100;
+export const FRONT_RETRY_MAX_MS = 5_000;
+/**
+ * Cluster mode: the longest a public read waits for a view's fresh bytes when this instance has
+ * read the view before; past it, or with the database unreachable, those bytes answer (issue 29).
+ */
+export const VIEW_FRESH_WAIT_MS = 25;
+/** Directory rows the index's load reads at a time (directory/directory.ts). */
+export const DIRECTORY_READ_PAGE_ROWS = 10_000;
+/** Outbox, resend and expiry rows the webhook deliverer reads at a time (events/delivery.ts). */
+export const OUTBOX_READ_PAGE_ROWS = 1_000;
+/** Replay marks past their window forgotten per sweep round (node.ts), read in one range. */
+export const REPLAY_SWEEP_ROWS_MAX = 10_000;
 
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.

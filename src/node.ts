@@ -1,9 +1,12 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import { FLIGHT_LEASES, type Config } from './config.js';
+import { FLIGHT_LEASES, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
+import { unpack } from 'msgpackr';
+import { exceptionFields } from './logger.js';
+import type { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult, ReplayMark } from './actors/types.js';
-import { holdsLog, PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
+import { holdsLog, PARTITION_COUNT, type Log, type Table, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
 import { idempotencyRows, replayRows } from './reads/rows.js';
 import { checkIdempotency, housekeeping } from './reads/housekeeping.js';
@@ -51,7 +54,7 @@ import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { openStore } from './log/open.js';
 import { PostgresLog, type Fence } from './log/postgres-log.js';
 import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
-import { NodeStore } from './store.js';
+import { CHANGES_KEY, NodeStore } from './store.js';
 import type { StoreTables } from './log/node-tables.js';
 import { Scrub } from './actors/scrub.js';
 import { systemClock } from './clock.js';
@@ -75,7 +78,7 @@ export async function startNode(
   announceDataDir(config, logger, claimed.narrowed);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config, logger);
-  const { log, tables, env, cluster } = await openPlace(config, logger);
+  const { log, tables, env, cluster, database, refreshes } = await openPlace(config, logger);
   const fence = cluster?.fence ?? null;
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
@@ -105,17 +108,17 @@ export async function startNode(
   const commands = joined?.commands ?? runtime.pool;
   const services = nodeServices(config, { log, identity, signer, runtime, access, commands });
   const listeners = await startListeners(config, logger, {
-    services,
+    services: database === null ? services : { ...services, database, refreshes: refreshes! },
     log,
     access,
     localHolder: runtime.localHolder,
     onAnswered: answeredTo(accessLog, watch.metrics),
     onInternalError: () => watch.metrics.internalError(),
   });
-  const parts = { log, identity, signer, runtime, access, listeners };
+  const parts = { log, identity, signer, runtime, access, listeners, database };
   const followers = startFollowers(config, logger, parts);
   await catchUpHousekeeping(log, config, runtime.events);
-  becomeReady(config, logger, { log, watch, runtime, access, joined });
+  becomeReady(config, logger, { log, watch, runtime, access, joined, database });
   logger.info(
     {
       ...listeningFields({ config, watch, runtime, access, listeners }),
@@ -144,11 +147,16 @@ async function openPlace(config: Config, logger: Logger) {
   const opened = await openStore(config, fence);
   const { log } = opened;
   await new NodeStore(opened.tables).ensureLogFormat(() => holdsLog(log));
+  const refreshes = log instanceof PostgresLog ? () => log.refreshed : null;
+  // Cluster mode: whether the database answers, as this instance's connections and reads last
+  // found (issue 29; the log's own, which its leases and listener share); `/readyz` says
+  // `database_unreachable` while it does not.
+  const database = log instanceof PostgresLog ? log.health : null;
   const cluster =
     log instanceof PostgresLog && fence !== null
       ? { fence, hearing: await Hearing.start(config, logger, log) }
       : null;
-  return { ...opened, cluster };
+  return { ...opened, cluster, database, refreshes };
 }
 
 /** Cluster mode: the feed's writer moved here, and brings the feed level with the directory. */
@@ -436,6 +444,7 @@ async function startListeners(
     now: Date.now,
     onAnswered: parts.onAnswered,
     onInternalError: parts.onInternalError,
+    ...(services.database === undefined ? {} : { health: services.database }),
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
@@ -460,38 +469,93 @@ async function startListeners(
 function startFollowers(
   config: Config,
   logger: Logger,
-  parts: Started & { listeners: Listeners },
+  parts: Started & { listeners: Listeners; database: DatabaseHealth | null },
 ): NodeJS.Timeout[] {
-  const { log, identity, signer, runtime, access, listeners } = parts;
+  const { log, identity, signer, runtime, access, listeners, database } = parts;
   const store = identity.store;
+  const task = (what: string) => backgroundTask(logger, what, database);
+  const resends = task('webhook resends');
   let activeKid = identity.signingKey.kid;
-  const poll = followChanges(store, config.limits.credentials_poll_interval_ms, () => {
-    access.network.membersChanged();
-    access.loadCredentials();
-    listeners.external.reload();
-    const keys = store.signingKeys();
-    listeners.documents.keys = documentReply(keysDocument(config.member, keys));
-    identity.webhookSecrets.current = store.webhookSecrets();
-    void runtime.events.takeResends();
-    const active = keys.find((k) => k.status === 'active');
-    if (active !== undefined && active.kid !== activeKid) {
-      activeKid = active.kid;
-      signer.current = signingKeyFromSeed(active.seed_hex);
-      runtime.pool.setSigningKey(active.seed_hex);
-      listeners.documents.configuration = listeners.configure();
-      logger.info({ kid: active.kid }, 'signing key rotated');
-    }
-  });
+  const changes = changesOf(log, store, database !== null);
+  const poll = followChanges(
+    changes,
+    config.limits.credentials_poll_interval_ms,
+    task('changes'),
+    () => {
+      access.network.membersChanged();
+      access.loadCredentials();
+      listeners.external.reload();
+      const keys = store.signingKeys();
+      listeners.documents.keys = documentReply(keysDocument(config.member, keys));
+      identity.webhookSecrets.current = store.webhookSecrets();
+      resends(() => runtime.events.takeResends());
+      const active = keys.find((k) => k.status === 'active');
+      if (active !== undefined && active.kid !== activeKid) {
+        activeKid = active.kid;
+        signer.current = signingKeyFromSeed(active.seed_hex);
+        runtime.pool.setSigningKey(active.seed_hex);
+        listeners.documents.configuration = listeners.configure();
+        logger.info({ kid: active.kid }, 'signing key rotated');
+      }
+    },
+  );
+  // Each round's failure is logged once per outage and tried again the next round (issue 29).
+  const housekept = task('housekeeping');
   const sweep = setInterval(
-    () => void housekeeping(log, config.limits),
+    () => housekept(() => housekeeping(log, config.limits)),
     config.limits.idempotency_sweep_interval_ms,
   );
+  const replaysForgotten = task('replay sweep');
+  const eventsSwept = task('event sweep');
   const replaySweep = setInterval(() => {
     access.authenticator.forget(Date.now());
-    void forgetReplays(log, Date.now());
-    void runtime.events.sweep();
+    replaysForgotten(() => forgetReplays(log, Date.now()));
+    eventsSwept(() => runtime.events.sweep());
   }, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep];
+}
+
+/**
+ * A task the timers start, one run at a time: a failure is logged once (its kind and code, never
+ * its message) until a run succeeds again, never thrown, and the next round tries again. In
+ * cluster mode its outcome tells the instance whether its database answers.
+ */
+function backgroundTask(
+  logger: Logger,
+  what: string,
+  database: DatabaseHealth | null,
+): (run: () => Promise<unknown>) => void {
+  let failing = false;
+  let running = false;
+  return (run) => {
+    if (running) return;
+    running = true;
+    let started: Promise<unknown>;
+    try {
+      started = run();
+    } catch (error) {
+      started = Promise.reject(error);
+    }
+    started
+      .then(
+        () => {
+          database?.succeeded();
+          if (!failing) return;
+          failing = false;
+          logger.info({ task: what }, 'background task succeeded again');
+        },
+        (error: unknown) => {
+          database?.failed(error);
+          if (failing) return;
+          failing = true;
+          const exception = exceptionFields(error);
+          logger.warn({ task: what, exception }, 'background task failed; retried next round');
+        },
+      )
+      .finally(() => {
+        running = false;
+      });
+  };
 }
 
 /** The orderly stop: no new requests, those in flight answered, then each part closed in turn. */
@@ -570,9 +634,17 @@ function readImage(dataDir: string): Promise<ImageRead> {
 function becomeReady(
   config: Config,
   logger: Logger,
-  parts: { log: Log; watch: Watch; runtime: Runtime; access: Access; joined: Joined | null },
+  parts: {
+    log: Log;
+    watch: Watch;
+    runtime: Runtime;
+    access: Access;
+    joined: Joined | null;
+    database: DatabaseHealth | null;
+  },
 ): void {
   const { watch, runtime, access, joined } = parts;
+  watch.admin.database = parts.database;
   const scrub = newScrub(config, logger, parts);
   watch.scrub.current = scrub;
   watch.metrics.bind({
@@ -732,15 +804,42 @@ function allRoutes(
   ];
 }
 
-/** Calls `changed` whenever the command line has changed the store (its change counter moved). */
-function followChanges(store: NodeStore, intervalMs: number, changed: () => void): NodeJS.Timeout {
-  let seen = store.changes();
-  return setInterval(() => {
-    const now = store.changes();
-    if (now === seen) return;
-    seen = now;
-    changed();
-  }, intervalMs);
+/**
+ * Calls `changed` whenever the command line has changed the store (its change counter moved),
+ * reading the counter one read at a time through `task`: a failed read or reload is logged once
+ * and tried again the next round (the counter is taken as seen only once `changed` went through).
+ */
+function followChanges(
+  changes: { now: () => number; load: () => Promise<number> },
+  intervalMs: number,
+  task: (run: () => Promise<unknown>) => void,
+  changed: () => void,
+): NodeJS.Timeout {
+  let seen = changes.now();
+  return setInterval(
+    () =>
+      task(async () => {
+        const now = await changes.load();
+        if (now === seen) return;
+        changed();
+        seen = now;
+      }),
+    intervalMs,
+  );
+}
+
+/**
+ * The store's change counter, at start and then without holding the thread: LMDB's map answers
+ * in place; in cluster mode it is the `node.meta` row of the log's table (postgres-log.ts,
+ * nodeTables), asked with `Log.load` (issue 29).
+ */
+function changesOf(log: Log, store: NodeStore, cluster: boolean) {
+  if (!cluster) return { now: () => store.changes(), load: async () => store.changes() };
+  const load = async () => {
+    const bytes = await log.load('node.meta' as Table, CHANGES_KEY);
+    return bytes === undefined ? 0 : (unpack(bytes) as number);
+  };
+  return { now: () => store.changes(), load };
 }
 
 function idempotencyStore(log: Log, config: Config): IdempotencyStore {
@@ -750,8 +849,10 @@ function idempotencyStore(log: Log, config: Config): IdempotencyStore {
     const entry = idempotencyRows.read(scope, bytes);
     return entry.at + retentionMs < Date.now() ? undefined : entry;
   };
-  const stored = (scope: string) => answer(scope, log.get('idempotency', scope));
-  if (!(log instanceof PostgresLog)) return { stored };
+  if (!(log instanceof PostgresLog))
+    return { stored: (scope) => answer(scope, log.get('idempotency', scope)) };
+  // Cluster mode: read without holding the front end's thread (issue 29).
+  const stored = async (scope: string) => answer(scope, await log.load('idempotency', scope));
   // Cluster mode: claimed across instances and read in one round trip, without holding the front
   // end's thread meanwhile. A claim of an instance that died lapses after FLIGHT_LEASES leases.
   const ttlMs = config.leaseMs * FLIGHT_LEASES;
@@ -772,10 +873,16 @@ function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> 
   }
 }
 
-/** Replay rows sort by the time they may be forgotten: the expired ones are one range. */
+/**
+ * Replay rows sort by the time they may be forgotten: the expired ones are one range, read
+ * without holding the thread (issue 29), REPLAY_SWEEP_ROWS_MAX a round (the next takes the rest).
+ */
 async function forgetReplays(log: Log, now: number): Promise<void> {
-  const writes: TableWrite[] = [];
-  for (const { key } of log.scan('replay', { end: replayCutoff(now) }))
-    writes.push({ table: 'replay', key, bytes: null });
+  const range = { end: replayCutoff(now), limit: REPLAY_SWEEP_ROWS_MAX };
+  const writes: TableWrite[] = (await log.loadRange('replay', range)).map(({ key }) => ({
+    table: 'replay',
+    key,
+    bytes: null,
+  }));
   if (writes.length > 0) await log.write(writes);
 }

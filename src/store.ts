@@ -73,7 +73,7 @@ export interface Pepper {
   hex: string;
 }
 
-const CHANGES_KEY = 'changes';
+export const CHANGES_KEY = 'changes';
 const PEPPER_KEY = 'pepper';
 const SEALING_KEY = 'sealing_key';
 const PEPPER_BYTES = 32; // tidy: format (P8: a 256-bit pepper)

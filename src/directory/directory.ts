@@ -1,9 +1,13 @@
 // The front end's directory: the in-memory index, loaded from the committed `directory` rows at
 // start and kept current from the rows each command reports. Several registrations of one key
 // (two subjects with one phone number) are separate rows; the key is as visible as its most
-// visible row, and leaves the index only when its last row goes.
+// visible row, and leaves the index only when its last row goes. Once the node runs, the keys
+// other instances changed (cluster mode) and a load after a lost notes connection are read with
+// `Log.loadRange`, never holding the thread that serves HTTP (issue 29).
 import type { DirectoryRow } from '../actors/types.js';
+import { DIRECTORY_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
 import type { Log } from '../log/log.js';
+import { backoffMs, unreachable } from '../log/unavailable.js';
 import { unframeRow } from '../log/record.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
 
@@ -28,6 +32,9 @@ export class LocalDirectory {
    * taken whole from an image would not show them (and the change feed must be told of them).
    */
   private early: DirectoryRow[] | null = [];
+  /** Cluster mode: keys other instances changed, waiting to be read again (in this order). */
+  private readonly heard = new Set<string>();
+  private hearing = false;
 
   constructor(
     private readonly log: Log,
@@ -63,18 +70,26 @@ export class LocalDirectory {
     let type = '';
     let best: IndexVisibility = 'none';
     let rows = 0;
-    for (const { key, bytes } of this.log.scan('directory')) {
-      const rowHash = key.slice(0, key.indexOf('/'));
-      if (rowHash !== hash) {
-        if (hash !== '') this.settle(hash, type, best);
-        hash = rowHash;
-        best = 'none';
+    let start: string | undefined;
+    for (;;) {
+      const range = { limit: DIRECTORY_READ_PAGE_ROWS, ...(start === undefined ? {} : { start }) };
+      const page = await this.log.loadRange('directory', range);
+      for (const { key, bytes } of page) {
+        const rowHash = key.slice(0, key.indexOf('/'));
+        if (rowHash !== hash) {
+          if (hash !== '') this.settle(hash, type, best);
+          hash = rowHash;
+          best = 'none';
+        }
+        const row = unframeRow<StoredRow>('directory', key, bytes);
+        type = row.t;
+        if (RANK[row.v] > RANK[best]) best = row.v;
+        rows++;
+        if (options.pause !== undefined && rows % pauseEvery === 0) await options.pause();
       }
-      const row = unframeRow<StoredRow>('directory', key, bytes);
-      type = row.t;
-      if (RANK[row.v] > RANK[best]) best = row.v;
-      rows++;
-      if (options.pause !== undefined && rows % pauseEvery === 0) await options.pause();
+      if (page.length < DIRECTORY_READ_PAGE_ROWS) break;
+      // The next page starts just after this one's last key.
+      start = `${page[page.length - 1]!.key}\u0000`;
     }
     if (hash !== '') this.settle(hash, type, best);
     return rows;
@@ -86,8 +101,17 @@ export class LocalDirectory {
       this.early.push(...changed);
       return;
     }
-    for (const hash of new Set(changed.map((r) => r.identifierHash)))
-      this.reread(hash, changed.find((r) => r.identifierHash === hash)!.identifierType);
+    for (const hash of new Set(changed.map((r) => r.identifierHash))) {
+      try {
+        this.reread(hash, changed.find((r) => r.identifierHash === hash)!.identifierType);
+      } catch (error) {
+        // Cluster mode: the database went away after the commit. The key is read again once it
+        // answers, as a key another instance changed would be (issue 29).
+        if (!unreachable(error)) throw error;
+        this.heard.add(hash);
+        if (!this.hearing) void this.rereadHeard();
+      }
+    }
   }
 
   /**
@@ -95,14 +119,47 @@ export class LocalDirectory {
    * note (postgres-log.ts), which names each key by its hash alone.
    */
   applyHashes(hashes: readonly string[]): void {
-    this.apply(
-      hashes.map((hash) => ({
-        key: hash,
-        identifierHash: hash,
-        identifierType: '',
-        visibility: null,
-      })),
-    );
+    if (this.early !== null) {
+      this.apply(
+        hashes.map((hash) => ({
+          key: hash,
+          identifierHash: hash,
+          identifierType: '',
+          visibility: null,
+        })),
+      );
+      return;
+    }
+    for (const hash of hashes) this.heard.add(hash);
+    if (!this.hearing) void this.rereadHeard();
+  }
+
+  /**
+   * Reads again, one at a time and in the order heard, the keys other instances changed: a key
+   * the database did not answer for is tried again with backoff until it does; a key heard again
+   * while read is read once more after.
+   */
+  private async rereadHeard(): Promise<void> {
+    this.hearing = true;
+    let attempt = 0;
+    while (this.heard.size > 0) {
+      const hash = this.heard.values().next().value!;
+      this.heard.delete(hash);
+      try {
+        const rows = await this.log.loadRange('directory', { start: `${hash}/`, end: `${hash}0` });
+        this.settleRows(hash, '', rows);
+        attempt = 0;
+      } catch (error) {
+        if (!unreachable(error)) continue;
+        this.heard.add(hash);
+        const waitMs = backoffMs(attempt++, {
+          baseMs: FRONT_RETRY_BASE_MS,
+          maxMs: FRONT_RETRY_MAX_MS,
+        });
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    }
+    this.hearing = false;
   }
 
   /**
@@ -111,12 +168,18 @@ export class LocalDirectory {
    * the index does not hold and that has no rows stays out).
    */
   private reread(hash: string, type: string): void {
+    this.settleRows(hash, type, this.log.scan('directory', { start: `${hash}/`, end: `${hash}0` }));
+  }
+
+  /** What reread concludes from the key's rows. */
+  private settleRows(
+    hash: string,
+    type: string,
+    rows: Iterable<{ key: string; bytes: Buffer }>,
+  ): void {
     let best: IndexVisibility = 'none';
     let rowType: string | null = null;
-    for (const { key, bytes } of this.log.scan('directory', {
-      start: `${hash}/`,
-      end: `${hash}0`,
-    })) {
+    for (const { key, bytes } of rows) {
       const row = unframeRow<StoredRow>('directory', key, bytes);
       rowType ??= row.t;
       if (RANK[row.v] > RANK[best]) best = row.v;

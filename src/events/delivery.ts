@@ -7,12 +7,21 @@
 // durable, so a restart resumes where it stopped. An event is finished when every target has
 // acknowledged it or its window has passed; it is then kept for the events retention (the
 // operator lists, shows and resends it with `path-node events`), and swept after.
+// Its reads never hold the thread that serves HTTP (issue 29): `Log.load` and `loadRange`. A
+// read or write the database did not answer is tried again later, never thrown into a timer.
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Scheduler } from '../actors/scheduler.js';
 import type { OutboxEvent } from '../domain/decider.js';
 import type { Clock } from '../clock.js';
-import type { Limits } from '../config.js';
+import {
+  FRONT_RETRY_BASE_MS,
+  FRONT_RETRY_MAX_MS,
+  OUTBOX_READ_PAGE_ROWS,
+  type Limits,
+} from '../config.js';
+import { exceptionFields } from '../logger.js';
+import { backoffMs, unreachable } from '../log/unavailable.js';
 import { partitionOf, type Log, type TableWrite } from '../log/log.js';
 import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../reads/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
@@ -63,7 +72,7 @@ export class WebhookDelivery {
 
   /** Schedules every event still in the outbox (after a restart). */
   start(): void {
-    this.schedule(() => true);
+    this.scheduleLater(() => true);
   }
 
   /**
@@ -72,17 +81,38 @@ export class WebhookDelivery {
    */
   adopt(partitions: readonly number[]): void {
     const taken = new Set(partitions);
-    this.schedule((id) => taken.has(partitionOf(id)));
+    this.scheduleLater((id) => taken.has(partitionOf(id)));
   }
 
-  private schedule(which: (id: string) => boolean): void {
-    for (const { key, bytes } of this.options.log.scan('outbox')) {
-      if (!which(key) || !this.mine(key)) continue;
-      const state = this.stateOf(key);
-      if (state !== undefined && finished(state)) continue;
-      const created = parseTime(outboxRows.read(key, bytes).created_at);
-      this.undelivered.set(key, created ?? this.options.clock.now());
-      this.scheduler.schedule(key, this.dueOf(state));
+  /** schedule, tried again with backoff while the database does not answer (issue 29). */
+  private scheduleLater(which: (id: string) => boolean, attempt = 0): void {
+    this.schedule(which).catch((error: unknown) => {
+      if (this.stopped) return;
+      const exception = exceptionFields(error);
+      if (attempt === 0) this.options.logger.warn({ exception }, 'the outbox could not be read');
+      if (!unreachable(error)) return;
+      const waitMs = backoffMs(attempt, { baseMs: FRONT_RETRY_BASE_MS, maxMs: FRONT_RETRY_MAX_MS });
+      setTimeout(() => this.scheduleLater(which, attempt + 1), waitMs).unref();
+    });
+  }
+
+  /** The outbox's events of `which`, OUTBOX_READ_PAGE_ROWS a read, each scheduled when due. */
+  private async schedule(which: (id: string) => boolean): Promise<void> {
+    let start: string | undefined;
+    for (;;) {
+      const range = { limit: OUTBOX_READ_PAGE_ROWS, ...(start === undefined ? {} : { start }) };
+      const rows = await this.options.log.loadRange('outbox', range);
+      for (const { key, bytes } of rows) {
+        if (!which(key) || !this.mine(key)) continue;
+        const state = await this.stateOf(key);
+        if (state !== undefined && finished(state)) continue;
+        const created = parseTime(outboxRows.read(key, bytes).created_at);
+        this.undelivered.set(key, created ?? this.options.clock.now());
+        this.scheduler.schedule(key, this.dueOf(state));
+      }
+      if (rows.length < OUTBOX_READ_PAGE_ROWS) return;
+      // The next page starts just after this one's last key.
+      start = `${rows[rows.length - 1]!.key}\u0000`;
     }
   }
 
@@ -94,11 +124,12 @@ export class WebhookDelivery {
     const now = this.options.clock.now();
     const writes: TableWrite[] = [];
     const taken: string[] = [];
-    for (const { key } of this.options.log.scan('resends')) {
+    const resends = await this.options.log.loadRange('resends', { limit: OUTBOX_READ_PAGE_ROWS });
+    for (const { key } of resends) {
       // The instance holding the event's partition takes its resend (cluster mode).
       if (!this.mine(key)) continue;
       writes.push({ table: 'resends', key, bytes: null });
-      const bytes = this.options.log.get('outbox', key);
+      const bytes = await this.options.log.load('outbox', key);
       if (bytes === undefined || this.running.has(key)) continue;
       const event = outboxRows.read(key, bytes);
       const fresh = this.targetsOf(event, now).map((t) => ({ ...t, since: now }));
@@ -115,10 +146,11 @@ export class WebhookDelivery {
   async sweep(): Promise<void> {
     const now = this.options.clock.now();
     const writes: TableWrite[] = [];
-    for (const { key } of this.options.log.scan('event_expiry', eventExpiryRows.due(now))) {
+    const range = { ...eventExpiryRows.due(now), limit: OUTBOX_READ_PAGE_ROWS };
+    for (const { key } of await this.options.log.loadRange('event_expiry', range)) {
       writes.push({ table: 'event_expiry', key, bytes: null });
       const id = eventExpiryRows.idOf(key);
-      const state = this.stateOf(id);
+      const state = await this.stateOf(id);
       // A resent event finishes again later, with an expiry row of its own.
       const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
       if (
@@ -159,8 +191,8 @@ export class WebhookDelivery {
     return pending.length === 0 ? this.options.clock.now() : Math.min(...pending);
   }
 
-  private stateOf(id: string): TargetState[] | undefined {
-    const bytes = this.options.log.get('deliveries', id);
+  private async stateOf(id: string): Promise<TargetState[] | undefined> {
+    const bytes = await this.options.log.load('deliveries', id);
     return bytes === undefined ? undefined : deliveryRows.read(id, bytes);
   }
 
@@ -197,12 +229,7 @@ export class WebhookDelivery {
       const id = this.waiting.shift()!;
       this.inFlight++;
       this.deliver(id)
-        .catch((error: unknown) =>
-          this.options.logger.error(
-            { event_id: id, err: { message: (error as Error).message } },
-            'webhook delivery failed',
-          ),
-        )
+        .catch((error: unknown) => this.failed(id, error))
         .finally(() => {
           this.inFlight--;
           this.running.delete(id);
@@ -211,15 +238,35 @@ export class WebhookDelivery {
     }
   }
 
+  /**
+   * A delivery that could not read or write its state: while the database does not answer, the
+   * event is tried again a little later (issue 29, FRONT_RETRY_*: a jittered wait, so events
+   * do not all come back at once), the failure logged by kind and code, never by a message.
+   */
+  private failed(id: string, error: unknown): void {
+    const exception = exceptionFields(error);
+    if (!unreachable(error)) {
+      this.options.logger.error({ event_id: id, exception }, 'webhook delivery failed');
+      return;
+    }
+    this.options.logger.warn(
+      { event_id: id, exception },
+      'webhook delivery waits for the database',
+    );
+    const jitter = backoffMs(1, { baseMs: FRONT_RETRY_MAX_MS, maxMs: FRONT_RETRY_MAX_MS });
+    const waitMs = FRONT_RETRY_BASE_MS + jitter;
+    this.scheduler.schedule(id, this.options.clock.now() + waitMs);
+  }
+
   private async deliver(id: string): Promise<void> {
-    const bytes = this.options.log.get('outbox', id);
+    const bytes = await this.options.log.load('outbox', id);
     if (bytes === undefined) {
       this.undelivered.delete(id);
       return;
     }
     const event = outboxRows.read(id, bytes);
     const now = this.options.clock.now();
-    const state = this.stateOf(id) ?? this.targetsOf(event, now);
+    const state = (await this.stateOf(id)) ?? this.targetsOf(event, now);
     const due = state.filter((t) => t.outcome === null && t.next_at <= now);
     if (due.length > 0) {
       const data = event.data_json === undefined ? event.data : JSON.parse(event.data_json);

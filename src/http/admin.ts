@@ -6,11 +6,15 @@
 // of service would turn a warning into an outage; the operator hears of it from the status, the
 // log line and `path_log_damaged_records`, and restores from a backup at a time of their choice.
 // It opens before recovery, so a long start shows as not ready rather than as down, and binds to
-// loopback unless the operator says otherwise. Nothing here is on the public port.
+// loopback unless the operator says otherwise. Nothing here is on the public port. In cluster
+// mode a ready instance whose database does not answer says 503 `database_unreachable` (issue
+// 29): it stays up and answers what it can from memory, but a balancer should prefer another;
+// `/healthz` stays 200 `alive` throughout, since restarting it would not bring the database back.
 import type { Logger } from 'pino';
 import uws from 'uWebSockets.js';
 import { exceptionFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { DatabaseHealth } from '../log/unavailable.js';
 import { statusLine } from './reply.js';
 import { listenExclusive } from './server.js';
 
@@ -22,6 +26,8 @@ export class AdminListener {
   state: Readiness = 'starting';
   /** The scrub found damage in the log: ready answers say `degraded`, still 200. */
   degraded = false;
+  /** Cluster mode: the database as this instance last found it; null embedded. */
+  database: DatabaseHealth | null = null;
 
   constructor(
     private readonly metrics: Metrics,
@@ -30,6 +36,8 @@ export class AdminListener {
     this.route('/healthz', (res) => answer(res, 200, { status: 'alive' }));
     this.route('/readyz', (res) => {
       if (this.state !== 'ready') return answer(res, 503, { status: this.state });
+      if (this.database?.reachable === false)
+        return answer(res, 503, { status: 'database_unreachable' });
       answer(res, 200, { status: this.degraded ? 'degraded' : 'ready' });
     });
     this.route('/metrics', (res) => this.scrape(res));

@@ -1,8 +1,10 @@
 // The HTTP front end on uWebSockets.js. Thin by design: version check -> route -> body ->
 // authenticate -> idempotency -> handler (which validates and sends to an actor) -> answer.
 // Every failure on the way is a JSON error from the P7 table; nothing a client sends can
-// produce a 5xx. Public reads answer synchronously from committed bytes; the cacheable ones
-// (documents, commitments) pick among representations made once: a coding, or a 304 (cache.ts).
+// produce a 5xx; a database that does not answer (cluster mode) is a 503 with Retry-After (issue
+// 29). Public reads answer synchronously from committed bytes (in cluster mode, a view not in
+// memory is loaded first, the thread never waiting on it); the cacheable ones (documents,
+// commitments) pick among representations made once: a coding, or a 304 (cache.ts).
 // Public routes also answer browsers (P20): CORS on every answer of theirs, a preflight for
 // `OPTIONS`, and `HEAD` for each of their GETs; the routes of members get none of it.
 import { createHash, randomBytes } from 'node:crypto';
@@ -13,11 +15,13 @@ import type { Caller, ReplayMark } from '../actors/types.js';
 import {
   API_PREFIXES,
   CORS_MAX_AGE_SECONDS,
+  DATABASE_RETRY_AFTER_SECONDS,
   SERVED_API_VERSIONS,
   VERIFY_CHUNK_MAX,
   type Limits,
 } from '../config.js';
 import { invalid, isRefusal, refusal, type Refusal } from '../protocol/errors.js';
+import { unreachable, type DatabaseHealth } from '../log/unavailable.js';
 import type { Authenticator } from './auth.js';
 import { BodyBytes, isJsonMediaType, LingeringRefusal } from './body.js';
 import { representation, type Conditions } from './cache.js';
@@ -107,6 +111,21 @@ export interface ServerOptions {
   onAnswered?: (answered: Answered) => void;
   /** Told of every exception a request met (answered 500): the metrics count them (P21). */
   onInternalError?: () => void;
+  /**
+   * Cluster mode (issue 29): told of each request that failed because the database did not
+   * answer (answered 503, not counted as an internal error), so `/readyz` says so.
+   */
+  health?: DatabaseHealth;
+}
+
+/**
+ * The answer to a request that needed the database while it did not answer (issue 29, P7): try
+ * again in DATABASE_RETRY_AFTER_SECONDS. A write so refused may or may not have committed; its
+ * retry with the same idempotency key finds out.
+ */
+export function databaseUnavailable(): HttpReply {
+  const details = { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS };
+  return failure(refusal('path.core.unavailable', 'the database does not answer', details));
 }
 
 /**
@@ -906,28 +925,53 @@ export class HttpServer {
     } catch (error) {
       result = this.internal(error, base.requestId);
     }
-    const complete = (reply: HttpReply) => {
+    const complete = (reply: HttpReply, counted: RequestState | null) => {
       after?.(reply);
-      if (state !== null) this.uncount(state);
+      if (counted !== null) this.uncount(counted);
       // A cacheable read answers the representation the request takes, or its 304 (cache.ts).
       const { conditions } = context;
       const sent = conditions === null ? reply : representation(reply, conditions);
-      this.send(res, sent, base, false, state ?? undefined);
+      this.send(res, sent, base, false, counted ?? undefined);
     };
     if (result instanceof Promise) {
-      if (state === null) throw new Error('asynchronous handler on a synchronous route');
+      // A public read that had to ask the database (cluster mode, issue 29): told of an abort
+      // before anything is awaited, and counted until answered like any call in progress.
+      const waiting = state ?? this.waitingRead(res);
+      // A failure is answered as a reply, so that what follows an answer (`after`: the end of an
+      // idempotency key's flight) runs for it too.
       result.then(
-        (reply) => this.guarded(res, base, state, () => complete(reply)),
-        (error: unknown) => this.crashed(res, base, state, error),
+        (reply) => this.guarded(res, base, waiting, () => complete(reply, waiting)),
+        (error: unknown) =>
+          this.guarded(res, base, waiting, () =>
+            complete(this.internal(error, base.requestId), waiting),
+          ),
       );
     } else {
-      complete(result);
+      complete(result, state);
     }
   }
 
-  /** The answer to an exception: a refusal thrown as one, else 500, logged once and counted. */
+  /** A public read about to wait: it hears of its client going away, and a drain waits for it. */
+  private waitingRead(res: uws.HttpResponse): RequestState {
+    const state: RequestState = { aborted: false, counted: true };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    this.active++;
+    return state;
+  }
+
+  /**
+   * The answer to an exception: a refusal thrown as one, a 503 when the database did not answer
+   * (issue 29), else 500, logged once and counted.
+   */
   private internal(error: unknown, requestId: string): HttpReply {
     if (isRefusal(error)) return failure(error as Refusal);
+    // The database did not answer: the node is not at fault, and the client may try again.
+    if (unreachable(error)) {
+      this.options.health?.failed(error);
+      return databaseUnavailable();
+    }
     this.options.onInternalError?.();
     // Once per exception, by request id: no body, no identifier (exceptionFields).
     this.options.logger.error(

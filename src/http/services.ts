@@ -1,8 +1,15 @@
 // What route handlers may use: the shards, the committed views, the node's identity.
 import type { Commands, SubmitOptions } from '../actors/pool.js';
 import type { CommandResult, RoutedCommand } from '../actors/types.js';
-import { BODY_DEPTH_MAX, VIEW_CACHE_ENTRIES_MAX, type Config } from '../config.js';
+import {
+  BODY_DEPTH_MAX,
+  VIEW_CACHE_ENTRIES_MAX,
+  READ_SNAPSHOT_HOLD_MS,
+  VIEW_FRESH_WAIT_MS,
+  type Config,
+} from '../config.js';
 import type { Log } from '../log/log.js';
+import { unreachable, type DatabaseHealth } from '../log/unavailable.js';
 import { decodeView, type View } from '../reads/views.js';
 import { DamagedRowError } from '../log/record.js';
 import {
@@ -41,6 +48,16 @@ export interface Services {
   members?: MemberRegistry;
   /** Delivers outbox events as webhooks (P11). */
   events?: { notify(ids: readonly string[]): void };
+  /**
+   * Cluster mode (P22, issue 29): the database the views are read from across the network, as
+   * this instance last found it. Given, a public read never waits on it in place (publicView).
+   */
+  database?: DatabaseHealth;
+  /**
+   * Cluster mode: a count that moves whenever the log is refreshed (after each commit of this
+   * instance's and each heard from another's): a view loaded before it moved may be stale.
+   */
+  refreshes?: () => number;
 }
 
 /**
@@ -62,6 +79,8 @@ interface DecodedView {
   version: number;
   /** The reply made cacheable (cacheableViewReply), once for these bytes. */
   cacheable: HttpReply | null;
+  /** Cluster mode: the log these bytes were loaded from, its refresh count then, and when. */
+  loaded: { log: Log; refreshes: number; atMs: number } | null;
 }
 
 /**
@@ -78,7 +97,7 @@ function decoded(bytes: Buffer, key: string): DecodedView {
   if (known === undefined && decodedViews.size >= VIEW_CACHE_ENTRIES_MAX) {
     decodedViews.delete(decodedViews.keys().next().value!);
   }
-  const entry = { bytes: own, view, reply, log: null, version: 0, cacheable: null };
+  const entry = { bytes: own, view, reply, log: null, version: 0, cacheable: null, loaded: null };
   decodedViews.set(key, entry);
   return entry;
 }
@@ -100,7 +119,10 @@ function committedView(services: Pick<Services, 'log'>, key: string): DecodedVie
 /** A committed public answer, or null when there is none for the key. */
 export function viewReply(services: Pick<Services, 'log'>, key: string): HttpReply | null {
   const found = committedView(services, key);
-  if (found === undefined) return null;
+  return found === undefined ? null : answerOf(found);
+}
+
+function answerOf(found: DecodedView): HttpReply {
   const { view, reply } = found;
   if (view.expiry !== null && Date.now() >= view.expiry.at) {
     return failure(expiredRefusal(view.expiry.code as ErrorCode));
@@ -108,20 +130,111 @@ export function viewReply(services: Pick<Services, 'log'>, key: string): HttpRep
   return reply;
 }
 
+/** A value now, or later when it had to be asked of the database. */
+export type Later<T> = T | Promise<T>;
+
+/** `next` of the value, at once when it is here, else when it comes. */
+export function after<T, U>(value: Later<T>, next: (value: T) => Later<U>): Later<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+/**
+ * viewReply for the public reads, which must not hold the thread that serves HTTP (issue 29).
+ * Embedded, LMDB's map answers in place as before. In cluster mode a view loaded since the log's
+ * last refresh and less than READ_SNAPSHOT_HOLD_MS ago (the bound PostgreSQL's own read cache
+ * keeps) answers from memory; any other is loaded (`Log.load`), and while its fresh bytes are
+ * slower than VIEW_FRESH_WAIT_MS or the database is unreachable, the bytes this instance last
+ * read of it answer: a reader may see a view as it was a moment before, but keeps being answered.
+ */
+export function publicView(
+  services: Pick<Services, 'log' | 'database' | 'refreshes'>,
+  key: string,
+): Later<HttpReply | null> {
+  const { log, database } = services;
+  if (database === undefined) return viewReply(services, key);
+  const refreshes = services.refreshes?.() ?? log.peekVersion();
+  const known = decodedViews.get(key);
+  const mine = known?.loaded?.log === log ? known : undefined;
+  const loaded = mine?.loaded;
+  if (loaded?.refreshes === refreshes && Date.now() - loaded.atMs < READ_SNAPSHOT_HOLD_MS)
+    return answerOf(mine!);
+  // Known unreachable: the bytes last read answer without a load that would only wait or fail
+  // (the instance's own reads, the credentials poll among them, find when it is back).
+  if (mine !== undefined && !database.reachable) return answerOf(mine);
+  const fresh = loadView(log, { database, refreshes }, key);
+  const answered = mine === undefined ? fresh : freshOrKnown(fresh, mine);
+  return answered.then((found) => (found === undefined ? null : answerOf(found)));
+}
+
+/** The fresh bytes if they come in VIEW_FRESH_WAIT_MS and the database answers, else `known`. */
+function freshOrKnown(
+  fresh: Promise<DecodedView | undefined>,
+  known: DecodedView,
+): Promise<DecodedView | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<DecodedView>((resolve) => {
+    timer = setTimeout(() => resolve(known), VIEW_FRESH_WAIT_MS);
+  });
+  const settled = fresh.then(
+    (found) => found,
+    (error: unknown) => {
+      if (unreachable(error)) return known;
+      throw error;
+    },
+  );
+  return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
+}
+
+/** Loads of views under way, by log, refresh count and key: one per key however many ask. */
+const loadingViews = new WeakMap<Log, Map<string, Promise<DecodedView | undefined>>>();
+
+function loadView(
+  log: Log,
+  at: { database: DatabaseHealth; refreshes: number },
+  key: string,
+): Promise<DecodedView | undefined> {
+  const { database, refreshes } = at;
+  let loading = loadingViews.get(log);
+  if (loading === undefined) loadingViews.set(log, (loading = new Map()));
+  const id = `${refreshes}\u0000${key}`;
+  const under = loading.get(id);
+  if (under !== undefined) return under;
+  const atMs = Date.now();
+  const load = log.load('views', key).then(
+    (bytes) => {
+      database.succeeded();
+      if (bytes === undefined) return undefined;
+      const found = decoded(bytes, key);
+      found.loaded = { log, refreshes, atMs };
+      return found;
+    },
+    (error: unknown) => {
+      database.failed(error);
+      throw error;
+    },
+  );
+  const settled = load.finally(() => loading.delete(id));
+  // A rejection is the caller's; this copy of it is only for the map.
+  settled.catch(() => undefined);
+  loading.set(id, load);
+  return load;
+}
+
 /**
  * viewReply for a view that is the same for every caller: a 200 carries its ETag and
  * `cacheControl` (cache.ts), made when its bytes are first read and kept with them.
  */
 export function cacheableViewReply(
-  services: Pick<Services, 'log'>,
+  services: Pick<Services, 'log' | 'database'>,
   key: string,
   cacheControl: string,
-): HttpReply | null {
-  const reply = viewReply(services, key);
-  if (reply === null || reply.status !== 200) return reply;
-  const found = decodedViews.get(key)!;
-  found.cacheable ??= cacheable(found.reply, { cacheControl, compress: false });
-  return found.cacheable;
+): Later<HttpReply | null> {
+  return after(publicView(services, key), (reply) => {
+    if (reply === null || reply.status !== 200) return reply;
+    const found = decodedViews.get(key)!;
+    found.cacheable ??= cacheable(found.reply, { cacheControl, compress: false });
+    return found.cacheable;
+  });
 }
 
 export function notFound(what: string): HttpReply {
@@ -153,12 +266,17 @@ export function validBody<T>(
  * The aggregate that holds an id: the subject of an address, attestation or binding; the connection
  * of a delegation; the session of a checkout id (the route index in the views).
  */
-export function ownerOf(services: Services, id: string): string | null {
-  const bytes = services.log.get('views', `route/${id}`);
-  if (bytes === undefined) return null;
-  const view = decodeView(bytes);
-  if (view === null) throw new DamagedRowError('views', `route/${id}`);
-  return view.body.toString('utf8');
+export function ownerOf(services: Services, id: string): Later<string | null> {
+  const key = `route/${id}`;
+  const owner = (bytes: Buffer | undefined) => {
+    if (bytes === undefined) return null;
+    const view = decodeView(bytes);
+    if (view === null) throw new DamagedRowError('views', key);
+    return view.body.toString('utf8');
+  };
+  // Cluster mode: asked of the database without holding the thread (issue 29).
+  if (services.database === undefined) return owner(services.log.get('views', key));
+  return services.log.load('views', key).then(owner);
 }
 
 /** Parses a query string into its parameters. */

@@ -357,7 +357,14 @@ export class PostgresLog implements Log {
     await this.append([], writes);
   }
 
+  /**
+   * How many times this log was refreshed (the commit fan-out, other instances' notes): a view
+   * the front end loaded before the last refresh is loaded again (services.ts, publicView).
+   */
+  refreshed = 0;
+
   refresh(): void {
+    this.refreshed++;
     this.forget();
   }
 

@@ -2,7 +2,9 @@
 // feed's state with the directory's keys and appends exactly the changes the feed missed.
 import { describe, expect, it } from 'vitest';
 import { LocalDirectory } from '../directory/directory.js';
+import { FencedError } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
+import { UnavailableError } from '../log/unavailable.js';
 import { frame } from '../log/record.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { FeedPublisher } from './feed.js';
@@ -23,8 +25,8 @@ async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
   return feed;
 }
 
-const entries = (feed: FeedPublisher, after = 0) =>
-  JSON.parse(feed.page(after, 100, 'beta', 'http://beta', signer)).entries as {
+const entries = async (feed: FeedPublisher, after = 0) =>
+  JSON.parse(await feed.page(after, 100, 'beta', 'http://beta', signer)).entries as {
     identifier_hash: string;
     visibility: string | null;
   }[];
@@ -38,7 +40,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(3)}/idn/c`, bytes: frame({ t: 'email', v: 'network' }) },
     ]);
     const first = await loadWith(log);
-    expect(entries(first).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+    expect((await entries(first)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
       [hash(1), 'network'],
       [hash(2), 'public'],
       [hash(3), 'network'],
@@ -61,11 +63,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(4)}/idn/d`, bytes: frame({ t: 'phone', v: 'network' }) },
     ]);
     const feed = await loadWith(log);
-    expect(
-      entries(feed, 2)
-        .map((e) => [e.identifier_hash, e.visibility])
-        .sort(),
-    ).toEqual(
+    expect((await entries(feed, 2)).map((e) => [e.identifier_hash, e.visibility]).sort()).toEqual(
       [
         [hash(1), null],
         [hash(2), 'public'],
@@ -81,7 +79,7 @@ describe('the change feed at start', () => {
       { table: 'directory', key: `${hash(5)}/idn/y`, bytes: frame({ t: 'phone', v: 'public' }) },
     ]);
     const feed = await loadWith(log);
-    expect(entries(feed).map((e) => e.visibility)).toEqual(['public']);
+    expect((await entries(feed)).map((e) => e.visibility)).toEqual(['public']);
   });
 
   it('cluster mode: a new holder of the feed appends nothing before it resyncs', async () => {
@@ -101,14 +99,14 @@ describe('the change feed at start', () => {
     const taker = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'), writing);
     await log.write([rows[0]!]);
     const earlier = await loadWith(log);
-    expect(entries(earlier).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    expect((await entries(earlier)).map((e) => e.identifier_hash)).toEqual([hash(1)]);
     // It takes the partition: a change it hears before its resync is not appended (its sequence
     // would be the earlier writer's), and is found by the resync's load instead.
     epoch.now = 2n;
     await log.write([rows[1]!]);
     taker.observe(hash(2), 'phone', 'network');
     await taker.flush();
-    expect(entries(taker).map((e) => e.identifier_hash)).toEqual([hash(1)]);
+    expect((await entries(taker)).map((e) => e.identifier_hash)).toEqual([hash(1)]);
     taker.resync();
     const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
     directory.observer = (h, t, v) => taker.observe(h, t, v);
@@ -116,9 +114,64 @@ describe('the change feed at start', () => {
     await directory.load();
     taker.endLoad();
     await taker.flush();
-    expect(entries(taker).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+    expect((await entries(taker)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
       [hash(1), 'network'],
       [hash(2), 'network'],
     ]);
+  });
+});
+
+describe('the feed while its database does not answer (issue 29)', () => {
+  const at = () => Date.parse('2026-11-22T00:00:00Z');
+  /** A cluster writer holding the feed's partition whose writes fail as `failures` says. */
+  function failingWriter(log: MemoryLog, failures: Error[]) {
+    const writing = {
+      epoch: () => 1n,
+      write: (w: Parameters<MemoryLog['write']>[0]) => {
+        const failure = failures.shift();
+        return failure === undefined ? log.write(w) : Promise.reject(failure);
+      },
+    };
+    const feed = new FeedPublisher(log, at, writing);
+    feed.resync();
+    return feed;
+  }
+
+  it('a round the database did not take is written once it answers, in order', async () => {
+    const log = new MemoryLog();
+    const lost = () => new UnavailableError('the database did not answer');
+    const feed = failingWriter(log, [lost(), lost()]);
+    feed.observe(hash(1), 'phone', 'network');
+    await feed.flush();
+    feed.observe(hash(2), 'phone', 'public');
+    await feed.flush();
+    expect((await entries(feed)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+      [hash(1), 'network'],
+      [hash(2), 'public'],
+    ]);
+  });
+
+  it('a round the fence refused is forgotten, and the rounds after it are written', async () => {
+    const log = new MemoryLog();
+    const feed = failingWriter(log, [new FencedError('partition 0 is held elsewhere')]);
+    feed.observe(hash(1), 'phone', 'network');
+    await feed.flush();
+    feed.observe(hash(2), 'phone', 'network');
+    await feed.flush();
+    expect((await entries(feed)).map((e) => e.identifier_hash)).toEqual([hash(2)]);
+  });
+
+  it('a write that fails otherwise fails its own flush, not every later one', async () => {
+    const log = new MemoryLog();
+    const write = log.write.bind(log);
+    let fail = true;
+    log.write = (w) => (fail ? Promise.reject(new RangeError('no room')) : write(w));
+    const feed = new FeedPublisher(log, at);
+    feed.observe(hash(1), 'phone', 'network');
+    await expect(feed.flush()).rejects.toThrow('no room');
+    fail = false;
+    feed.observe(hash(2), 'phone', 'network');
+    await feed.flush();
+    expect((await entries(feed)).map((e) => e.identifier_hash)).toEqual([hash(2)]);
   });
 });

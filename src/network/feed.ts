@@ -4,7 +4,9 @@
 // `public` entries leave the node (a key that turns private or goes away appears as a removal).
 // `feed_state` remembers what the feed last said of each key, so a start after a crash appends
 // whatever the feed missed: the feed converges on the directory whatever happened in between.
-import type { Log, TableWrite } from '../log/log.js';
+import { FencedError, type Log, type TableWrite } from '../log/log.js';
+import { FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
+import { backoffMs, unreachable } from '../log/unavailable.js';
 import { frame, unframeRow } from '../log/record.js';
 import type { IndexVisibility } from '../directory/index.js';
 import { envelopeFields, signObject, type SigningKey } from '../protocol/signing.js';
@@ -52,7 +54,11 @@ export class FeedPublisher {
   private pending: { hash: string; state: FeedState; writes: TableWrite[] }[] = [];
   private readonly pendingState = new Map<string, FeedState>();
   private flushing: Promise<void> = Promise.resolve();
+  /** The last round scheduled, its failure kept for whoever flushes. */
+  private lastRound: Promise<void> = Promise.resolve();
   private scheduled = false;
+  /** Stopped: a round the database refused is no longer tried again. */
+  private stopped = false;
   /**
    * While the directory loads: the feed's state, walked in hash order beside the directory's keys.
    */
@@ -67,6 +73,12 @@ export class FeedPublisher {
     private readonly writing: FeedWriting | null = null,
   ) {
     this.lastSeq = this.storedLast();
+  }
+
+  /** storedLast, asked without holding the thread. */
+  private async loadedLast(): Promise<number> {
+    const [row] = await this.log.loadRange('feed', { reverse: true, limit: 1 });
+    return row === undefined ? 0 : Number(row.key);
   }
 
   private storedLast(): number {
@@ -153,32 +165,71 @@ export class FeedPublisher {
   /** Resolves once every entry appended so far is durable. */
   flush(): Promise<void> {
     this.schedule();
-    return this.flushing;
+    return this.lastRound;
+  }
+
+  /** No more retries of a round the database refused (the node stops). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** One write at a time; whatever was appended meanwhile goes in the next (group commit). */
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    this.flushing = this.flushing.then(async () => {
+    // A failed round never breaks the chain: the rounds after it are still written.
+    const round = this.flushing.then(() => {
       this.scheduled = false;
-      const round = this.pending;
-      this.pending = [];
-      if (round.length === 0) return;
-      const writes = round.flatMap((p) => p.writes);
-      // Cluster mode: a round the fence refuses (the feed's partition moved) is forgotten as one
-      // written would be; the new writer finds its changes again.
-      if (this.writing === null) await this.log.write(writes);
-      else await this.writing.write(writes).catch(() => undefined);
-      for (const { hash, state } of round)
-        if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
+      return this.writeRound();
     });
+    this.lastRound = round;
+    this.flushing = round.catch(() => undefined);
   }
 
-  /** A signed page of entries after `after` (P2): followers verify it with this node's keys. */
-  page(after: number, limit: number, member: string, endpoint: string, signer: SigningKey): string {
+  /**
+   * Writes what was appended. Cluster mode: a round the fence refuses (the feed's partition
+   * moved) is forgotten as one written would be; the new writer finds its changes again. A round
+   * the database did not take because it did not answer is tried again, with backoff, until it
+   * does (issue 29): the feed then says what the directory said, in order, with nothing lost.
+   */
+  private async writeRound(): Promise<void> {
+    const round = this.pending;
+    this.pending = [];
+    if (round.length === 0) return;
+    const writes = round.flatMap((p) => p.writes);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await (this.writing === null ? this.log.write(writes) : this.writing.write(writes));
+        break;
+      } catch (error) {
+        if (this.writing !== null && error instanceof FencedError) break;
+        if (!unreachable(error) || this.stopped) throw error;
+        const waitMs = backoffMs(attempt, {
+          baseMs: FRONT_RETRY_BASE_MS,
+          maxMs: FRONT_RETRY_MAX_MS,
+        });
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    }
+    for (const { hash, state } of round)
+      if (this.pendingState.get(hash) === state) this.pendingState.delete(hash);
+  }
+
+  /**
+   * A signed page of entries after `after` (P2): followers verify it with this node's keys. Read
+   * without holding the thread that serves HTTP (issue 29).
+   */
+  async page(
+    after: number,
+    limit: number,
+    member: string,
+    endpoint: string,
+    signer: SigningKey,
+  ): Promise<string> {
     const entries: FeedEntry[] = [];
-    for (const { key, bytes } of this.log.scan('feed', { start: seqKey(after + 1), limit })) {
+    const rows = await this.log.loadRange('feed', { start: seqKey(after + 1), limit });
+    const last = this.writes() ? this.lastSeq : await this.loadedLast();
+    for (const { key, bytes } of rows) {
       type Stored = { t: string; h: string; v: FeedEntry['visibility']; at: string };
       const e = unframeRow<Stored>('feed', key, bytes);
       entries.push({
@@ -199,7 +250,7 @@ export class FeedPublisher {
           endpoint,
           after,
           next,
-          last: this.writes() ? this.lastSeq : this.storedLast(),
+          last,
           entries,
           ...envelopeFields(signer, signedAt),
         },

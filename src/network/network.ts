@@ -8,6 +8,7 @@ import type { Log } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
 import { FeedPublisher, type FeedWriting } from './feed.js';
+import { unreachable } from '../log/unavailable.js';
 import { Follower, storedCursor } from './follower.js';
 import { MemberRegistry } from './members.js';
 
@@ -136,7 +137,12 @@ export class Network {
   async stop(): Promise<void> {
     this.registry.stop();
     for (const f of this.followers.values()) f.stop();
-    await this.feed.flush();
+    // A round the database does not take is not waited for past the stop: the feed converges on
+    // the directory at the next start (or the next writer's resync), so it is found again then.
+    this.feed.stop();
+    await this.feed.flush().catch((error: unknown) => {
+      if (!unreachable(error)) throw error;
+    });
   }
 
   /** Each followed member's replication lag in feed entries (P21). */

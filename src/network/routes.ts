@@ -64,17 +64,9 @@ export function networkRoutes(services: Services, feed: FeedPublisher): RouteSpe
         const pageMax = services.config.limits.feed_page_max;
         if (!Number.isInteger(limit) || limit < 1 || limit > pageMax)
           return failure(invalid('limit', `limit is a whole number from 1 to ${pageMax}`));
-        return {
-          status: 200,
-          body: feed.page(
-            after,
-            limit,
-            services.config.member,
-            services.config.baseUrl,
-            services.signer!(),
-          ),
-          signed: true,
-        };
+        const { member, baseUrl } = services.config;
+        const page = feed.page(after, limit, member, baseUrl, services.signer!());
+        return page.then((body) => ({ status: 200, body, signed: true }));
       },
     },
   ];

@@ -5,10 +5,10 @@ import { newReference, isReferenceShaped } from '../../protocol/ids.js';
 import { ReceiptObject, ReceiptTransitions } from '../../protocol/responses.js';
 import { validator } from '../../protocol/schemas.js';
 import { verifyObject } from '../../protocol/signing.js';
-import { failure, json } from '../../http/reply.js';
+import { failure, json, type HttpReply } from '../../http/reply.js';
 import type { RouteSpec } from '../../http/router.js';
 import type { Handler } from '../../http/server.js';
-import { notFound, validBody, viewReply, type Services } from '../../http/services.js';
+import { after, notFound, publicView, validBody, type Services } from '../../http/services.js';
 import { commandRoute, ownReference } from '../../http/routes/table.js';
 
 const validateVerify = validator(VerifyReceipt);
@@ -63,10 +63,22 @@ function memberRoutes(services: Services): RouteSpec<Handler>[] {
   ];
 }
 
+/** A receipt that never moved: its list is its one step, read off its envelope. */
+const firstOnly = (issued: HttpReply | null): HttpReply =>
+  issued === null
+    ? notFound('receipt')
+    : {
+        status: 200,
+        body: firstTransitions(Buffer.from(issued.body).toString('utf8')),
+        signed: true,
+      };
+
 /** Reading a receipt and its transitions, and checking an envelope: open to anyone. */
 function publicRoutes(services: Services): RouteSpec<Handler>[] {
   const read = (key: string, reference: string) =>
-    (isReferenceShaped(reference, 'rcp') ? viewReply(services, key) : null) ?? notFound('receipt');
+    isReferenceShaped(reference, 'rcp')
+      ? after(publicView(services, key), (reply) => reply ?? notFound('receipt'))
+      : notFound('receipt');
   return [
     {
       operation: 'receipts.get',
@@ -92,19 +104,10 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
       responses: { 200: ReceiptTransitions },
       handler: (context) => {
         const reference = context.params.reference!;
-        const listed = isReferenceShaped(reference, 'rcp')
-          ? viewReply(services, transitionsViewKey(reference))
-          : null;
-        if (listed !== null) return listed;
-        // A receipt that never moved: its list is its one step, read off its envelope.
-        const issued = isReferenceShaped(reference, 'rcp') ? viewReply(services, reference) : null;
-        return issued === null
-          ? notFound('receipt')
-          : {
-              status: 200,
-              body: firstTransitions(Buffer.from(issued.body).toString('utf8')),
-              signed: true,
-            };
+        if (!isReferenceShaped(reference, 'rcp')) return notFound('receipt');
+        return after(publicView(services, transitionsViewKey(reference)), (listed) =>
+          listed !== null ? listed : after(publicView(services, reference), firstOnly),
+        );
       },
     },
     {

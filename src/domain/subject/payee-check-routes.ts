@@ -22,9 +22,9 @@ import type { Handler, RequestContext } from '../../http/server.js';
 import {
   notFound,
   ownerOf,
+  publicView,
   submit,
   validBody,
-  viewReply,
   type Services,
 } from '../../http/services.js';
 import { sendCommand } from '../../http/routes/table.js';
@@ -63,7 +63,7 @@ async function payeeCheck(services: Services, context: RequestContext): Promise<
   if (!body.ok) return failure(body.refusal);
   const check = checkOf(services, body.value);
   if (isRefusal(check)) return failure(check);
-  const holder = holderOf(services, body.value.key);
+  const holder = await holderOf(services, body.value.key);
   if (holder === null) return notFound('address');
   if (context.caller !== null) {
     // The member's daily allowance (P12) is the budget's: its decider reads it from the limits.
@@ -110,10 +110,13 @@ function checkOf(
 }
 
 /** The subject that holds an address, and the address's id; null: the node has no such address. */
-function holderOf(services: Services, address: string): { subject: string; id: string } | null {
-  const view = viewReply(services, addressInfoKey(address));
+async function holderOf(
+  services: Services,
+  address: string,
+): Promise<{ subject: string; id: string } | null> {
+  const view = await publicView(services, addressInfoKey(address));
   if (view === null || view.status !== 200) return null;
   const info = JSON.parse(Buffer.from(view.body).toString('utf8')) as AddressInfo;
-  const subject = ownerOf(services, info.id);
+  const subject = await ownerOf(services, info.id);
   return subject === null ? null : { subject, id: info.id };
 }

@@ -40,11 +40,12 @@ import type { Auth, RouteSpec } from '../../http/router.js';
 import type { Handler, RequestContext } from '../../http/server.js';
 import { REVALIDATE } from '../../http/cache.js';
 import {
+  after,
   cacheableViewReply,
   notFound,
   ownerOf,
+  publicView,
   queryParams,
-  viewReply,
   type Services,
 } from '../../http/services.js';
 import { commandRoute, sendCommand, type CommandRoute } from '../../http/routes/table.js';
@@ -554,7 +555,7 @@ function resolverRead(
   const { operation, summary, description, path, viewKey } = route;
   const cacheable = route.cacheable === true;
   const read = (key: string) =>
-    cacheable ? cacheableViewReply(services, key, REVALIDATE) : viewReply(services, key);
+    cacheable ? cacheableViewReply(services, key, REVALIDATE) : publicView(services, key);
   return {
     operation,
     summary,
@@ -573,7 +574,8 @@ function resolverRead(
         return notFound('address');
       }
       const shaped = /^path:[A-Za-z0-9]{1,64}$/.test(address);
-      return (shaped ? read(viewKey(address)) : null) ?? notFound('address');
+      if (!shaped) return notFound('address');
+      return after(read(viewKey(address)), (reply) => reply ?? notFound('address'));
     },
   };
 }

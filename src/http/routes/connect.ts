@@ -29,7 +29,7 @@ import { isReferenceShaped, newReference } from '../../protocol/ids.js';
 import { failure, json } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, queryParams, submit, type Services } from '../services.js';
+import { notFound, ownerOf, queryParams, submit, type Later, type Services } from '../services.js';
 import { commandRoute, ownReference } from './table.js';
 
 const decider = connectionDecider;
@@ -177,7 +177,7 @@ function underConnection(services: Services): RouteSpec<Handler>[] {
 /** Routes on a delegation, found in its parent connection's aggregate (the route index). */
 function delegationRoutes(services: Services): RouteSpec<Handler>[] {
   /** A delegation's parent connection, from the route index. */
-  const parent = (context: RequestContext): string | null => {
+  const parent = (context: RequestContext): Later<string | null> => {
     const reference = context.params.reference ?? '';
     return isReferenceShaped(reference, 'dlg') ? ownerOf(services, reference) : null;
   };
@@ -254,7 +254,7 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
     description: string;
     path: string;
     what: string;
-    key: (context: RequestContext) => string | null;
+    key: (context: RequestContext) => Later<string | null>;
     command: K;
     input: (context: RequestContext) => InputOf<typeof connectionCommands, K>;
   },
@@ -263,13 +263,14 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
     const limit = pageLimit(context, services.config.limits);
     if (typeof limit !== 'number') return failure(limit);
     const reference = context.params.reference!;
-    const key = route.key(context);
+    const key = await route.key(context);
     if (key === null) return notFound(route.what);
     const command = { name: route.command, input: route.input(context), caller: context.caller };
     const { reply } = await submit(services, { aggregate: decider.type, key, command }, context);
     if (reply.status !== 200) return { status: reply.status, body: reply.body, signed: false };
     const range = { ...usageRows.range(reference), reverse: true, limit };
-    const rows = [...services.log.scan('usage', range)].reverse();
+    // Read without holding the thread that serves HTTP (issue 29): at most `limit` rows.
+    const rows = (await services.log.loadRange('usage', range)).reverse();
     const { count: total } = JSON.parse(reply.body) as { count: number };
     const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
     return json(200, { reference, count: rows.length, total, usage });

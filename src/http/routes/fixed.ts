@@ -16,7 +16,7 @@ import type { StoredSigningKey } from '../../store.js';
 import type { HttpReply } from '../reply.js';
 import type { RouteSpec } from '../router.js';
 import type { Handler } from '../server.js';
-import { notFound, viewReply, type Services } from '../services.js';
+import { after, notFound, publicView, type Services } from '../services.js';
 
 /** Where the OpenAPI document is served, under each API prefix (P19). */
 export const OPENAPI_PATH = '/openapi.json';
@@ -144,12 +144,18 @@ export function fixedRoutes(
       auth: 'public',
       handler: (context) => {
         const reference = context.params.reference!;
-        const reply =
-          (isReferenceShaped(reference) ? viewReply(services, reference) : null) ??
-          notFound('object');
         // P20: a browser gets the page for people, anyone else the object.
         const link = `${services.config.baseUrl}/path/${reference}`;
-        return linkAnswer(reply, { accept: context.accept, reference, link, now: context.now });
+        const answer = (reply: HttpReply | null) =>
+          linkAnswer(reply ?? notFound('object'), {
+            accept: context.accept,
+            reference,
+            link,
+            now: context.now,
+          });
+        return isReferenceShaped(reference)
+          ? after(publicView(services, reference), answer)
+          : answer(null);
       },
     },
   ];

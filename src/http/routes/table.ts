@@ -13,7 +13,15 @@ import { validator, type Validator } from '../../protocol/schemas.js';
 import { failure, type HttpReply } from '../reply.js';
 import type { Auth, RouteSpec } from '../router.js';
 import type { Handler, RequestContext } from '../server.js';
-import { notFound, runCommand, validBody, viewReply, type Services } from '../services.js';
+import {
+  after,
+  notFound,
+  publicView,
+  runCommand,
+  validBody,
+  type Later,
+  type Services,
+} from '../services.js';
 
 export interface CommandRoute<C extends CommandSchemas, K extends keyof C & string, B> {
   operation: string;
@@ -38,7 +46,7 @@ export interface CommandRoute<C extends CommandSchemas, K extends keyof C & stri
    * lookup of the route index. Null: no such object (404 naming `what`), answered before the
    * body is read, as for any unknown object.
    */
-  key?: (request: RequestContext) => string | null;
+  key?: (request: RequestContext) => Later<string | null>;
   /** The same, for an aggregate named in the body (a subject id): found after the body is read. */
   keyOf?: (request: RequestContext, body: B) => string | null;
   /** The command's input, from the body and the key; a refusal for what the wire cannot say. */
@@ -56,8 +64,11 @@ export function commandRoute<
   const notFound = () => failure(refusal('path.core.not_found', `no such ${route.what}`));
   const validate = route.body === undefined ? null : (validator(route.body) as Validator<B>);
   const handler: Handler = (context) => {
-    let key = route.key?.(context) ?? null;
-    if (route.key !== undefined && key === null) return notFound();
+    if (route.key === undefined) return withKey(context, null);
+    return after(route.key(context), (key) => (key === null ? notFound() : withKey(context, key)));
+  };
+  const withKey = (context: RequestContext, found: string | null) => {
+    let key = found;
     let body = {} as B;
     if (validate !== null && !(route.bodyOptional === true && context.body.length === 0)) {
       const parsed = validBody(context, validate);
@@ -139,7 +150,8 @@ export function publicRead(
     errors: route.gone,
     handler: (context) => {
       const key = reference(context);
-      return (key === null ? null : viewReply(services, key)) ?? notFound(route.what);
+      if (key === null) return notFound(route.what);
+      return after(publicView(services, key), (reply) => reply ?? notFound(route.what));
     },
   };
 }

@@ -1,0 +1,64 @@
+// The keys other instances changed (cluster mode, P22) are read again without holding the thread
+// that serves HTTP, and while the database does not answer they wait and are read once it does
+// (issue 29): none is lost, none throws.
+import { describe, expect, it } from 'vitest';
+import { MemoryLog } from '../log/memory-log.js';
+import { frame } from '../log/record.js';
+import { UnavailableError } from '../log/unavailable.js';
+import { LocalDirectory } from './directory.js';
+
+const hash = (n: number) => n.toString(16).padStart(64, '0');
+const holder = { member: 'beta', endpoint: 'http://beta' };
+
+describe('keys heard from other instances (applyHashes)', () => {
+  it('are read again once the database answers, after failing as a lost one', async () => {
+    const log = new MemoryLog();
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    // From here the synchronous read fails as a lost database's does (the thread would wait on
+    // it, then throw), and `loadRange` fails twice so, then answers.
+    const scan = log.scan.bind(log);
+    log.scan = () => {
+      throw new UnavailableError('no answer');
+    };
+    let reads = 0;
+    log.loadRange = async (table, range) => {
+      if (++reads <= 2) throw new UnavailableError('no answer');
+      return [...scan(table, range)];
+    };
+    await log.write([
+      { table: 'directory', key: `${hash(7)}/idn/a`, bytes: frame({ t: 'phone', v: 'network' }) },
+    ]);
+    directory.applyHashes([hash(7)]);
+    await waitUntil(() => directory.index.find(hash(7), 'phone') !== null);
+    expect(directory.index.find(hash(7), 'phone')?.member).toBe('beta');
+    expect(reads).toBe(3);
+  });
+});
+
+async function waitUntil(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+describe("a command's own keys (apply)", () => {
+  it('are read again once the database answers when it went away after the commit', async () => {
+    const log = new MemoryLog();
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    await log.write([
+      { table: 'directory', key: `${hash(8)}/idn/a`, bytes: frame({ t: 'email', v: 'public' }) },
+    ]);
+    // The read in place fails as a lost database's does; the later read answers.
+    const scan = log.scan.bind(log);
+    log.scan = () => {
+      throw new UnavailableError('no answer');
+    };
+    log.loadRange = async (table, range) => [...scan(table, range)];
+    const row = { key: 'a', identifierHash: hash(8), identifierType: 'email', visibility: null };
+    expect(() => directory.apply([row])).not.toThrow();
+    await waitUntil(() => directory.index.find(hash(8), 'email') !== null);
+    expect(directory.index.find(hash(8), 'email')?.member).toBe('beta');
+  });
+});
