@@ -15,7 +15,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, DEFAULT_LIMITS } from '../config.js';
 import { LmdbLog, openEnvironment } from '../log/lmdb-log.js';
 import type { Log } from '../log/log.js';
 import { DatabaseHealth, UnavailableError } from '../log/unavailable.js';
-import { encodeView } from '../log/views.js';
+import { encodeView } from '../reads/views.js';
 import { Metrics } from '../metrics.js';
 import { AdminListener } from './admin.js';
 import type { Authenticator } from './auth.js';
