@@ -19,7 +19,7 @@ import { encodeView } from '../reads/views.js';
 import { Metrics } from '../metrics.js';
 import { AdminListener } from './admin.js';
 import type { Authenticator } from './auth.js';
-import { receiptRoutes } from './routes/receipts.js';
+import { receiptRoutes } from '../domain/receipt/routes.js';
 import type { RouteSpec } from './router.js';
 import { HttpServer, type Handler } from './server.js';
 import type { Services } from './services.js';
