@@ -9,7 +9,7 @@ import { IDENTIFIER_LENGTH_MAX, LOOKUP_NONCE_LENGTH_MAX } from '../../config.js'
 import { validator } from '../../protocol/schemas.js';
 import { validBody } from '../services.js';
 import { hexQuad, readUsualBatch } from './batch-reader.js';
-import { Batch, batchBody } from './sonar.js';
+import { Batch, batchBody } from '../../domain/sonar/routes.js';
 import { mulberry32 } from '../../../bench/request-plans.js';
 
 const validateBatch = validator(Batch);
