@@ -6,7 +6,7 @@ import { frameRecord, recordCheck } from '../log/record.js';
 import { headRows, usageRows } from '../reads/rows.js';
 import { encodeView } from '../reads/views.js';
 import type { ChainFault } from './chain.js';
-import { PartitionWalk, RowWalk, Scrub, type RowFault } from './scrub.js';
+import { logReads, PartitionWalk, RowWalk, Scrub, type RowFault } from './scrub.js';
 import { frameSnapshot } from './snapshot.js';
 
 const P = 5;
@@ -23,7 +23,7 @@ async function appendRecords(log: MemoryLog, from: number, to: number): Promise<
 
 function walkAll(log: MemoryLog): ChainFault[] {
   const faults: ChainFault[] = [];
-  const walk = new PartitionWalk(log, P, (f) => faults.push(f));
+  const walk = new PartitionWalk(logReads(log), P, (f) => faults.push(f));
   while (!walk.step(2));
   walk.finish();
   return faults;
@@ -60,7 +60,7 @@ describe('the scrub (issue 28)', () => {
     const log = new MemoryLog();
     await appendRecords(log, 1, 3);
     const faults: ChainFault[] = [];
-    const walk = new PartitionWalk(log, P, (f) => faults.push(f));
+    const walk = new PartitionWalk(logReads(log), P, (f) => faults.push(f));
     expect(walk.step(2)).toBe(false);
     await appendRecords(log, 4, 9);
     while (!walk.step(2));

@@ -4,13 +4,16 @@
 // to learn that the disk is failing before then. A walk checks each record's checksum and link
 // (chain.ts), the partition's snapshot (its checksum, and that its record is in the chain with
 // the CRC-32 it names) and its head (that the chain reaches it). The scrub walks a few records at
-// a time at a bounded pace (scrub_records_per_second, SCRUB_TURN_MS), on the thread that holds
-// the log's reads, and says each damaged item once. `path-node verify` runs the same walk over a
-// stopped data directory at full speed (src/cli/verify.ts).
+// a time at a bounded pace (scrub_records_per_second, SCRUB_TURN_MS) on the front end's thread,
+// and says each damaged item once. What each step reads it loads first with the log's reads that
+// never block the thread (Log.load, loadSnapshot, loadRecords: issue 29), so a slow database
+// slows the scrub, never a request. `path-node verify` runs the same walk over a stopped data
+// directory at full speed, reading in place (src/cli/verify.ts, logReads).
 import { SCRUB_TURN_MS } from '../config.js';
-import { PARTITION_COUNT, type Log, type RecordPosition } from '../log/log.js';
+import { PARTITION_COUNT, type Log, type RecordPosition, type StoredRecord } from '../log/log.js';
 import { ChecksumError, DamagedRowError } from '../log/record.js';
-import { usageRows, type LogPosition } from '../reads/rows.js';
+import { unreachable } from '../log/unavailable.js';
+import { headRows, usageRows, type LogPosition } from '../reads/rows.js';
 import { decodeView } from '../reads/views.js';
 import {
   Chain,
@@ -21,6 +24,67 @@ import {
   type ChainFault,
 } from './chain.js';
 import { snapshotPosition } from './snapshot.js';
+
+/**
+ * What a walk reads of a partition: its head (null: none; a damaged row throws DamagedRowError),
+ * its snapshot, and its records after a seq, each handed to `decode` and yielded as decoded.
+ */
+export interface WalkReads {
+  head(partition: number): LogPosition | null;
+  snapshot(partition: number): Buffer | undefined;
+  records<T>(
+    partition: number,
+    afterSeq: number,
+    decode: (bytes: Buffer) => T,
+  ): Iterable<{ seq: number; value: T }>;
+}
+
+/** A log's reads in place, as they come (the command line's verify, a log on this thread). */
+export const logReads = (log: Log): WalkReads => ({
+  head: (p) => headOf(log, p),
+  snapshot: (p) => log.readSnapshot(p),
+  records: (p, afterSeq, decode) => log.replay(p, afterSeq, decode),
+});
+
+/**
+ * One partition's reads for the scrub, loaded ahead with the log's reads that never block the
+ * thread, then walked in place: the head and snapshot as a walk begins, a page of records before
+ * each step, the head again before it finishes.
+ */
+class LoadedReads implements WalkReads {
+  private headRow: Buffer | undefined = undefined;
+  private snapshotBytes: Buffer | undefined = undefined;
+  private page: StoredRecord[] = [];
+
+  constructor(private readonly log: Log) {}
+
+  async loadStart(p: number): Promise<void> {
+    [this.headRow, this.snapshotBytes] = await Promise.all([
+      this.log.load('heads', headRows.key(p)),
+      this.log.loadSnapshot(p),
+    ]);
+  }
+
+  async loadHead(p: number): Promise<void> {
+    this.headRow = await this.log.load('heads', headRows.key(p));
+  }
+
+  async loadPage(p: number, afterSeq: number, limit: number): Promise<void> {
+    this.page = await this.log.loadRecords(p, afterSeq, limit);
+  }
+
+  head(p: number): LogPosition | null {
+    return this.headRow === undefined ? null : headRows.read(headRows.key(p), this.headRow);
+  }
+
+  snapshot(): Buffer | undefined {
+    return this.snapshotBytes;
+  }
+
+  *records<T>(_: number, afterSeq: number, decode: (bytes: Buffer) => T) {
+    for (const r of this.page) if (r.seq > afterSeq) yield { seq: r.seq, value: decode(r.bytes) };
+  }
+}
 
 /**
  * One partition walked from its first record to its last. The head and the snapshot are read
@@ -39,7 +103,7 @@ export class PartitionWalk {
   private snapshotReached = false;
 
   constructor(
-    private readonly log: Log,
+    private readonly reads: WalkReads,
     readonly partition: number,
     private readonly found: (fault: ChainFault) => void,
   ) {
@@ -51,7 +115,7 @@ export class PartitionWalk {
   /** Walks up to `records` more records; true once the partition's last is walked. */
   step(records: number): boolean {
     const { chain, partition } = this;
-    const steps = this.log.replay(partition, chain.at.seq, chain.decode)[Symbol.iterator]();
+    const steps = this.reads.records(partition, chain.at.seq, chain.decode)[Symbol.iterator]();
     try {
       for (let walked = 0; walked < records; walked++) {
         const step = steps.next();
@@ -84,6 +148,11 @@ export class PartitionWalk {
     this.found({ item: 'head', partition, seq: head?.seq ?? 0, message });
   }
 
+  /** The seq the walk has reached: its next step reads the records after it. */
+  get at(): number {
+    return this.chain.at.seq;
+  }
+
   /** Compares the record just walked with the positions the snapshot and the head name. */
   private reached(seq: number, damaged: boolean): void {
     const { at } = this.chain;
@@ -102,7 +171,7 @@ export class PartitionWalk {
 
   private readHead(): LogPosition | null {
     try {
-      return headOf(this.log, this.partition);
+      return this.reads.head(this.partition);
     } catch (error) {
       if (!(error instanceof DamagedRowError)) throw error;
       this.headUnread = true;
@@ -112,7 +181,7 @@ export class PartitionWalk {
   }
 
   private readSnapshot(): LogPosition | null {
-    const bytes = this.log.readSnapshot(this.partition);
+    const bytes = this.reads.snapshot(this.partition);
     if (bytes === undefined) return null;
     const { partition } = this;
     let message: string;
@@ -257,11 +326,14 @@ export class Scrub {
   private timer: NodeJS.Timeout | null = null;
   private queue: number[] = [];
   private walk: PartitionWalk | null = null;
+  private readonly loaded: LoadedReads;
   private rowWalk: RowWalk | null = null;
   private pass = { partitions: 0, records: 0, rows: 0 };
   private stopped = false;
 
-  constructor(private readonly options: ScrubOptions) {}
+  constructor(private readonly options: ScrubOptions) {
+    this.loaded = new LoadedReads(options.log);
+  }
 
   /** Damaged items found so far (records, snapshots, heads). */
   get damagedCount(): number {
@@ -292,40 +364,50 @@ export class Scrub {
     this.timer.unref();
   }
 
+  /**
+   * One turn's walk. A database that does not answer (cluster mode) pauses the scrub where it
+   * is, to go on after a pass's pause; any other failure stops it.
+   */
   private turn(): void {
-    try {
-      if (this.walkFor(Math.max(1, Math.round(this.options.recordsPerSecond / turnsPerSecond))))
-        this.later(SCRUB_TURN_MS);
-      else this.passEnded();
-    } catch (error) {
-      this.stop();
-      this.options.onError(error);
-    }
+    const budget = Math.max(1, Math.round(this.options.recordsPerSecond / turnsPerSecond));
+    this.walkFor(budget).then(
+      (more) => (more ? this.later(SCRUB_TURN_MS) : this.passEnded()),
+      (error: unknown) => {
+        if (unreachable(error)) return this.later(this.options.passPauseMs);
+        this.stop();
+        this.options.onError(error);
+      },
+    );
   }
 
   /**
    * Walks up to `budget` records (a partition begun counts as one), then rows; false once the
    * pass ends.
    */
-  private walkFor(budget: number): boolean {
+  private async walkFor(budget: number): Promise<boolean> {
     let begun = false;
     while (budget > 0) {
       if (this.walk === null) {
         // One partition begun per turn at most: beginning one reads its head and snapshot, a
-        // round trip each in cluster mode, where a pass of empty partitions would otherwise
-        // read them all in one turn of the front end's thread.
+        // round trip in cluster mode, where a pass of empty partitions would otherwise read them
+        // all in one turn.
         if (begun) return true;
-        const p = this.queue.shift();
+        const p = this.queue[0];
         if (p === undefined) return this.walkRows(budget);
-        this.walk = new PartitionWalk(this.options.log, p, (fault) => this.found(fault));
+        await this.loaded.loadStart(p);
+        this.queue.shift();
+        this.walk = new PartitionWalk(this.loaded, p, (fault) => this.found(fault));
         begun = true;
         budget--;
       }
-      const before = this.walk.records;
-      const done = this.walk.step(budget);
-      budget -= this.walk.records - before;
-      this.pass.records += this.walk.records - before;
+      const walk = this.walk;
+      await this.loaded.loadPage(walk.partition, walk.at, budget);
+      const before = walk.records;
+      const done = walk.step(budget);
+      budget -= walk.records - before;
+      this.pass.records += walk.records - before;
       if (done) {
+        await this.loaded.loadHead(walk.partition);
         this.walk.finish();
         this.walk = null;
         this.pass.partitions++;

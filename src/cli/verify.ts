@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { VERIFY_STEP_RECORDS } from '../config.js';
 import { join, resolve } from 'node:path';
-import { PartitionWalk, RowWalk, type RowFault } from '../actors/scrub.js';
+import { logReads, PartitionWalk, RowWalk, type RowFault } from '../actors/scrub.js';
 import type { ChainFault } from '../actors/chain.js';
 import { DataDirInUse, lockDataDir } from '../log/data-dir.js';
 import { ENV_FILE, LmdbLog, withEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
@@ -92,7 +92,7 @@ function verifyEnvironment(env: LmdbEnvironment, each: (damaged: Damaged) => voi
 function walkLog(log: Log, verified: Verified, found: (damaged: Damaged) => void): void {
   for (let p = 0; p < PARTITION_COUNT; p++) {
     if (log.readSnapshot(p) !== undefined) verified.snapshots++;
-    const walk = new PartitionWalk(log, p, found);
+    const walk = new PartitionWalk(logReads(log), p, found);
     while (!walk.step(VERIFY_STEP_RECORDS));
     walk.finish();
     verified.records += walk.records;

@@ -224,6 +224,19 @@ export class LmdbLog implements Log {
     return [...this.scan(table, range)];
   }
 
+  async loadSnapshot(partition: number): Promise<Buffer | undefined> {
+    return this.readSnapshot(partition);
+  }
+
+  async loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]> {
+    const records: StoredRecord[] = [];
+    for (const r of this.read(partition, afterSeq)) {
+      if (records.length >= limit) break;
+      records.push({ seq: r.seq, bytes: Buffer.from(r.bytes) });
+    }
+    return records;
+  }
+
   get(table: Table, key: string): Buffer | undefined {
     return this.env.tables[table].get(key);
   }

@@ -227,6 +227,20 @@ export function logContract(name: string, factory: LogFactory): void {
         expect(Buffer.compare(log.get('replay', 'bin')!, bytes)).toBe(0);
       }));
 
+    it('loads records and a snapshot as read and readSnapshot give them (issue 29)', () =>
+      withLog(async (log) => {
+        await log.append([entry(5, 1, 'a'), entry(5, 2, 'b'), entry(6, 1, 'x')], []);
+        await log.append([entry(5, 3, 'c')], []);
+        const text = (records: { seq: number; bytes: Buffer }[]) =>
+          records.map((r) => `${r.seq}:${r.bytes.toString()}`);
+        expect(text(await log.loadRecords(5, 0, 10))).toEqual(['1:a', '2:b', '3:c']);
+        expect(text(await log.loadRecords(5, 1, 1))).toEqual(['2:b']);
+        expect(await log.loadRecords(5, 3, 10)).toEqual([]);
+        expect(await log.loadSnapshot(5)).toBeUndefined();
+        await log.writeSnapshot(5, Buffer.from('state'));
+        expect((await log.loadSnapshot(5))?.toString()).toBe('state');
+      }));
+
     it('keeps one snapshot per partition; a new one replaces the old', () =>
       withLog(async (log) => {
         expect(log.readSnapshot(4)).toBeUndefined();

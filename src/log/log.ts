@@ -98,6 +98,10 @@ export interface Log {
   load(table: Table, key: string): Promise<Buffer | undefined>;
   /** `scan` as `load` is `get`: the rows of the range at once, so give it a `limit`. */
   loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]>;
+  /** `readSnapshot` as `load` is `get` (the scrub, on the front end's thread). */
+  loadSnapshot(partition: number): Promise<Buffer | undefined>;
+  /** Up to `limit` records of a partition with seq > afterSeq, in order, as `load` is `get`. */
+  loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]>;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */

@@ -403,6 +403,20 @@ export class PostgresLog implements Log {
     return this.readQuery<{ key: string; bytes: Buffer }>(text, values);
   }
 
+  async loadSnapshot(partition: number): Promise<Buffer | undefined> {
+    const sql = 'select bytes from snapshots where partition = $1';
+    const found = await this.readQuery<{ bytes: Buffer }>(sql, [partition]);
+    return found[0]?.bytes;
+  }
+
+  async loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]> {
+    const found = await this.readQuery<{ seq: string; bytes: Buffer }>(
+      'select seq, bytes from records where partition = $1 and seq > $2 order by seq limit $3',
+      [partition, afterSeq, limit],
+    );
+    return found.map((row) => ({ seq: Number(row.seq), bytes: row.bytes }));
+  }
+
   /** One statement on the reads' sessions: the front end's, which never waits on a thread. */
   private async readQuery<R extends pg.QueryResultRow>(
     sql: string,
