@@ -4,7 +4,9 @@
 // *_MAX, *_MIN, *_MS, *_BYTES, *_SECONDS, *_DEFAULT, *_LIMIT). A constant that is a fact of a
 // format rather than a setting says so on its line: `// tidy: format (why)`. And the storage
 // boundary (issue 29): src/log knows bytes, positions and checksums, not the domain, so its
-// modules import nothing of src/ but each other and src/config.ts (BOUNDARIES).
+// modules import nothing of src/ but each other and src/config.ts (BOUNDARIES); and only the
+// deployment (src/deployment.ts, src/cluster, the PostgreSQL store, the settings) names a lease
+// or a fence: the runtime speaks of partitions held, whatever keeps them (COORDINATION_WORDS).
 // Usage: node dist/scripts/tidy.js [root]   (exits 1 and lists every finding when there is one)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -17,6 +19,15 @@ const EXEMPT = /\/\/ tidy: format\b/;
 const CONFIG_FILE = join('src', 'config.ts');
 const TEST_FILE = /\.(test|contract)\.ts$/;
 
+/** Words of cluster coordination, and where alone they may be written (tests aside). */
+const COORDINATION_WORDS = /\b(leas(e|es|ed|ing)|fenc(e|es|ed|ing))\b/i;
+const COORDINATION_HOMES = [
+  join('src', 'cluster') + '/',
+  join('src', 'log', 'postgres-'),
+  join('src', 'deployment.ts'),
+  CONFIG_FILE,
+];
+
 /** What the modules of a folder of src/ (tests aside) may import from src/: nothing else. */
 const BOUNDARIES: readonly { folder: string; may: readonly string[] }[] = [
   { folder: join('src', 'log'), may: [join('src', 'log'), CONFIG_FILE] },
@@ -25,7 +36,7 @@ const BOUNDARIES: readonly { folder: string; may: readonly string[] }[] = [
 export interface Finding {
   file: string;
   line: number;
-  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary';
+  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary' | 'coordination';
   message: string;
 }
 
@@ -142,7 +153,18 @@ export function tidy(root: string): Finding[] {
     const file = relative(root, path);
     const text = readFileSync(path, 'utf8');
     const lines = text.split('\n');
+    const coordinationHome =
+      TEST_FILE.test(file) || COORDINATION_HOMES.some((home) => file.startsWith(home));
     lines.forEach((line, i) => {
+      const word = coordinationHome ? null : COORDINATION_WORDS.exec(line);
+      if (word !== null) {
+        findings.push({
+          file,
+          line: i + 1,
+          rule: 'coordination',
+          message: `'${word[0]}' is the deployment's word (src/deployment.ts, src/cluster)`,
+        });
+      }
       if (line.length > LINE_COLUMNS_MAX) {
         findings.push({
           file,

@@ -15,7 +15,7 @@ export interface MetricSources {
   directoryKeys: () => number;
   webhookBacklog: () => { events: number; oldestCreatedAt: number | null };
   replicationLag: () => ReadonlyMap<string, number>;
-  /** Partitions this node holds: all of them, but in cluster mode (its leases, P22). */
+  /** Partitions this node holds: all of them, but in cluster mode (its share, P22). */
   partitionsHeld: () => number;
   /** Damaged log records, snapshots and heads the scrub has found (issue 28). */
   damagedRecords: () => number;
@@ -78,7 +78,7 @@ export class Metrics {
     );
     this.gauge(
       'path_partitions_held',
-      'Partitions this node holds (cluster mode: leased to this instance).',
+      'Partitions this node holds (cluster mode: held by this instance).',
       (s) => s.partitionsHeld(),
     );
     this.gauge(

@@ -1,14 +1,13 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import { FLIGHT_LEASES, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
-import { unpack } from 'msgpackr';
+import { REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
 import { exceptionFields } from './logger.js';
 import type { DatabaseHealth } from './log/unavailable.js';
-import type { CommandResult, ReplayMark } from './actors/types.js';
-import { holdsLog, PARTITION_COUNT, type Log, type Table, type TableWrite } from './log/log.js';
+import type { CommandResult } from './actors/types.js';
+import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
-import { idempotencyRows, replayRows } from './reads/rows.js';
+import { replayRows } from './reads/rows.js';
 import { checkIdempotency, housekeeping } from './reads/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { documentReply } from './http/cache.js';
@@ -35,10 +34,10 @@ import {
 } from './directory/image.js';
 import { startExternal } from './external/listener.js';
 import { Network } from './network/network.js';
-import { FEED_PARTITION, type FeedWriting } from './network/feed.js';
+import type { FeedWriting } from './network/feed.js';
 import { networkRoutes } from './network/routes.js';
 import type { RouteSpec } from './http/router.js';
-import { HttpServer, type Answered, type Handler, type IdempotencyStore } from './http/server.js';
+import { HttpServer, type Answered, type Handler } from './http/server.js';
 import { AdminListener } from './http/admin.js';
 import { openAccessLog, type AccessLog } from './http/access-log.js';
 import { Metrics } from './metrics.js';
@@ -51,10 +50,9 @@ import {
   type NarrowedDir,
 } from './log/data-dir.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
-import { openStore } from './log/open.js';
-import { PostgresLog, type Fence } from './log/postgres-log.js';
-import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
-import { CHANGES_KEY, NodeStore } from './store.js';
+import type { Joined } from './cluster/instance.js';
+import { openDeployment, type Deployment } from './deployment.js';
+import { NodeStore } from './store.js';
 import type { StoreTables } from './log/node-tables.js';
 import { Scrub } from './actors/scrub.js';
 import { systemClock } from './clock.js';
@@ -78,8 +76,8 @@ export async function startNode(
   announceDataDir(config, logger, claimed.narrowed);
   // The operator's listener opens first: a long recovery shows as not ready, not as down (P21).
   const watch = await startWatch(config, logger);
-  const { log, tables, env, cluster, database, refreshes } = await openPlace(config, logger);
-  const fence = cluster?.fence ?? null;
+  const deployment = await openDeployment(config, logger);
+  const { log, tables, env, health: database } = deployment;
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
   const { metrics } = watch;
@@ -89,34 +87,33 @@ export async function startNode(
     identity,
     signer,
     metrics,
-    fence,
+    deployment,
   });
-  cluster?.hearing.attach(runtime.directory, runtime.events);
+  deployment.hear(runtime.directory, runtime.events);
   const access = await startNetwork(config, logger, {
     log,
-    fence,
+    feedWriting: deployment.feedWriting,
     store: identity.store,
     signer,
     directory: runtime.directory,
     image,
   });
-  const joined =
-    cluster &&
-    (await joinCluster(config, logger, { ...cluster, ...runtime, identity, ...feedOf(access) }));
+  const joined = await deployment.join(logger, { ...runtime, identity, ...feedOf(access) });
   // What earlier runs committed must follow is carried out before anyone is answered (STYLE 12).
   const followedUp = await runtime.pool.resumeFollowUps(unfinishedFollowUps(log));
   const commands = joined?.commands ?? runtime.pool;
   const services = nodeServices(config, { log, identity, signer, runtime, access, commands });
   const listeners = await startListeners(config, logger, {
-    services: database === null ? services : { ...services, database, refreshes: refreshes! },
-    log,
+    services:
+      database === null ? services : { ...services, database, refreshes: deployment.refreshes! },
+    deployment,
     access,
     localHolder: runtime.localHolder,
     onAnswered: answeredTo(accessLog, watch.metrics),
     onInternalError: () => watch.metrics.internalError(),
   });
   const parts = { log, identity, signer, runtime, access, listeners, database };
-  const followers = startFollowers(config, logger, parts);
+  const followers = startFollowers(config, logger, { ...parts, changes: deployment.changes });
   await catchUpHousekeeping(log, config, runtime.events);
   becomeReady(config, logger, { log, watch, runtime, access, joined, database });
   logger.info(
@@ -136,27 +133,6 @@ export async function startNode(
     baseUrl: services.config.baseUrl,
     stop: () => stopNode(config, logger, held),
   };
-}
-
-/**
- * The store, and in cluster mode (P22) this start's instance: its writes that need a lease
- * fenced by its leases, hearing the others' commits before anything is loaded.
- */
-async function openPlace(config: Config, logger: Logger) {
-  const fence = config.store === null ? null : newInstance();
-  const opened = await openStore(config, fence);
-  const { log } = opened;
-  await new NodeStore(opened.tables).ensureLogFormat(() => holdsLog(log));
-  const refreshes = log instanceof PostgresLog ? () => log.refreshed : null;
-  // Cluster mode: whether the database answers, as this instance's connections and reads last
-  // found (issue 29; the log's own, which its leases and listener share); `/readyz` says
-  // `database_unreachable` while it does not.
-  const database = log instanceof PostgresLog ? log.health : null;
-  const cluster =
-    log instanceof PostgresLog && fence !== null
-      ? { fence, hearing: await Hearing.start(config, logger, log) }
-      : null;
-  return { ...opened, cluster, database, refreshes };
 }
 
 /** Cluster mode: the feed's writer moved here, and brings the feed level with the directory. */
@@ -189,7 +165,7 @@ function listeningFields(parts: {
 
 /**
  * The data directory, made private and this process's before anything in it is opened (P16). In
- * cluster mode (P22) the database takes several instances: each holds the partitions leased to it.
+ * cluster mode (P22) the database takes several instances: each holds a share of the partitions.
  */
 function claim(config: Config) {
   const narrowed = privateDataDir(config.dataDir);
@@ -236,9 +212,6 @@ async function catchUpHousekeeping(
   await events.sweep();
 }
 
-/** Every partition: where a cluster instance's pool starts, all held elsewhere (P22). */
-const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
-
 /** The signing key in force: the command line may rotate it while the node runs. */
 interface SignerCell {
   current: SigningKey;
@@ -268,11 +241,10 @@ async function startPool(
     identity: Identity;
     signer: SignerCell;
     metrics: Metrics;
-    /** Cluster mode: every partition starts held elsewhere, until leased here. */
-    fence: Fence | null;
+    deployment: Deployment;
   },
 ) {
-  const { log, identity, signer, metrics, fence } = opened;
+  const { log, identity, signer, metrics, deployment } = opened;
   const events = new WebhookDelivery({
     onOutcome: (outcome) => metrics.delivered(outcome),
     log,
@@ -283,7 +255,7 @@ async function startPool(
     dev: config.dev,
     limits: config.limits,
     logger,
-    ...(fence === null ? {} : { mine: holdsEvent(fence) }),
+    ...(deployment.delivers === null ? {} : { mine: deployment.delivers }),
   });
   // The local holder's endpoint is the base URL, known once the listener has its port.
   const localHolder = { member: config.member, endpoint: config.baseUrl };
@@ -295,14 +267,16 @@ async function startPool(
   const afterCommit = (result: CommandResult) => {
     log.refresh();
     // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
-    if (result.outbox.length > 0 && fence === null) events.notify(result.outbox);
+    if (result.outbox.length > 0 && deployment.delivers === null) events.notify(result.outbox);
     if (result.directory.length > 0) directory.apply(result.directory);
   };
   const { pool, checked } = await ShardPool.start({
     workers: config.workers,
     dataDir: config.dataDir,
     store: config.store,
-    ...(fence === null ? {} : { fence, released: ALL_PARTITIONS }),
+    ...(deployment.holding === null
+      ? {}
+      : { holding: deployment.holding, released: deployment.startsWithout }),
     member: config.member,
     seedHex: identity.signingKey.seed_hex,
     sealingKeyHex: identity.sealingKey.toString('hex'),
@@ -334,10 +308,10 @@ async function startNetwork(
     signer: SignerCell;
     directory: LocalDirectory;
     image: { tails: number[]; read: Promise<ImageRead> };
-    fence: Fence | null;
+    feedWriting: FeedWriting | null;
   },
 ) {
-  const { log, store, signer, directory, image, fence } = opened;
+  const { log, store, signer, directory, image, feedWriting } = opened;
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -352,9 +326,7 @@ async function startNetwork(
     limits: config.limits,
     logger,
     onKeys: () => loadCredentials(),
-    ...(fence !== null && log instanceof PostgresLog
-      ? { feedWriting: feedWritingOf(log, fence) }
-      : {}),
+    ...(feedWriting === null ? {} : { feedWriting }),
   });
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
@@ -375,14 +347,6 @@ async function startNetwork(
     directoryImage: started.image,
     /** The image's position when this start used it: an unchanged index is not written again. */
     imageUsed: started.image === 'used' && read.kind === 'read' ? read.position : null,
-  };
-}
-
-/** Cluster mode: the feed is written by the holder of its partition, fenced by that lease. */
-function feedWritingOf(log: PostgresLog, fence: Fence): FeedWriting {
-  return {
-    epoch: () => fence.epochs[FEED_PARTITION]!,
-    write: (writes) => log.writeHolding(FEED_PARTITION, writes),
   };
 }
 
@@ -413,14 +377,14 @@ async function startListeners(
   logger: Logger,
   parts: {
     services: Services;
-    log: Log;
+    deployment: Deployment;
     access: Access;
     localHolder: { member: string; endpoint: string };
     onAnswered: (answered: Answered) => void;
     onInternalError: () => void;
   },
 ) {
-  const { services, log, access } = parts;
+  const { services, deployment, access } = parts;
   // Each made cacheable and compressed once, here and where it is rebuilt (cache.ts).
   const documents = {
     keys: documentReply(keysDocument(config.member, services.store.signingKeys())),
@@ -431,14 +395,8 @@ async function startListeners(
   const server = new HttpServer({
     routes,
     authenticator: access.authenticator,
-    idempotency: idempotencyStore(log, config),
-    // Cluster mode: every request is remembered in the database before it runs (P5, P22).
-    ...(log instanceof PostgresLog
-      ? {
-          replayGuard: (mark: ReplayMark) =>
-            log.claim('replay', mark.key, replayRows.mark(mark).bytes!),
-        }
-      : {}),
+    idempotency: deployment.idempotency,
+    ...(deployment.replayGuard === null ? {} : { replayGuard: deployment.replayGuard }),
     limits: config.limits,
     logger,
     now: Date.now,
@@ -469,14 +427,18 @@ async function startListeners(
 function startFollowers(
   config: Config,
   logger: Logger,
-  parts: Started & { listeners: Listeners; database: DatabaseHealth | null },
+  parts: Started & {
+    listeners: Listeners;
+    database: DatabaseHealth | null;
+    changes: Deployment['changes'];
+  },
 ): NodeJS.Timeout[] {
   const { log, identity, signer, runtime, access, listeners, database } = parts;
   const store = identity.store;
   const task = (what: string) => backgroundTask(logger, what, database);
   const resends = task('webhook resends');
   let activeKid = identity.signingKey.kid;
-  const changes = changesOf(log, store, database !== null);
+  const { changes } = parts;
   const poll = followChanges(
     changes,
     config.limits.credentials_poll_interval_ms,
@@ -653,7 +615,7 @@ function becomeReady(
     directoryKeys: () => runtime.directory.index.size,
     webhookBacklog: () => runtime.events.backlog(),
     replicationLag: () => access.network.lags(),
-    partitionsHeld: () => joined?.leases.partitions().length ?? PARTITION_COUNT,
+    partitionsHeld: () => joined?.held().length ?? PARTITION_COUNT,
     damagedRecords: () => scrub.damagedCount,
   });
   watch.admin.state = 'ready';
@@ -674,7 +636,7 @@ function newScrub(
   const all = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
   return new Scrub({
     log,
-    partitions: () => joined?.leases.partitions() ?? all,
+    partitions: () => joined?.held() ?? all,
     rows: joined === null,
     recordsPerSecond: config.limits.scrub_records_per_second,
     passPauseMs: config.limits.scrub_pass_pause_ms,
@@ -826,44 +788,6 @@ function followChanges(
       }),
     intervalMs,
   );
-}
-
-/**
- * The store's change counter, at start and then without holding the thread: LMDB's map answers
- * in place; in cluster mode it is the `node.meta` row of the log's table (postgres-log.ts,
- * nodeTables), asked with `Log.load` (issue 29).
- */
-function changesOf(log: Log, store: NodeStore, cluster: boolean) {
-  if (!cluster) return { now: () => store.changes(), load: async () => store.changes() };
-  const load = async () => {
-    const bytes = await log.load('node.meta' as Table, CHANGES_KEY);
-    return bytes === undefined ? 0 : (unpack(bytes) as number);
-  };
-  return { now: () => store.changes(), load };
-}
-
-function idempotencyStore(log: Log, config: Config): IdempotencyStore {
-  const retentionMs = config.limits.idempotency_retention_ms;
-  const answer = (scope: string, bytes: Buffer | undefined) => {
-    if (bytes === undefined) return undefined;
-    const entry = idempotencyRows.read(scope, bytes);
-    return entry.at + retentionMs < Date.now() ? undefined : entry;
-  };
-  if (!(log instanceof PostgresLog))
-    return { stored: (scope) => answer(scope, log.get('idempotency', scope)) };
-  // Cluster mode: read without holding the front end's thread (issue 29).
-  const stored = async (scope: string) => answer(scope, await log.load('idempotency', scope));
-  // Cluster mode: claimed across instances and read in one round trip, without holding the front
-  // end's thread meanwhile. A claim of an instance that died lapses after FLIGHT_LEASES leases.
-  const ttlMs = config.leaseMs * FLIGHT_LEASES;
-  return {
-    stored,
-    claim: async (scope) => {
-      const found = await log.claimFlight(scope, ttlMs);
-      return found === 'in-flight' ? found : answer(scope, found);
-    },
-    release: (scope) => void log.releaseFlight(scope).catch(() => undefined),
-  };
 }
 
 /** The requests earlier runs accepted and still remember (P5). */

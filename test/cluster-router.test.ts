@@ -14,7 +14,7 @@ import type * as PostgresLogModule from '../src/log/postgres-log.js';
 import { freshDatabase } from './support/postgres.js';
 import { fixedShard, issueReceipt, settleReceipt } from './support/shards.js';
 
-// The compiled modules, one copy of each class (MovedError, FencedError) as in a running node.
+// The compiled modules, one copy of each class (MovedError, NotHeldError) as in a running node.
 const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
 const { Shard } = (await compiled('actors/shard.js')) as typeof ShardModule;
 const { Leases, sharedEpochs } = (await compiled('cluster/leases.js')) as typeof LeasesModule;
@@ -43,7 +43,7 @@ afterEach(async () => {
 
 async function instance(url: string, name: string, made: { count: number }): Promise<Instance> {
   const epochs = sharedEpochs();
-  const log = await PostgresLog.open(url, { fence: { holder: name, epochs } });
+  const log = await PostgresLog.open(url, { holding: { holder: name, epochs } });
   const shard = new Shard(fixedShard(log, { made }).options);
   await shard.recover();
   // Nothing is held before the leases say so.

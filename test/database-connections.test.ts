@@ -296,7 +296,7 @@ describe('a restart of the database under writes (issue 29)', () => {
     const url = await freshDatabase(server.url);
     const epochs = sharedEpochs();
     const health = new DatabaseHealth();
-    const log = await PostgresLog.open(url, { fence: { holder: 'a', epochs }, health });
+    const log = await PostgresLog.open(url, { holding: { holder: 'a', epochs }, health });
     cleanups.push(() => log.close());
     const leases = await Leases.start({
       url,

@@ -15,7 +15,7 @@ import { fixedShard, issueReceipt, settleReceipt } from './support/shards.js';
 const compiled = (path: string) => import(new URL(`../dist/src/${path}`, import.meta.url).href);
 const { Leases, sharedEpochs } = (await compiled('cluster/leases.js')) as typeof LeasesModule;
 const { Shard } = (await compiled('actors/shard.js')) as typeof ShardModule;
-const { PostgresLog, FencedError } = (await compiled(
+const { PostgresLog, NotHeldError } = (await compiled(
   'log/postgres-log.js',
 )) as typeof PostgresLogModule;
 const { DatabaseHealth } = (await compiled('log/unavailable.js')) as typeof UnavailableModule;
@@ -47,7 +47,7 @@ async function instance(
 ): Promise<Instance> {
   const epochs = sharedEpochs();
   // The log first: it brings the schema (the lease table) to this build's version.
-  const log = await PostgresLog.open(url, { fence: { holder: name, epochs } });
+  const log = await PostgresLog.open(url, { holding: { holder: name, epochs } });
   const leases = await Leases.start({
     url,
     instance: name,
@@ -94,7 +94,7 @@ describe('partition leases (P22)', () => {
     const mine = b.leases.partitions()[0]!;
     const theirs = a.leases.partitions()[0]!;
     await b.log.append([record(mine, 1)], []);
-    await expect(b.log.append([record(theirs, 1)], [])).rejects.toThrow(FencedError);
+    await expect(b.log.append([record(theirs, 1)], [])).rejects.toThrow(NotHeldError);
   });
 
   it('a paused instance loses its partitions after its lease and cannot append there after', async () => {
@@ -112,7 +112,7 @@ describe('partition leases (P22)', () => {
     expect(a.epochs[partition]).toBe(1n);
     expect(b.epochs[partition]).toBe(2n);
     // The paused instance's append is refused by the database; the new owner's lands.
-    await expect(a.log.append([record(partition, 2)], [])).rejects.toThrow(FencedError);
+    await expect(a.log.append([record(partition, 2)], [])).rejects.toThrow(NotHeldError);
     await b.log.append([record(partition, 2)], []);
     expect([...b.log.read(partition, 0)].map((r) => r.bytes.toString())).toEqual(['7/1', '7/2']);
     // Once it renews again it learns of the loss and holds no more than its share.
@@ -183,7 +183,7 @@ describe('partition leases (P22)', () => {
     expect(shard.stateOf(reference)).toBeNull();
     expect(fatal).toEqual([]);
     // Nor can it replace the new owner's snapshot with what it held.
-    await expect(a.log.writeSnapshot(p, Buffer.from('stale'))).rejects.toThrow(FencedError);
+    await expect(a.log.writeSnapshot(p, Buffer.from('stale'))).rejects.toThrow(NotHeldError);
     await b.log.writeSnapshot(p, Buffer.from('fresh'));
     expect(b.log.readSnapshot(p)?.toString()).toBe('fresh');
     shard.stop();

@@ -1,6 +1,6 @@
 // Messages between the front end (main thread) and the shard workers. Each postMessage carries
 // the messages of one turn as an array, in the order they were sent.
-import type { Fence } from '../log/postgres-log.js';
+import type { Holding } from '../log/log.js';
 import type { Transferable } from 'node:worker_threads';
 import type { Limits } from '../config.js';
 import type { CommandResult, RoutedCommand } from './types.js';
@@ -17,8 +17,8 @@ export interface WorkerData {
   partitions: number[];
   /** Cluster mode: partitions held by other instances at start (Shard `released`). */
   released: number[];
-  /** Cluster mode: the instance's fence, its epochs shared with the front end's leases. */
-  fence: Fence | null;
+  /** Cluster mode: the partitions the instance holds, shared with the front end (Holding). */
+  holding: Holding | null;
   member: string;
   seedHex: string;
   sealingKeyHex: string;

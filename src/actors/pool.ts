@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Worker, type Transferable } from 'node:worker_threads';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
-import type { Fence } from '../log/postgres-log.js';
+import type { Holding } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
 import {
   RECOVERY_HELPERS_PER_WORKER_MAX,
@@ -32,10 +32,10 @@ export interface PoolOptions {
   workers: number;
   dataDir: string;
   store: string | null;
-  /** Cluster mode: partitions held by other instances at start, adopted when leased here. */
+  /** Cluster mode: partitions held by other instances at start, adopted when they come here. */
   released?: readonly number[];
-  /** Cluster mode: the fence of the workers' appends (the instance and its leases' epochs). */
-  fence?: Fence;
+  /** Cluster mode: what the workers' appends are checked against (the partitions held). */
+  holding?: Holding;
   member: string;
   seedHex: string;
   sealingKeyHex: string;
@@ -260,7 +260,7 @@ export class ShardPool {
       store: this.options.store,
       partitions,
       released: partitions.filter((p) => this.options.released?.includes(p)),
-      fence: this.options.fence ?? null,
+      holding: this.options.holding ?? null,
       member: this.options.member,
       seedHex: this.options.seedHex,
       sealingKeyHex: this.options.sealingKeyHex,

@@ -19,7 +19,7 @@ import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
 import { headRows } from '../reads/rows.js';
 import {
-  FencedError,
+  NotHeldError,
   partitionOf,
   type Log,
   type LogEntry,
@@ -402,7 +402,7 @@ export class Shard {
     for (const p of this.options.partitions) {
       // One already under way was reported (onFatal) if it failed; the last one is written here.
       await this.snapshotting.get(p)?.catch(() => undefined);
-      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p).catch(unlessFenced);
+      if (this.sinceSnapshot.get(p)! > 0) await this.snapshot(p).catch(unlessMoved);
     }
   }
 
@@ -426,11 +426,11 @@ export class Shard {
     await this.applied.get(p);
     await this.snapshotting.get(p)?.catch(() => undefined);
     if (this.installed.has(p) && this.sinceSnapshot.get(p)! > 0)
-      await this.snapshot(p).catch(unlessFenced);
+      await this.snapshot(p).catch(unlessMoved);
     this.forget(p);
   }
 
-  /** A partition taken over by another instance while held here (a fenced append). */
+  /** A partition taken over by another instance while held here (an append refused). */
   private lose(p: number): void {
     this.released.add(p);
     this.forget(p);
@@ -757,7 +757,7 @@ export class Shard {
     } catch (error) {
       // Cluster mode: another instance holds the partition now. Nothing of this was written and
       // no state was adopted from it; what this shard held of the partition is forgotten.
-      if (error instanceof FencedError) {
+      if (error instanceof NotHeldError) {
         this.lose(p);
         throw new MovedError(p);
       }
@@ -846,7 +846,7 @@ export class Shard {
    * starts another.
    */
   private snapshotFailed(p: number, error: unknown): void {
-    if (error instanceof FencedError) return this.lose(p);
+    if (error instanceof NotHeldError) return this.lose(p);
     this.options.onTrouble?.(error, p);
     const since = this.sinceSnapshot.get(p)!;
     this.sinceSnapshot.set(p, Math.max(since, this.options.snapshotEveryRecords - 1));
@@ -874,8 +874,8 @@ export class Shard {
  * Rethrows all but a snapshot refused because its partition moved (cluster mode): the new owner
  * snapshots it, and what this shard held of it is not the last word.
  */
-function unlessFenced(error: unknown): void {
-  if (!(error instanceof FencedError)) throw error;
+function unlessMoved(error: unknown): void {
+  if (!(error instanceof NotHeldError)) throw error;
 }
 
 /** The answer to a command the log could not take now (P7): retried after a moment. */

@@ -23,7 +23,7 @@ const { send, flush } = turnBatcher<FromWorker>((messages, transfer) =>
 let signer = signingKeyFromSeed(data.seedHex);
 const sealingKey = Buffer.from(data.sealingKeyHex, 'hex');
 const pepper = Buffer.from(data.pepperHex, 'hex');
-const log = await openThreadLog(data, data.fence);
+const log = await openThreadLog(data, data.holding);
 const fatal = (error: unknown) => {
   send({ t: 'fatal', message: error instanceof Error ? error.message : String(error) });
   // Told at once: the node stops on it.

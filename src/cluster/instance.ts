@@ -159,6 +159,8 @@ export interface Joined {
   leases: Leases;
   /** Where the other instances reach this one. */
   address: string;
+  /** The partitions this instance holds now. */
+  held(): readonly number[];
   /** What the `listening` line says of the instance. */
   fields(): { instance: string; internal_address: string; partitions_held: number };
   /** The orderly leave: partitions released and given back, the channel closed. */
@@ -208,6 +210,7 @@ export async function joinCluster(
     },
     leases,
     address,
+    held: () => leases.partitions(),
     fields: () => ({
       instance: fence.holder,
       internal_address: address,

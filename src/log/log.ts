@@ -138,11 +138,21 @@ export function holdsLog(log: Log): boolean {
 }
 
 /**
- * An append or snapshot refused because its partition is not (or no longer) leased to this
- * instance (cluster mode, P22): another instance holds it now. Nothing of it was written.
+ * An append or snapshot refused because its partition is not (or no longer) held by this writer
+ * (cluster mode, P22): another instance holds it now. Nothing of it was written.
  */
-export class FencedError extends Error {
-  override name = 'FencedError';
+export class NotHeldError extends Error {
+  override name = 'NotHeldError';
+}
+
+/**
+ * The partitions a writer holds, shared with every thread of its instance: per partition the
+ * epoch it holds it at (0 where it holds none), which the log checks its appends against. Made
+ * and kept by the deployment (src/cluster in cluster mode; none embedded).
+ */
+export interface Holding {
+  holder: string;
+  epochs: BigInt64Array;
 }
 
 /** Stable partition of an aggregate key (FNV-1a over UTF-16 code units). */

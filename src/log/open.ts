@@ -4,7 +4,8 @@
 // environment, which what is LMDB's alone (the directory image, backups) reads.
 import { LmdbLog, openEnvironment, type LmdbEnvironment } from './lmdb-log.js';
 import type { Log } from './log.js';
-import { PostgresLog, type Fence } from './postgres-log.js';
+import { PostgresLog } from './postgres-log.js';
+import type { Holding } from './log.js';
 import { lmdbStoreTables, type StoreTables } from './node-tables.js';
 
 export interface Place {
@@ -20,10 +21,13 @@ export interface OpenedStore {
   env: LmdbEnvironment | null;
 }
 
-/** Opens the store; in cluster mode the log's writes that need a lease are fenced by `fence`. */
-export async function openStore(place: Place, fence: Fence | null = null): Promise<OpenedStore> {
+/** Opens the store; in cluster mode the log's appends are checked against `holding`. */
+export async function openStore(
+  place: Place,
+  holding: Holding | null = null,
+): Promise<OpenedStore> {
   if (place.store !== null) {
-    const log = await PostgresLog.open(place.store, { fence });
+    const log = await PostgresLog.open(place.store, { holding });
     return { log, tables: log.nodeTables(), env: null };
   }
   const env = openEnvironment(place.dataDir);
@@ -32,11 +36,11 @@ export async function openStore(place: Place, fence: Fence | null = null): Promi
 
 /**
  * A thread's own handle on the log (the actor workers and their recovery helpers); in cluster
- * mode a worker's appends are fenced by its instance's leases.
+ * mode a worker's appends are checked against what its instance holds.
  */
-export async function openThreadLog(place: Place, fence: Fence | null = null): Promise<Log> {
+export async function openThreadLog(place: Place, holding: Holding | null = null): Promise<Log> {
   if (place.store === null) return new LmdbLog(openEnvironment(place.dataDir));
-  return PostgresLog.open(place.store, { fence });
+  return PostgresLog.open(place.store, { holding });
 }
 
 /**

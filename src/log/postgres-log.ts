@@ -35,7 +35,8 @@ import {
   READ_SNAPSHOT_HOLD_MS,
 } from '../config.js';
 import {
-  FencedError,
+  NotHeldError,
+  type Holding,
   type Log,
   type LogEntry,
   type ScanRange,
@@ -94,18 +95,15 @@ export async function clusterModules() {
  * (0 where it holds none), shared with every thread of the instance. An append to a partition
  * not held is refused here; one whose lease moved since is refused by the database.
  */
-export interface Fence {
-  holder: string;
-  epochs: BigInt64Array;
-}
+export type Fence = Holding;
 
-export { FencedError };
+export { NotHeldError };
 
 /** Whether the fence's instance holds partition `p` now (a lease of a non-zero epoch). */
 export const holds = (fence: Fence, p: number): boolean => fence.epochs[p]! > 0n;
 
 const notHeld = (partition: number) =>
-  new FencedError(`partition ${partition} is not leased to this instance`);
+  new NotHeldError(`partition ${partition} is not leased to this instance`);
 
 /** The SQLSTATE path_append raises when a lease has moved (postgres-schema.ts). */
 const FENCED_STATE = 'PN001';
@@ -121,7 +119,7 @@ const READER_TIMED_OUT = 'Atomics.wait() failed';
 /** A failed commit as the caller should see it: fenced, unavailable, or the error itself. */
 function commitError(error: unknown): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
-  if (code === FENCED_STATE) return new FencedError((error as Error).message);
+  if (code === FENCED_STATE) return new NotHeldError((error as Error).message);
   if (code === GAP_STATE) {
     // detail: the partition, then `gap` (an earlier append is missing) or `overlap` (one landed
     // that this writer took as failed).
@@ -199,7 +197,7 @@ export class PostgresLog implements Log {
   /** Connects, brings the schema to this build's version and starts the reader thread. */
   static async open(
     url: string,
-    options: { fence?: Fence | null; health?: DatabaseHealth } = {},
+    options: { holding?: Holding | null; health?: DatabaseHealth } = {},
   ): Promise<PostgresLog> {
     const { pg, createSyncFn } = await clusterModules();
     await findPrimary(url);
@@ -226,7 +224,7 @@ export class PostgresLog implements Log {
       { timeout: DATABASE_READER_WAIT_MS },
     );
     const health = options.health ?? new DatabaseHealth();
-    const log = new PostgresLog(url, pool, reader, options.fence ?? null, health);
+    const log = new PostgresLog(url, pool, reader, options.holding ?? null, health);
     try {
       log.ask({ op: 'open', url });
     } catch (error) {
@@ -695,7 +693,7 @@ export class PostgresLog implements Log {
         throw this.failure(error);
       });
     if (written.rowCount === 0)
-      throw new FencedError(`partition ${partition} is no longer leased to this instance`);
+      throw new NotHeldError(`partition ${partition} is no longer leased to this instance`);
   }
 
   async close(): Promise<void> {

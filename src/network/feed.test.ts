@@ -2,7 +2,7 @@
 // feed's state with the directory's keys and appends exactly the changes the feed missed.
 import { describe, expect, it } from 'vitest';
 import { LocalDirectory } from '../directory/directory.js';
-import { FencedError } from '../log/log.js';
+import { NotHeldError } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { UnavailableError } from '../log/unavailable.js';
 import { frame } from '../log/record.js';
@@ -153,7 +153,7 @@ describe('the feed while its database does not answer (issue 29)', () => {
 
   it('a round the fence refused is forgotten, and the rounds after it are written', async () => {
     const log = new MemoryLog();
-    const feed = failingWriter(log, [new FencedError('partition 0 is held elsewhere')]);
+    const feed = failingWriter(log, [new NotHeldError('partition 0 is held elsewhere')]);
     feed.observe(hash(1), 'phone', 'network');
     await feed.flush();
     feed.observe(hash(2), 'phone', 'network');

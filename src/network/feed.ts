@@ -4,7 +4,7 @@
 // `public` entries leave the node (a key that turns private or goes away appears as a removal).
 // `feed_state` remembers what the feed last said of each key, so a start after a crash appends
 // whatever the feed missed: the feed converges on the directory whatever happened in between.
-import { FencedError, type Log, type TableWrite } from '../log/log.js';
+import { NotHeldError, type Log, type TableWrite } from '../log/log.js';
 import { FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { frame, unframeRow } from '../log/record.js';
@@ -32,10 +32,10 @@ const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
 /**
  * Cluster mode (P22): one instance writes the feed at a time, the holder of FEED_PARTITION, its
- * writes fenced by that partition's lease; the others serve its pages from the table.
+ * writes refused once it no longer holds that partition; the others serve its pages from the table.
  */
 export interface FeedWriting {
-  /** The epoch of this instance's lease of FEED_PARTITION, 0 where it holds none. */
+  /** The epoch at which this instance holds FEED_PARTITION, 0 where it holds none. */
   epoch: () => bigint;
   write: (writes: TableWrite[]) => Promise<void>;
 }
@@ -46,8 +46,8 @@ export const FEED_PARTITION = 0;
 export class FeedPublisher {
   private lastSeq = 0;
   /**
-   * Cluster mode: the lease of the feed's partition under which this publisher was last brought
-   * level with the feed as written (resync); it writes only under that lease.
+   * Cluster mode: the epoch of the feed's partition at which this publisher was last brought
+   * level with the feed as written (resync); it writes only at that epoch.
    */
   private resyncedUnder = 0n;
   /** Entries appended but not yet written, by key (the latest state of each key wins). */
@@ -187,7 +187,7 @@ export class FeedPublisher {
   }
 
   /**
-   * Writes what was appended. Cluster mode: a round the fence refuses (the feed's partition
+   * Writes what was appended. Cluster mode: a round refused as not held (the feed's partition
    * moved) is forgotten as one written would be; the new writer finds its changes again. A round
    * the database did not take because it did not answer is tried again, with backoff, until it
    * does (issue 29): the feed then says what the directory said, in order, with nothing lost.
@@ -202,7 +202,7 @@ export class FeedPublisher {
         await (this.writing === null ? this.log.write(writes) : this.writing.write(writes));
         break;
       } catch (error) {
-        if (this.writing !== null && error instanceof FencedError) break;
+        if (this.writing !== null && error instanceof NotHeldError) break;
         if (!unreachable(error) || this.stopped) throw error;
         const waitMs = backoffMs(attempt, {
           baseMs: FRONT_RETRY_BASE_MS,

@@ -1,0 +1,157 @@
+// The deployment, chosen once at boot (issue 29): embedded (LMDB in the data directory, one
+// process holding every partition) or cluster (one PostgreSQL database shared by the operator's
+// instances, P22). What differs between the two is decided here and handed to the node as
+// values: the store, what the workers' appends are checked against, whether the database
+// answers, the claims that cross instances, how the node's change counter is read, and joining
+// the other instances once the runtime runs. The node itself (node.ts) asks no question of the
+// mode, and nothing outside this module and src/cluster names a lease or a fence (tidy).
+import { unpack } from 'msgpackr';
+import type { Logger } from 'pino';
+import type { ShardPool } from './actors/pool.js';
+import type { CommandResult, ReplayMark } from './actors/types.js';
+import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
+import { FLIGHT_LEASES, type Config } from './config.js';
+import type { LocalDirectory } from './directory/directory.js';
+import type { WebhookDelivery } from './events/delivery.js';
+import type { IdempotencyStore, StoredAnswer } from './http/server.js';
+import { holdsLog, PARTITION_COUNT, type Holding, type Log, type Table } from './log/log.js';
+import type { StoreTables } from './log/node-tables.js';
+import { openStore } from './log/open.js';
+import type { LmdbEnvironment } from './log/lmdb-log.js';
+import { PostgresLog } from './log/postgres-log.js';
+import type { DatabaseHealth } from './log/unavailable.js';
+import { FEED_PARTITION, type FeedWriting } from './network/feed.js';
+import { idempotencyRows, replayRows } from './reads/rows.js';
+import { CHANGES_KEY, NodeStore } from './store.js';
+
+/** What the node's runtime hands a deployment to join the others (cluster mode). */
+export interface JoinParts {
+  pool: ShardPool;
+  identity: { sealingKey: Buffer; pepper: { hex: string } };
+  events: WebhookDelivery;
+  afterCommit: (result: CommandResult) => void;
+  onFeed: () => Promise<void>;
+}
+
+export interface Deployment {
+  log: Log;
+  tables: StoreTables;
+  /** The LMDB environment of the embedded store; null in cluster mode. */
+  env: LmdbEnvironment | null;
+  /** What the workers' appends are checked against; null: every partition is this process's. */
+  holding: Holding | null;
+  /** Partitions the pool starts without, taking each when it comes to this instance. */
+  startsWithout: readonly number[];
+  /** Whether the database answers (`/readyz`); null: nothing is across a network. */
+  health: DatabaseHealth | null;
+  /** How often the reads were refreshed (public reads loaded before the last one are stale). */
+  refreshes: (() => number) | null;
+  /** Remembers a request across instances before it runs (P5); null: its commit carries it. */
+  replayGuard: ((mark: ReplayMark) => Promise<boolean>) | null;
+  idempotency: IdempotencyStore;
+  /** Writes the network feed (the holder of its partition); null: this process writes it. */
+  feedWriting: FeedWriting | null;
+  /** Which events this instance delivers; null: every event, as soon as its commit is known. */
+  delivers: ((eventId: string) => boolean) | null;
+  /** The store's change counter: at once, and without holding the thread. */
+  changes: { now: () => number; load: () => Promise<number> };
+  /** Tells the index and the deliveries of other instances' commits, from the pool's start. */
+  hear(directory: LocalDirectory, events: WebhookDelivery): void;
+  /** Joins the other instances once the runtime and the network run; null: none to join. */
+  join(logger: Logger, parts: JoinParts): Promise<Joined | null>;
+}
+
+/** Every partition: where a cluster instance's pool starts, all held elsewhere (P22). */
+const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+
+/** Opens the store of the deployment `config` names, and what comes with it. */
+export async function openDeployment(config: Config, logger: Logger): Promise<Deployment> {
+  const holding = config.store === null ? null : newInstance();
+  const opened = await openStore(config, holding);
+  const { log } = opened;
+  const store = new NodeStore(opened.tables);
+  await store.ensureLogFormat(() => holdsLog(log));
+  if (!(log instanceof PostgresLog) || holding === null)
+    return embedded({ ...opened, store, retentionMs: config.limits.idempotency_retention_ms });
+  // Told of the others' commits before anything is loaded (instance.ts, Hearing).
+  const hearing = await Hearing.start(config, logger, log);
+  return {
+    ...opened,
+    holding,
+    startsWithout: ALL_PARTITIONS,
+    health: log.health,
+    refreshes: () => log.refreshed,
+    replayGuard: (mark) => log.claim('replay', mark.key, replayRows.mark(mark).bytes!),
+    idempotency: claimedAcross(log, config),
+    feedWriting: {
+      epoch: () => holding.epochs[FEED_PARTITION]!,
+      write: (writes) => log.writeHolding(FEED_PARTITION, writes),
+    },
+    delivers: holdsEvent(holding),
+    changes: {
+      now: () => store.changes(),
+      load: async () => {
+        const bytes = await log.load('node.meta' as Table, CHANGES_KEY);
+        return bytes === undefined ? 0 : (unpack(bytes) as number);
+      },
+    },
+    hear: (directory, events) => hearing.attach(directory, events),
+    join: (joinLogger, parts) =>
+      joinCluster(config, joinLogger, { ...parts, fence: holding, hearing }),
+  };
+}
+
+/** One process, every partition its own: no claim crosses a network, nothing to join. */
+function embedded(opened: {
+  log: Log;
+  tables: StoreTables;
+  env: LmdbEnvironment | null;
+  store: NodeStore;
+  retentionMs: number;
+}): Deployment {
+  const { log, tables, env, store } = opened;
+  const answer = answerWithin(opened.retentionMs);
+  return {
+    log,
+    tables,
+    env,
+    holding: null,
+    startsWithout: [],
+    health: null,
+    refreshes: null,
+    replayGuard: null,
+    idempotency: { stored: (scope) => answer(scope, log.get('idempotency', scope)) },
+    feedWriting: null,
+    delivers: null,
+    changes: { now: () => store.changes(), load: async () => store.changes() },
+    hear: () => undefined,
+    join: async () => null,
+  };
+}
+
+/** The stored answer of a scope still within its retention (P7), or none. */
+const answerWithin =
+  (retentionMs: number) =>
+  (scope: string, bytes: Buffer | undefined): StoredAnswer | undefined => {
+    if (bytes === undefined) return undefined;
+    const entry = idempotencyRows.read(scope, bytes);
+    return entry.at + retentionMs < Date.now() ? undefined : entry;
+  };
+
+/**
+ * Cluster mode: a key claimed across instances and its stored answer read in one round trip,
+ * without holding the front end's thread. A claim of an instance that died lapses after
+ * FLIGHT_LEASES leases.
+ */
+function claimedAcross(log: PostgresLog, config: Config): IdempotencyStore {
+  const ttlMs = config.leaseMs * FLIGHT_LEASES;
+  const answer = answerWithin(config.limits.idempotency_retention_ms);
+  return {
+    stored: async (scope) => answer(scope, await log.load('idempotency', scope)),
+    claim: async (scope) => {
+      const found = await log.claimFlight(scope, ttlMs);
+      return found === 'in-flight' ? found : answer(scope, found);
+    },
+    release: (scope) => void log.releaseFlight(scope).catch(() => undefined),
+  };
+}
