@@ -8,22 +8,13 @@
 // turns the mark into an UnavailableError (postgres-log.ts).
 import pg from 'pg';
 import { runAsWorker } from 'synckit';
-import { ROW_BYTES, scanStatement } from './postgres-schema.js';
+import { ROW_BYTES, scanStatement, type RowRange } from './postgres-schema.js';
 import { connectionSettings, findPrimary, READ_UNAVAILABLE, unreachable } from './unavailable.js';
 
 export type ReadRequest =
   | { op: 'open'; url: string }
   | { op: 'get'; table: string; key: string }
-  | {
-      op: 'scan';
-      table: string;
-      start: string | null;
-      startInclusive: boolean;
-      end: string | null;
-      endInclusive: boolean;
-      reverse: boolean;
-      limit: number;
-    }
+  | ({ op: 'scan' } & RowRange)
   | { op: 'records'; partition: number; afterSeq: number; limit: number }
   | { op: 'lastSeq'; partition: number }
   | { op: 'snapshot'; partition: number }
