@@ -17,10 +17,11 @@ import { configurationDocument, fixedRoutes, keysDocument } from './http/routes/
 import { openApiDocument, openApiRoute } from './http/openapi.js';
 import { directoryRoutes } from './domain/subject/routes.js';
 import { instructionRoutes } from './domain/instruction/routes.js';
-import { paymentRoutes } from './http/routes/payments.js';
+import { requestRoutes } from './domain/request/routes.js';
+import { checkoutRoutes } from './domain/checkout/routes.js';
 import { receiptRoutes } from './domain/receipt/routes.js';
 import { sonarRoutes } from './domain/sonar/routes.js';
-import { connectRoutes } from './http/routes/connect.js';
+import { connectRoutes } from './domain/connection/routes.js';
 import { payeeCheckRoutes } from './domain/subject/payee-check-routes.js';
 import { LocalDirectory } from './directory/directory.js';
 import {
@@ -757,7 +758,8 @@ function allRoutes(
     openApiRoute(() => documents.openapi),
     ...receiptRoutes(services),
     ...directoryRoutes(services),
-    ...paymentRoutes(services),
+    ...requestRoutes(services),
+    ...checkoutRoutes(services),
     ...instructionRoutes(services),
     ...sonarRoutes(services),
     ...payeeCheckRoutes(services),

@@ -1,6 +1,6 @@
 // What the connection aggregate answers (SPEC K), as schemas for the OpenAPI document (P19):
 // the objects signed at read (objects.ts), the consent and binds signed at creation (grant.ts),
-// the counters after a consume (consume.ts) and the usage page (http/routes/connect.ts).
+// the counters after a consume (consume.ts) and the usage page (routes.ts).
 import { Type } from '@sinclair/typebox';
 import { Digest, Member, Nullable, OneOf, Signed } from '../../protocol/responses.js';
 import { Decimal, Reference, Rfc3339 } from '../../protocol/schemas.js';

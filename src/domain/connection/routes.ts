@@ -12,9 +12,9 @@ import {
   DelegationObject,
   Revoked,
   UsagePage,
-} from '../../domain/connection/answers.js';
-import { connectionDecider } from '../../domain/connection/connection.js';
-import type { InputOf } from '../../domain/decider.js';
+} from './answers.js';
+import { connectionDecider } from './connection.js';
+import type { InputOf } from '../decider.js';
 import {
   connectionCommands,
   Consume,
@@ -22,15 +22,22 @@ import {
   CreateDelegation,
   DelegationConsume,
   Revoke,
-} from '../../domain/connection/schema.js';
+} from './schema.js';
 import { usageRows } from '../../reads/rows.js';
 import { invalid, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
-import { failure, json } from '../reply.js';
-import type { RouteSpec } from '../router.js';
-import type { Handler, RequestContext } from '../server.js';
-import { notFound, ownerOf, queryParams, submit, type Later, type Services } from '../services.js';
-import { commandRoute, ownReference } from './table.js';
+import { failure, json } from '../../http/reply.js';
+import type { RouteSpec } from '../../http/router.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import {
+  notFound,
+  ownerOf,
+  queryParams,
+  submit,
+  type Later,
+  type Services,
+} from '../../http/services.js';
+import { commandRoute, ownReference } from '../../http/routes/table.js';
 
 const decider = connectionDecider;
 
