@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+// `npm test` runs test/cluster-faults.test.ts on its own after the rest: it holds health checks
+// and cached reads to 50 ms while the database fails (issue 29), a bound that other test files
+// running beside it on a two-core machine would break, not the node.
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
