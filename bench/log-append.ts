@@ -16,14 +16,19 @@ interface AppendRun {
 
 export type Append = (entry: LogEntry) => Promise<void>;
 
-/** `records` appends of one record each, `inFlight` at a time; each appender awaits its own. */
-export async function appendMany(append: Append, bytes: Buffer, records: number, inFlight: number, firstSeq: number): Promise<AppendRun> {
+/**
+ * `records` appends of one record each, `inFlight` at a time; each appender awaits its own. Each
+ * partition's records follow on from its last (`nextSeq` holds each one's next, and moves on):
+ * the cluster's log refuses a commit that leaves a gap (issue 29).
+ */
+export async function appendMany(append: Append, bytes: Buffer, records: number, inFlight: number, nextSeq: number[]): Promise<AppendRun> {
   const latenciesMs: number[] = [];
   let next = 0;
   const appender = async () => {
     while (next < records) {
       const i = next++;
-      const entry = { partition: i % PARTITION_COUNT, seq: firstSeq + Math.floor(i / PARTITION_COUNT), bytes };
+      const partition = i % PARTITION_COUNT;
+      const entry = { partition, seq: nextSeq[partition]!++, bytes };
       const started = performance.now();
       await append(entry);
       latenciesMs.push(performance.now() - started);
@@ -34,10 +39,8 @@ export async function appendMany(append: Append, bytes: Buffer, records: number,
   return { perSecond: records / ((performance.now() - started) / 1000), latenciesMs };
 }
 
-/** Seqs used by one run, so that the next run appends after them (each seq is written once). */
-export function seqsOf(records: number): number {
-  return Math.ceil(records / PARTITION_COUNT);
-}
+/** Each partition's next seq in a fresh log. */
+export const firstSeqs = (): number[] => Array.from({ length: PARTITION_COUNT }, () => 1);
 
 /**
  * The disk's floor for anything answered once durable: `count` appends of one record, each
@@ -80,7 +83,8 @@ export interface AppendFigures {
   /** The record appended, framed. */
   bytes: Buffer;
   /** The first seq the run left unused in each partition. */
-  nextSeq: number;
+  /** Each partition's next seq after the run. */
+  nextSeq: number[];
 }
 
 /** One log's run: a warm-up, then appends in flight, then one at a time; the seq after them. */
@@ -94,12 +98,10 @@ export async function durableAppends(log: Log, config: BenchConfig): Promise<App
   } = config.log;
   const append = (entry: { partition: number; seq: number; bytes: Buffer }) =>
     log.append([entry], []);
-  let seq = 1;
+  const seq = firstSeqs();
   const warm = Math.min(records, 2_000);
   await appendMany(append, bytes, warm, inFlight, seq);
-  seq += seqsOf(warm);
   const many = await appendMany(append, bytes, records, inFlight, seq);
-  seq += seqsOf(records);
   const one = await appendMany(append, bytes, single, 1, seq);
   return {
     many: many.perSecond,
@@ -107,7 +109,7 @@ export async function durableAppends(log: Log, config: BenchConfig): Promise<App
     manyLatency: latencyText(many.latenciesMs),
     singleLatency: latencyText(one.latenciesMs),
     bytes,
-    nextSeq: seq + seqsOf(single),
+    nextSeq: seq,
   };
 }
 
@@ -120,7 +122,7 @@ export async function runLogAppend(config: BenchConfig, report: Report): Promise
     const { concurrent_in_flight: inFlight, concurrent_records: records, single_records: single } = config.log;
     const durable = await durableAppends(log, config);
     const { bytes } = durable;
-    let seq = durable.nextSeq;
+    const seq = durable.nextSeq;
     report.line(`  record: ${bytes.length} bytes framed; ${records} records with ${inFlight} in flight; ${single} one at a time`);
     report.add({ section: '2 log', figure: `records/s, ${inFlight} appenders in flight (${durable.manyLatency})`, value: rate(durable.many) });
     report.add({ section: '2 log', figure: `single appender, each awaited: mean latency ms (${durable.singleLatency})`, value: ms(1000 / durable.single) });
@@ -129,7 +131,6 @@ export async function runLogAppend(config: BenchConfig, report: Report): Promise
     // Contrast: the same commits acknowledged on the transaction promise alone (with
     // overlappingSync off, LMDB's commit includes its sync), to show what `await flushed` adds.
     const committed = await appendMany(commitOnly(env), bytes, records, inFlight, seq);
-    seq += seqsOf(records);
     report.add({ section: '2 log', figure: `contrast: ${inFlight} in flight, acknowledged on commit only (${latencyText(committed.latenciesMs)})`, value: rate(committed.perSecond) });
     const oneCommitted = await appendMany(commitOnly(env), bytes, single, 1, seq);
     report.add({ section: '2 log', figure: 'contrast: single appender, commit only: mean latency ms', value: ms(1000 / oneCommitted.perSecond) });
