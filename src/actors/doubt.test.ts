@@ -13,13 +13,12 @@ import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { Shard } from './shard.js';
 import type { CommandResult } from './types.js';
+import { issueReceipt, LOCAL, settleReceipt } from '../../test/support/shards.js';
 
 const signer = signingKeyFromSeed(
   '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
 );
 const ALL = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
-const LOCAL = { member: 'alpha', local: true };
-const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 
 /** The in-memory log, made to fail as a database that went away does. */
 class FailingLog extends MemoryLog {
@@ -67,23 +66,8 @@ function shardOver(log: MemoryLog, fatal: unknown[], trouble: number[], snapshot
   });
 }
 
-const issue = (shard: Shard, reference: string) =>
-  shard.submit({
-    aggregate: 'receipt',
-    key: reference,
-    command: { name: 'issue', input: { reference, issued_by: 'payer', via: EUR }, caller: LOCAL },
-  });
-
-const settle = (shard: Shard, reference: string) =>
-  shard.submit({
-    aggregate: 'receipt',
-    key: reference,
-    command: {
-      name: 'transition',
-      input: { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] },
-      caller: LOCAL,
-    },
-  });
+const issue = (shard: Shard, reference: string) => shard.submit(issueReceipt(reference));
+const settle = (shard: Shard, reference: string) => shard.submit(settleReceipt(reference));
 
 /** The answer of a 503 for want of the database (P7), with its Retry-After seconds. */
 function expectUnavailable(result: CommandResult): void {

@@ -12,7 +12,15 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync } from 
 import { join } from 'node:path';
 import { PRIVATE_DIR_MODE, READ_SNAPSHOT_HOLD_MS } from '../config.js';
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
-import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
+import {
+  ReadsInPlace,
+  type Log,
+  type LogEntry,
+  type ScanRange,
+  type StoredRecord,
+  type Table,
+  type TableWrite,
+} from './log.js';
 
 export interface LmdbEnvironment {
   root: RootDatabase;
@@ -154,7 +162,7 @@ interface ReadsInTransaction {
   getBinaryFast(key: string, options: { transaction: Transaction }): Buffer | undefined;
 }
 
-export class LmdbLog implements Log {
+export class LmdbLog extends ReadsInPlace implements Log {
   /** The log table read without a copy of each value (replay), opened when first asked for. */
   private replayTable: Database<unknown, [number, number]> | null = null;
   /** The decoder of the replay step under way: lmdb-js calls it inside the iterator's step. */
@@ -171,7 +179,9 @@ export class LmdbLog implements Log {
   /** Bumped when the held transaction is let go: every peek of one version reads through one. */
   private heldVersion = 0;
 
-  constructor(private readonly env: LmdbEnvironment) {}
+  constructor(private readonly env: LmdbEnvironment) {
+    super();
+  }
 
   async append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
     const { log, tables, root } = this.env;
@@ -214,27 +224,6 @@ export class LmdbLog implements Log {
     // A held snapshot never keeps the process alive.
     this.heldTimer.unref();
     return this.held;
-  }
-
-  async load(table: Table, key: string): Promise<Buffer | undefined> {
-    return this.get(table, key);
-  }
-
-  async loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]> {
-    return [...this.scan(table, range)];
-  }
-
-  async loadSnapshot(partition: number): Promise<Buffer | undefined> {
-    return this.readSnapshot(partition);
-  }
-
-  async loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]> {
-    const records: StoredRecord[] = [];
-    for (const r of this.read(partition, afterSeq)) {
-      if (records.length >= limit) break;
-      records.push({ seq: r.seq, bytes: Buffer.from(r.bytes) });
-    }
-    return records;
   }
 
   get(table: Table, key: string): Buffer | undefined {

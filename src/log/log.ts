@@ -130,6 +130,38 @@ export interface Log {
   close(): Promise<void>;
 }
 
+/**
+ * The reads that never block, for a log that reads in place (LMDB's map, memory): its
+ * synchronous reads, answered at once. A log on a network implements them itself.
+ */
+export abstract class ReadsInPlace {
+  abstract get(table: Table, key: string): Buffer | undefined;
+  abstract scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
+  abstract readSnapshot(partition: number): Buffer | undefined;
+  abstract read(partition: number, afterSeq: number): Iterable<StoredRecord>;
+
+  async load(table: Table, key: string): Promise<Buffer | undefined> {
+    return this.get(table, key);
+  }
+
+  async loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]> {
+    return [...this.scan(table, range)];
+  }
+
+  async loadSnapshot(partition: number): Promise<Buffer | undefined> {
+    return this.readSnapshot(partition);
+  }
+
+  async loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]> {
+    const records: StoredRecord[] = [];
+    for (const r of this.read(partition, afterSeq)) {
+      if (records.length >= limit) break;
+      records.push({ seq: r.seq, bytes: Buffer.from(r.bytes) });
+    }
+    return records;
+  }
+}
+
 /** Whether the log holds anything: a record or a snapshot of some partition. */
 export function holdsLog(log: Log): boolean {
   for (let p = 0; p < PARTITION_COUNT; p++)

@@ -2,7 +2,15 @@
 // a disk does: `append` resolves only when a flush covers the records, and `crash()` drops
 // everything committed but not yet flushed (simulated power loss). `tearTail` and `corrupt`
 // damage records at rest; `remove` and `replace` take one out or put another in its place.
-import type { Log, LogEntry, ScanRange, StoredRecord, Table, TableWrite } from './log.js';
+import {
+  ReadsInPlace,
+  type Log,
+  type LogEntry,
+  type ScanRange,
+  type StoredRecord,
+  type Table,
+  type TableWrite,
+} from './log.js';
 
 interface Pending {
   entries: LogEntry[];
@@ -10,7 +18,7 @@ interface Pending {
   resolve: () => void;
 }
 
-export class MemoryLog implements Log {
+export class MemoryLog extends ReadsInPlace implements Log {
   private readonly records = new Map<number, StoredRecord[]>();
   private readonly snapshots = new Map<number, Buffer>();
   private readonly tables: Record<Table, Map<string, Buffer>> = {
@@ -37,7 +45,9 @@ export class MemoryLog implements Log {
   private version = 0;
 
   /** With autoFlush the log flushes on the next macrotask, like a prompt group commit. */
-  constructor(private readonly options: { autoFlush: boolean } = { autoFlush: true }) {}
+  constructor(private readonly options: { autoFlush: boolean } = { autoFlush: true }) {
+    super();
+  }
 
   append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void> {
     return new Promise((resolve) => {
@@ -109,27 +119,6 @@ export class MemoryLog implements Log {
   }
 
   refresh(): void {}
-
-  async load(table: Table, key: string): Promise<Buffer | undefined> {
-    return this.get(table, key);
-  }
-
-  async loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]> {
-    return [...this.scan(table, range)];
-  }
-
-  async loadSnapshot(partition: number): Promise<Buffer | undefined> {
-    return this.readSnapshot(partition);
-  }
-
-  async loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]> {
-    const records: StoredRecord[] = [];
-    for (const r of this.read(partition, afterSeq)) {
-      if (records.length >= limit) break;
-      records.push({ seq: r.seq, bytes: Buffer.from(r.bytes) });
-    }
-    return records;
-  }
 
   get(table: Table, key: string): Buffer | undefined {
     return this.tables[table].get(key);
