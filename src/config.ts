@@ -277,15 +277,17 @@ export const LEASE_MS_DEFAULT = 10_000;
 export const LEASE_MS_MIN = 300;
 /** A commit's note at most (postgres-log.ts): well under PostgreSQL's 8,000-byte payload. */
 export const NOTE_BYTES_MAX = 7_000;
-/**
- * How many leases an idempotency key's claim across instances lasts unreleased (its instance
- * died, or a call was answered 503 while its command may still run on its owner).
- */
-export const FLIGHT_LEASES = 2;
 /** After another instance's lease would lapse, the wait before its partitions are taken. */
 export const LEASE_EXPIRY_MARGIN_MS = 20;
 /** Between two looks for a moving partition's new owner. */
 export const MOVE_RETRY_MS = 25;
+/**
+ * How many times one command is decided again after its batch's append was refused with nothing
+ * written (a claim of another command of the batch taken, an append before it not landed):
+ * beyond it, the command answers 503 (issue 29).
+ */
+export const COMMIT_REDO_MAX = 3;
+
 /** Seconds a client is told to wait (Retry-After) while the database does not answer (issue 29). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 /**

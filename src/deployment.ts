@@ -8,12 +8,12 @@
 import { unpack } from 'msgpackr';
 import type { Logger } from 'pino';
 import type { ShardPool } from './actors/pool.js';
-import type { CommandResult, ReplayMark } from './actors/types.js';
+import type { CommandResult } from './actors/types.js';
 import { Hearing, holdsEvent, joinCluster, newInstance, type Joined } from './cluster/instance.js';
-import { FLIGHT_LEASES, type Config } from './config.js';
+import type { Config } from './config.js';
 import type { LocalDirectory } from './directory/directory.js';
 import type { WebhookDelivery } from './events/delivery.js';
-import type { IdempotencyStore, StoredAnswer } from './http/server.js';
+import type { RequestClaims, StoredAnswer } from './http/server.js';
 import { holdsLog, PARTITION_COUNT, type Holding, type Log, type Table } from './log/log.js';
 import type { StoreTables } from './log/node-tables.js';
 import { openStore } from './log/open.js';
@@ -46,9 +46,8 @@ export interface Deployment {
   health: DatabaseHealth | null;
   /** How often the reads were refreshed (public reads loaded before the last one are stale). */
   refreshes: (() => number) | null;
-  /** Remembers a request across instances before it runs (P5); null: its commit carries it. */
-  replayGuard: ((mark: ReplayMark) => Promise<boolean>) | null;
-  idempotency: IdempotencyStore;
+  /** How a request's replay mark and idempotency answer are made its own (P5, P7). */
+  claims: RequestClaims;
   /** Writes the network feed (the holder of its partition); null: this process writes it. */
   feedWriting: FeedWriting | null;
   /** Which events this instance delivers; null: every event, as soon as its commit is known. */
@@ -81,8 +80,7 @@ export async function openDeployment(config: Config, logger: Logger): Promise<De
     startsWithout: ALL_PARTITIONS,
     health: log.health,
     refreshes: () => log.refreshed,
-    replayGuard: (mark) => log.claim('replay', mark.key, replayRows.mark(mark).bytes!),
-    idempotency: claimedAcross(log, config),
+    claims: claimedInCommits(log, config.limits.idempotency_retention_ms),
     feedWriting: {
       epoch: () => holding.epochs[FEED_PARTITION]!,
       write: (writes) => log.writeHolding(FEED_PARTITION, writes),
@@ -119,8 +117,12 @@ function embedded(opened: {
     startsWithout: [],
     health: null,
     refreshes: null,
-    replayGuard: null,
-    idempotency: { stored: (scope) => answer(scope, log.get('idempotency', scope)) },
+    claims: {
+      stored: (scope) => answer(scope, log.get('idempotency', scope)),
+      // One process: its authenticator's memory and the read before the run checked both.
+      settle: () => null,
+      taken: async (scope) => answer(scope, await log.load('idempotency', scope)),
+    },
     feedWriting: null,
     delivers: null,
     changes: { now: () => store.changes(), load: async () => store.changes() },
@@ -139,19 +141,24 @@ const answerWithin =
   };
 
 /**
- * Cluster mode: a key claimed across instances and its stored answer read in one round trip,
- * without holding the front end's thread. A claim of an instance that died lapses after
- * FLIGHT_LEASES leases.
+ * Cluster mode (issue 29): nothing is asked of the database before a request runs; its command's
+ * commit claims the replay mark and the idempotency answer in the commit's one round trip. A call
+ * that committed neither claims its mark and reads its scope's answer on its own (one round trip,
+ * both at once), so that a replay to another instance, or a call of a key another instance has
+ * answered, is told apart before it is answered.
  */
-function claimedAcross(log: PostgresLog, config: Config): IdempotencyStore {
-  const ttlMs = config.leaseMs * FLIGHT_LEASES;
-  const answer = answerWithin(config.limits.idempotency_retention_ms);
+function claimedInCommits(log: PostgresLog, retentionMs: number): RequestClaims {
+  const answer = answerWithin(retentionMs);
+  const stored = async (scope: string) => answer(scope, await log.load('idempotency', scope));
   return {
-    stored: async (scope) => answer(scope, await log.load('idempotency', scope)),
-    claim: async (scope) => {
-      const found = await log.claimFlight(scope, ttlMs);
-      return found === 'in-flight' ? found : answer(scope, found);
+    stored: () => undefined,
+    settle: async (mark, scope) => {
+      const [first, found] = await Promise.all([
+        mark === undefined ? true : log.claim(replayRows.claim(mark)),
+        scope === undefined ? undefined : stored(scope),
+      ]);
+      return { replayed: !first, stored: found };
     },
-    release: (scope) => void log.releaseFlight(scope).catch(() => undefined),
+    taken: stored,
   };
 }

@@ -396,8 +396,7 @@ async function startListeners(
   const server = new HttpServer({
     routes,
     authenticator: access.authenticator,
-    idempotency: deployment.idempotency,
-    ...(deployment.replayGuard === null ? {} : { replayGuard: deployment.replayGuard }),
+    claims: deployment.claims,
     limits: config.limits,
     logger,
     now: Date.now,

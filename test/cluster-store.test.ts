@@ -31,7 +31,8 @@ afterEach(async () => {
 async function instance(store: string): Promise<NodeProcess> {
   const dataDir = tempDir('path-node-cluster');
   dirs.push(dataDir);
-  const node = await startNode({ dataDir, store, workers: 2 });
+  // Its port for the other instances' commands a free one, as every other port of a test's node.
+  const node = await startNode({ dataDir, store, workers: 2, args: ['--internal-port', '0'] });
   nodes.push(node);
   return node;
 }
@@ -187,5 +188,66 @@ describe('serve --store postgres://… (P22)', () => {
     expect(
       ((await replayed.json()) as { error: { detail: { reason: string } } }).error.detail.reason,
     ).toBe('replayed');
+  });
+
+  it('issue 29: a request and its replay sent to two running instances at once: one runs, the other is refused as replayed', async () => {
+    const { store, own } = await freshCluster();
+    const [a, b] = await Promise.all([instance(store), instance(store)]);
+    const target = `${PREFIX}/receipts`;
+    for (let round = 0; round < 4; round++) {
+      const body = Buffer.from(JSON.stringify(receipt(`${round + 1}.00`)));
+      const headers = {
+        'content-type': 'application/json',
+        ...signRequest(own, { method: 'POST', target, timestamp: new Date().toISOString(), body }),
+      };
+      // The same signed bytes to both: neither instance has seen them, nothing is asked of the
+      // database before the run (one round trip a write); the commit's claim of the mark decides.
+      const answers = await Promise.all(
+        [a, b].map((node) => fetch(node.baseUrl + target, { method: 'POST', headers, body })),
+      );
+      const statuses = answers.map((r) => r.status).sort();
+      expect(statuses).toEqual([201, 401]);
+      const refused = answers.find((r) => r.status === 401)!;
+      const reason = ((await refused.json()) as { error: { detail: { reason: string } } }).error
+        .detail.reason;
+      expect(reason).toBe('replayed');
+    }
+  });
+
+  it('issue 29: an idempotency key answered through one instance is replayed through another; racing instances make one receipt', async () => {
+    const { store, own } = await freshCluster();
+    const [a, b] = await Promise.all([instance(store), instance(store)]);
+    const first = await new Client(a.baseUrl, own).post('/receipts', receipt('7.00'), {
+      idempotencyKey: 'across',
+    });
+    expect(first.status).toBe(201);
+    // Through the other instance, signed anew: the receipt it would make is refused in its
+    // commit (the key's answer is another commit's claim), and the stored answer is replayed.
+    const again = await new Client(b.baseUrl, own).post('/receipts', receipt('7.00'), {
+      idempotencyKey: 'across',
+    });
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('path-idempotent-replayed')).toBe('true');
+    // A different request under the key: a conflict, whichever instance it reaches.
+    const other = await new Client(b.baseUrl, own).post('/receipts', receipt('8.00'), {
+      idempotencyKey: 'across',
+    });
+    expect(other.status).toBe(422);
+    expect(other.json.error.code).toBe('path.core.idempotency_conflict');
+    // Both instances at once, a new key: one receipt made; every answer is that receipt, or in
+    // progress on the instance where the same key is already running.
+    const racing = await Promise.all(
+      [a, b, a, b].map((node) =>
+        new Client(node.baseUrl, own).post('/receipts', receipt('9.00'), {
+          idempotencyKey: 'race',
+        }),
+      ),
+    );
+    const made = racing.filter((r) => r.status === 201);
+    expect(made.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(made.map((r) => r.json.reference)).size).toBe(1);
+    for (const r of racing.filter((x) => x.status !== 201))
+      expect(r.json.error.code).toBe('path.core.idempotency_in_progress');
   });
 });

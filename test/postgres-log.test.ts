@@ -17,6 +17,9 @@ const { PostgresLog } = (await compiled('postgres-log.js')) as {
   PostgresLog: typeof PostgresLogType;
 };
 const { MIGRATIONS, SchemaError } = (await compiled('postgres-schema.js')) as typeof Schema;
+/** The reason of the one rejected of settled promises. */
+const rejection = (settled: PromiseSettledResult<unknown>[]) =>
+  (settled.find((s) => s.status === 'rejected') as PromiseRejectedResult).reason as unknown;
 
 logContract(
   'PostgresLog',
@@ -96,8 +99,8 @@ describe('PostgresLog (P22)', () => {
       url,
       "select table_name as name from information_schema.tables where table_schema = 'public' order by 1",
     );
+    // No table of flights (schema version 3, issue 29): a request's claims ride in its commit.
     expect(tables.map((t) => t.name)).toEqual([
-      'flights',
       'instances',
       'leases',
       'path_schema',
@@ -215,12 +218,11 @@ describe('PostgresLog (P22)', () => {
     const url = await freshDatabase(inject('postgresUrl'));
     const log = await openLog(url);
     const view = (key: string) => ({ table: 'views' as const, key, bytes: Buffer.from(key) });
-    const { UnavailableError } = (await import(
-      new URL('../dist/src/log/unavailable.js', import.meta.url).href
-    )) as typeof import('../src/log/unavailable.js');
+    const { NotWrittenError } = (await compiled('log.js')) as typeof import('../src/log/log.js');
     // A partition with no record starts at 1: seq 2 leaves a hole where an append in doubt was.
+    // Refused with nothing written, which the writer knows for certain (NotWrittenError).
     const first = log.append([record(5, 2)], [view('a')]);
-    await expect(first).rejects.toBeInstanceOf(UnavailableError);
+    await expect(first).rejects.toBeInstanceOf(NotWrittenError);
     await expect(first).rejects.toThrow('an earlier append of partition 5 did not commit');
     await log.append([record(5, 1)], []);
     // After a record: a hole, an overlap (an append in doubt that landed), a hole inside the batch.
@@ -229,7 +231,7 @@ describe('PostgresLog (P22)', () => {
       'an earlier append of partition 5 committed unseen',
     );
     await expect(log.append([record(5, 2), record(5, 4)], [view('c')])).rejects.toThrow(
-      UnavailableError,
+      NotWrittenError,
     );
     // The database answered each refusal: it is not taken for unreachable (/readyz).
     expect(log.health.reachable).toBe(true);
@@ -278,37 +280,77 @@ describe('PostgresLog (P22)', () => {
     }
   });
 
-  it('claims made together (one statement a turn): each key is won once, a flight until released or lapsed', async () => {
+  it('claims made together (one statement a turn): each key is won once, again once its time is past', async () => {
     const url = await freshDatabase(inject('postgresUrl'));
     const [a, b] = await Promise.all([openLog(url), openLog(url)]);
-    const mark = Buffer.from('mark');
+    const until = Date.now() + 60_000;
+    const mark = (key: string, at = until) =>
+      ({ table: 'replay', key, bytes: Buffer.from('mark'), until: at }) as const;
     // Two logs (two instances), each with the same key twice in one turn, and a key of its own.
     const claims = await Promise.all([
-      a.claim('replay', 'k1', mark),
-      a.claim('replay', 'k1', mark),
-      a.claim('replay', 'ka', mark),
-      b.claim('replay', 'k1', mark),
-      b.claim('replay', 'kb', mark),
+      a.claim(mark('k1')),
+      a.claim(mark('k1')),
+      a.claim(mark('ka')),
+      b.claim(mark('k1')),
+      b.claim(mark('kb')),
     ]);
     expect(claims.filter((won, i) => won && [0, 1, 3].includes(i))).toHaveLength(1);
     expect([claims[2], claims[4]]).toEqual([true, true]);
-    expect(await a.claim('replay', 'ka', mark)).toBe(false);
-    // Flights: one call of a scope wins it until it is released; the answer is read with it.
-    const flights = await Promise.all([
-      a.claimFlight('s1', 60_000),
-      a.claimFlight('s1', 60_000),
-      b.claimFlight('s1', 60_000),
-      b.claimFlight('s2', 60_000),
+    expect(await a.claim(mark('ka'))).toBe(false);
+    // A claim whose time is past is another's to take, once.
+    expect(await a.claim(mark('old', Date.now() - 1_000))).toBe(true);
+    expect(await Promise.all([b.claim(mark('old')), a.claim(mark('old'))])).toEqual([true, false]);
+  });
+
+  it('issue 29: an append claims its rows in its commit; a claim held elsewhere refuses it whole', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const [a, b] = await Promise.all([openLog(url), openLog(url)]);
+    const { ClaimTakenError, NotWrittenError } = (await compiled(
+      'log.js',
+    )) as typeof import('../src/log/log.js');
+    const until = Date.now() + 60_000;
+    const claim = (key: string, text: string, at = until) =>
+      ({ table: 'idempotency', key, bytes: Buffer.from(text), until: at }) as const;
+    const view = (key: string) => ({ table: 'views' as const, key, bytes: Buffer.from(key) });
+    await a.append([record(1, 1)], [claim('s1', 'first'), view('v1')]);
+    // Another instance's commit of the same claim: refused, naming it, and nothing of it written.
+    const refused = b.append([record(2, 1)], [claim('s1', 'second'), view('v2')]);
+    await expect(refused).rejects.toBeInstanceOf(ClaimTakenError);
+    await expect(refused).rejects.toMatchObject({ table: 'idempotency', key: 's1' });
+    b.refresh();
+    expect(b.get('idempotency', 's1')?.toString()).toBe('first');
+    expect(b.get('views', 'v2')).toBeUndefined();
+    expect([...b.read(2, 0)]).toEqual([]);
+    // A claim taken on its own is one an append cannot take either, and the other way round.
+    expect(await b.claim(claim('s1', 'x'))).toBe(false);
+    expect(await b.claim(claim('s2', 'own'))).toBe(true);
+    await expect(a.append([record(1, 2)], [claim('s2', 'late')])).rejects.toThrow(ClaimTakenError);
+    // Appends committed together (one statement): the one with a claim taken is refused, with
+    // the one of its partition after it (its records would follow on from the refused one's);
+    // another partition's append in the same turn commits.
+    const together = await Promise.allSettled([
+      a.append([record(3, 1)], [claim('s1', 'again')]),
+      a.append([record(3, 2)], [view('v3')]),
+      a.append([record(4, 1)], [claim('s4', 'fresh'), view('v4')]),
     ]);
-    expect(flights.filter((f) => f !== 'in-flight')).toHaveLength(2);
-    expect(flights[3]).toBeUndefined();
-    await a.write([{ table: 'idempotency', key: 's2', bytes: Buffer.from('answer') }]);
-    expect(await a.claimFlight('s2', 60_000)).toBe('in-flight');
-    await b.releaseFlight('s2');
-    expect((await a.claimFlight('s2', 60_000)) as Buffer).toEqual(Buffer.from('answer'));
-    // A claim lapses after its time, should its instance die.
-    expect(await a.claimFlight('s3', 50)).toBeUndefined();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await b.claimFlight('s3', 60_000)).toBeUndefined();
+    expect(together.map((t) => t.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
+    expect((together[0] as PromiseRejectedResult).reason).toBeInstanceOf(ClaimTakenError);
+    expect((together[1] as PromiseRejectedResult).reason).toBeInstanceOf(NotWrittenError);
+    a.refresh();
+    expect([...a.read(3, 0)]).toEqual([]);
+    expect(a.get('views', 'v3')).toBeUndefined();
+    expect(a.get('idempotency', 's4')?.toString()).toBe('fresh');
+    // A claim whose time is past is taken by the next commit that claims it.
+    await a.append([record(5, 1)], [claim('s5', 'lapsed', Date.now() - 1)]);
+    await b.append([record(6, 1)], [claim('s5', 'taken')]);
+    a.refresh();
+    expect(a.get('idempotency', 's5')?.toString()).toBe('taken');
+    // Two instances committing one claim at once: exactly one commit takes it.
+    const race = await Promise.allSettled([
+      a.append([record(7, 1)], [claim('s7', 'a')]),
+      b.append([record(8, 1)], [claim('s7', 'b')]),
+    ]);
+    expect(race.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(rejection(race)).toBeInstanceOf(ClaimTakenError);
   });
 });

@@ -13,7 +13,7 @@ import type {
   ReadView,
   View,
 } from '../domain/decider.js';
-import type { RecordPosition, TableWrite } from '../log/log.js';
+import type { RecordPosition, Table, TableWrite } from '../log/log.js';
 import {
   directoryRows,
   followUpRows,
@@ -34,7 +34,7 @@ import {
   type ErrorCode,
   type Refusal,
 } from '../protocol/errors.js';
-import type { PendingFollowUp, Reply, RoutedCommand } from './types.js';
+import type { ClaimKind, CommandResult, PendingFollowUp, Reply, RoutedCommand } from './types.js';
 
 export function errorReply(r: Refusal): Reply {
   return { status: statusOf(r.code), body: errorBody(r), signed: false };
@@ -128,6 +128,8 @@ export function decisionWrites(options: {
   followUps: readonly PendingFollowUp[];
   /** The record these rows are written with: views and usage rows name it (issue 28). */
   position: RecordPosition;
+  /** How long an idempotency answer is kept (P7): its claim holds that long. */
+  retentionMs: number;
 }): TableWrite[] {
   const { decision, routed, position } = options;
   const writes: TableWrite[] = options.publications.map((pub) => ({
@@ -153,15 +155,37 @@ export function decisionWrites(options: {
   if (routed.idempotency !== undefined) {
     const { scope, requestHash } = routed.idempotency;
     const { status, body, signed } = options.reply;
+    const answer = { scope, requestHash, status, body, signed, at: options.now };
     writes.push(
-      idempotencyRows.write(scope, { scope, requestHash, status, body, signed, at: options.now }),
+      { ...idempotencyRows.write(scope, answer), until: options.now + options.retentionMs },
       idempotencyOrderRows.entry(options.now, scope),
     );
   }
-  if (routed.replay !== undefined) writes.push(replayRows.mark(routed.replay));
+  if (routed.replay !== undefined) writes.push(replayRows.claim(routed.replay));
   if (routed.followUp !== undefined)
     writes.push({ table: 'followups', key: routed.followUp, bytes: null });
   return writes;
+}
+
+/**
+ * What a command's commit claims for its request (TableWrite.until): its replay mark (P5) and its
+ * idempotency answer (P7). The log refuses a commit whose claim another commit holds.
+ */
+export function claimsOf(routed: RoutedCommand): { table: Table; key: string; kind: ClaimKind }[] {
+  const claims: { table: Table; key: string; kind: ClaimKind }[] = [];
+  if (routed.replay !== undefined)
+    claims.push({ table: replayRows.table, key: routed.replay.key, kind: 'replay' });
+  if (routed.idempotency !== undefined) {
+    const { scope } = routed.idempotency;
+    claims.push({ table: idempotencyRows.table, key: scope, kind: 'idempotency' });
+  }
+  return claims;
+}
+
+/** The answer of a command not run because its request's claim was another commit's. */
+export function takenResult(kind: ClaimKind): CommandResult {
+  const reply = { status: 409, body: '', signed: false };
+  return { reply, committed: false, outbox: [], directory: [], followUps: [], taken: kind };
 }
 
 /** The follow-ups of a decision as commands to route, each with the id of its row. */

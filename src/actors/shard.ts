@@ -19,7 +19,9 @@ import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
 import { headRows } from '../reads/rows.js';
 import {
+  ClaimTakenError,
   NotHeldError,
+  NotWrittenError,
   partitionOf,
   type Log,
   type LogEntry,
@@ -50,6 +52,7 @@ import {
   type ReadView,
 } from '../domain/decider.js';
 import {
+  COMMIT_REDO_MAX,
   DATABASE_RETRY_AFTER_SECONDS,
   DECISION_READ_ROUNDS_MAX,
   WARM_TURN_MS,
@@ -57,6 +60,7 @@ import {
 } from '../config.js';
 import { UnavailableError, unreachable } from '../log/unavailable.js';
 import {
+  claimsOf,
   CommandChecks,
   decisionWrites,
   errorReply,
@@ -64,8 +68,9 @@ import {
   pendingFollowUps,
   readView,
   replyOf,
+  takenResult,
 } from './decision.js';
-import type { CommandResult, RoutedCommand } from './types.js';
+import type { ClaimKind, CommandResult, RoutedCommand } from './types.js';
 
 export interface ShardOptions {
   partitions: readonly number[];
@@ -111,6 +116,22 @@ interface Job {
   routed: RoutedCommand;
   resolve: (result: CommandResult) => void;
   reject: (error: unknown) => void;
+  /** How many times its batch was refused with nothing written, and it decided again. */
+  redone?: number;
+}
+
+/**
+ * A batch whose append was refused with nothing written (issue 29): a claim it carried was
+ * another commit's (the command at `taken` answers so), or an append before it in its partition
+ * did not land. Its other commands are decided again.
+ */
+class BatchNotWritten extends Error {
+  constructor(
+    readonly taken: number,
+    readonly kind: ClaimKind | null,
+  ) {
+    super('the batch was not written');
+  }
 }
 
 interface Slot {
@@ -571,7 +592,8 @@ export class Shard {
         );
         jobs.forEach((job, i) => job.resolve(results[i]!));
       } catch (error) {
-        if (unreachable(error)) for (const job of jobs) job.resolve(unavailable());
+        if (error instanceof BatchNotWritten) this.decideAgain(slot, jobs, error);
+        else if (unreachable(error)) for (const job of jobs) job.resolve(unavailable());
         else for (const job of jobs) job.reject(error);
       } finally {
         this.settled(jobs.length);
@@ -596,6 +618,21 @@ export class Shard {
       if (reads.length > 0) return i === 0 ? 1 : i;
     }
     return max;
+  }
+
+  /**
+   * A batch refused with nothing written: the command whose claim was taken answers so, the
+   * others go back to the front of the mailbox, decided again on the partition as the log holds
+   * it (after a refold, where one is under way), at most COMMIT_REDO_MAX times each.
+   */
+  private decideAgain(slot: Slot, jobs: Job[], refused: BatchNotWritten): void {
+    const again: Job[] = [];
+    jobs.forEach((job, i) => {
+      if (i === refused.taken) job.resolve(takenResult(refused.kind!));
+      else if ((job.redone ?? 0) >= COMMIT_REDO_MAX) job.resolve(unavailable());
+      else again.push({ ...job, redone: (job.redone ?? 0) + 1 });
+    });
+    slot.queue.unshift(...again);
   }
 
   private async executeBatch(
@@ -625,7 +662,12 @@ export class Shard {
     const check = this.lastCheck.get(p)!;
     writes.push(headRows.head(p, { seq: entries[entries.length - 1]!.seq, check }));
     const appending = performance.now();
-    await this.appendInOrder(p, entries, writes);
+    try {
+      await this.appendInOrder(p, entries, writes);
+    } catch (error) {
+      if (!(error instanceof ClaimTakenError || error instanceof NotWrittenError)) throw error;
+      throw this.notWritten(p, before, entries[entries.length - 1]!.seq, { commands, error });
+    }
     const seconds = (performance.now() - appending) / 1000;
     results[results.length - 1]!.commit = { seconds, commands: entries.length };
     slot.type = draft.type;
@@ -635,6 +677,38 @@ export class Shard {
     this.scheduleFor(key, slot);
     for (let i = 0; i < entries.length; i++) this.countForSnapshot(p);
     return results;
+  }
+
+  /**
+   * An append refused with nothing written. Where no append of `p` followed it, the partition's
+   * next record takes the seq this one would have taken; else `p` is folded again (its later
+   * appends will be refused as not following on).
+   */
+  private notWritten(
+    p: number,
+    before: { seq: number; check: number },
+    lastSeq: number,
+    refused: { commands: RoutedCommand[]; error: ClaimTakenError | NotWrittenError },
+  ): BatchNotWritten {
+    if (this.seq.get(p) === lastSeq && !this.doubted.has(p)) {
+      this.seq.set(p, before.seq);
+      this.lastCheck.set(p, before.check);
+    } else if (!this.doubted.has(p)) {
+      this.doubted.add(p);
+      this.refold(p);
+    }
+    const { commands, error } = refused;
+    if (!(error instanceof ClaimTakenError)) return new BatchNotWritten(-1, null);
+    const taken = commands.findIndex((routed) =>
+      claimsOf(routed).some((c) => c.table === error.table && c.key === error.key),
+    );
+    return new BatchNotWritten(
+      taken,
+      taken === -1
+        ? null
+        : claimsOf(commands[taken]!).find((c) => c.table === error.table && c.key === error.key)!
+            .kind,
+    );
   }
 
   /** Decides a batch's commands one after another against the draft, gathering what commits. */
@@ -650,7 +724,14 @@ export class Shard {
     },
   ): void {
     const { draft, commands, results, entries, writes } = batch;
+    const claimed = new Set<string>();
     for (const routed of commands) {
+      // A claim one command of the batch makes is not another's (only one commit takes it).
+      const again = claimsOf(routed).find((c) => claimed.has(`${c.table}\u0000${c.key}`));
+      if (again !== undefined) {
+        results.push(takenResult(again.kind));
+        continue;
+      }
       // The seq its record takes if it commits one: its views and usage rows name it.
       const position = { partition: p, seq: this.seq.get(p)! + 1 };
       const outcome = this.decideOne(key, draft, routed, position);
@@ -668,6 +749,7 @@ export class Shard {
       entries.push({ partition: p, seq, bytes });
       writes.push(...outcome.writes);
       results.push(outcome.result);
+      for (const c of claimsOf(routed)) claimed.add(`${c.table}\u0000${c.key}`);
     }
   }
 
@@ -726,6 +808,7 @@ export class Shard {
       newId,
       followUps,
       position,
+      retentionMs: this.options.limits.idempotency_retention_ms,
     });
     return {
       kind: 'committed',
@@ -761,6 +844,8 @@ export class Shard {
         this.lose(p);
         throw new MovedError(p);
       }
+      // Refused with nothing written: certain, so nothing is in doubt (executeBatch).
+      if (error instanceof ClaimTakenError || error instanceof NotWrittenError) throw error;
       // Committed or not, nobody can say here: the log can, once it answers again.
       this.doubt(p, error);
       throw unreachable(error) ? error : new UnavailableError(`partition ${p}: append failed`);

@@ -36,7 +36,12 @@ export interface RoutedCommand {
 export interface ReplayMark {
   key: string;
   keyId: string;
+  /** When the request can be fresh nowhere any more (ms): the mark may be forgotten then. */
+  until: number;
 }
+
+/** What a request claims in the commit of its command (issue 29): its replay mark, its answer. */
+export type ClaimKind = 'replay' | 'idempotency';
 
 /** A follow-up written by a commit, to be carried out on its aggregate (domain/decider.ts). */
 export interface PendingFollowUp {
@@ -54,6 +59,11 @@ export interface CommandResult {
   directory: DirectoryRow[];
   /** Follow-ups this command's commit wrote: the pool carries them out before it answers. */
   followUps: PendingFollowUp[];
+  /**
+   * The command was not run: the request's replay mark or idempotency answer was claimed by
+   * another commit (cluster mode; the front end answers the replay, or the stored answer).
+   */
+  taken?: ClaimKind;
   /** On the last command of a committed batch: how long its durable commit took (P21). */
   commit?: { seconds: number; commands: number };
 }

@@ -48,7 +48,9 @@ export async function startExternal(
     routes: externalRoutes(connectors, (client) => grants.get(client) ?? new Set()),
     prefixes: [''],
     authenticator,
-    idempotency: { stored: () => undefined },
+    // No route of this listener commits or takes an idempotency key: its replays are the
+    // authenticator's memory's to refuse.
+    claims: { stored: () => undefined, settle: () => null, taken: async () => undefined },
     limits: config.limits,
     logger,
     now: Date.now,

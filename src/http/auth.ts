@@ -150,10 +150,14 @@ export class Authenticator {
     // based, so each credential's entries stay in the order they expire.
     const until = now + 2 * this.options.skewMs;
     seen.set(digest, until);
+    // The mark's row is keyed by the request's own time, not this clock's: the same request
+    // makes the same key on every instance of a cluster, where its claim is checked (issue 29).
+    // Kept as long as the request can be fresh on a clock up to the window apart from this one.
+    const kept = at + 2 * this.options.skewMs;
     return {
       member: credential.member,
       local: credential.local,
-      replay: { key: replayRowKey(until, digest), keyId },
+      replay: { key: replayRowKey(kept, digest), keyId, until: kept },
     };
   }
 
@@ -173,7 +177,7 @@ export class Authenticator {
   /** Everything remembered now, as replay rows (written on an orderly stop). */
   *remembered(): Iterable<ReplayMark> {
     for (const [keyId, seen] of this.seen) {
-      for (const [digest, until] of seen) yield { key: replayRowKey(until, digest), keyId };
+      for (const [digest, until] of seen) yield { key: replayRowKey(until, digest), keyId, until };
     }
   }
 

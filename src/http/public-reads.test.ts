@@ -59,7 +59,7 @@ beforeAll(async () => {
     routes: ROUTES,
     prefixes: PREFIXES,
     authenticator: new Authenticator({ skewMs: 1_000, replayEntriesPerCredentialMax: 10 }),
-    idempotency: { stored: () => undefined },
+    claims: { stored: () => undefined, settle: () => null, taken: async () => undefined },
     limits: DEFAULT_LIMITS,
     logger: pino({ level: 'silent' }),
     now: Date.now,

@@ -72,10 +72,12 @@ beforeAll(async () => {
     routes: ROUTES,
     prefixes: ['/v1'],
     authenticator: failingAuthenticator,
-    idempotency: {
+    claims: {
       stored: () => {
         throw new RangeError('a stored answer could not be read');
       },
+      settle: () => null,
+      taken: async () => undefined,
     },
     limits: DEFAULT_LIMITS,
     logger: pino({ level: 'info' }, sink),

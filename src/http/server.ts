@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { exceptionFields } from '../logger.js';
-import type { Caller, ReplayMark } from '../actors/types.js';
+import type { Caller, ClaimKind, ReplayMark } from '../actors/types.js';
 import {
   API_PREFIXES,
   CORS_MAX_AGE_SECONDS,
@@ -59,6 +59,8 @@ export interface RequestContext {
    * Set on signed calls: what the commit of their command remembers (P5, replays across restarts).
    */
   replay?: ReplayMark;
+  /** Set once a commit of the call carried its replay mark and idempotency answer (services.ts). */
+  claimed?: boolean;
   route: RouteSpec<Handler>;
 }
 
@@ -73,32 +75,45 @@ export interface StoredAnswer {
 }
 
 /**
- * The stored answers: read in place (LMDB's map), or asked of the database (cluster mode), in
- * which case the request goes on when the answer comes rather than holding the thread.
+ * How a request's replay mark (P5) and idempotency answer (P7) are made its own, chosen by the
+ * deployment (deployment.ts). Embedded, one process checks both before the run (the stored answer
+ * read in place, the mark in the authenticator's memory) and its commit writes them. In cluster
+ * mode nothing is asked of the database before the run: the command's commit claims both
+ * (log.ts, TableWrite.until) in its one round trip, and a claim another commit holds refuses it
+ * (the request then answers as a replay, or with the stored answer). A call whose commits
+ * claimed neither (it committed nothing) is settled before it is answered.
  */
-export interface IdempotencyStore {
+export interface RequestClaims {
+  /** The stored answer of a scope, before the run; undefined where the commit checks it. */
   stored(scope: string): StoredAnswer | undefined | Promise<StoredAnswer | undefined>;
   /**
-   * Cluster mode (P7 across instances): claims the scope for this call and reads its stored
-   * answer in one step; `in-flight` while a call on any instance holds it. Asked instead of
-   * `stored` where given.
+   * After a run whose commits claimed neither: whether its mark was another request's already,
+   * and the answer stored for its scope now; null where the run's own process checked both.
    */
-  claim?(scope: string): Promise<StoredAnswer | undefined | 'in-flight'>;
-  /** Ends a claim once its call is answered. */
-  release?(scope: string): void;
+  settle(mark: ReplayMark | undefined, scope: string | undefined): Promise<Settled> | null;
+  /** The answer stored for a scope whose claim a commit found taken. */
+  taken(scope: string): Promise<StoredAnswer | undefined>;
+}
+
+export interface Settled {
+  replayed: boolean;
+  stored: StoredAnswer | undefined;
+}
+
+/** A command not run: its request's claim (ClaimKind) was another commit's (services.ts). */
+export class ClaimTaken extends Error {
+  override name = 'ClaimTaken';
+  constructor(readonly kind: ClaimKind) {
+    super(`the request's ${kind} claim was another commit's`);
+  }
 }
 
 export interface ServerOptions {
-  /**
-   * Cluster mode (P22): remembers a request in the database, resolving false when it was
-   * remembered already (by another instance, or before a crash): then it is a replay (P5).
-   */
-  replayGuard?: (mark: ReplayMark) => Promise<boolean>;
   routes: readonly RouteSpec<Handler>[];
   /** Where operation routes are mounted (P6); the external interface mounts them at the root. */
   prefixes?: readonly string[];
   authenticator: Authenticator;
-  idempotency: IdempotencyStore;
+  claims: RequestClaims;
   limits: Limits;
   logger: Logger;
   now: () => number;
@@ -292,6 +307,24 @@ const UNSUPPORTED_MEDIA_TYPE = refusal(
   'request body must be sent as Content-Type: application/json',
   { supported: ['application/json'] },
 );
+
+/** A stored answer replayed (P7), or refused for a different request under its key. */
+function storedReply(stored: StoredAnswer, requestHash: string): HttpReply {
+  if (stored.requestHash !== requestHash) {
+    return failure(
+      refusal(
+        'path.core.idempotency_conflict',
+        'this idempotency key was used with a different request',
+      ),
+    );
+  }
+  return {
+    status: stored.status,
+    body: stored.body,
+    signed: stored.signed,
+    headers: { 'path-idempotent-replayed': 'true' },
+  };
+}
 
 function inProgress(): HttpReply {
   return failure(
@@ -749,18 +782,6 @@ export class HttpServer {
       context.caller = { member: verdict.member, local: verdict.local };
       base.member = verdict.member;
       context.replay = verdict.replay;
-      const guard = this.options.replayGuard;
-      if (guard !== undefined) {
-        return void guard(verdict.replay).then(
-          (first) =>
-            this.guarded(res, base, state, () =>
-              first
-                ? this.run(res, context, base, state, signed.idempotencyKey)
-                : done(failure(this.options.authenticator.replayed())),
-            ),
-          (error: unknown) => this.crashed(res, base, state, error),
-        );
-      }
     }
     this.run(res, context, base, state, signed.idempotencyKey);
   }
@@ -807,7 +828,7 @@ export class HttpServer {
     if (outcome !== null) return this.answerNow(res, outcome, base, state);
     const scope = context.idempotency!.scope;
     this.inFlightScopes.add(scope);
-    this.finish(res, context, base, state, (reply) => this.landed(scope, reply));
+    this.finish(res, context, base, state, () => this.landed(scope));
   }
 
   /**
@@ -834,9 +855,7 @@ export class HttpServer {
         `${context.route.operation}\n${JSON.stringify(context.params)}\n${bodyDigest(context)}`,
       )
       .digest('hex');
-    const claim = this.options.idempotency.claim;
-    if (claim !== undefined) return this.claimed(context, scope, requestHash, claim(scope));
-    const stored = this.options.idempotency.stored(scope);
+    const stored = this.options.claims.stored(scope);
     if (!(stored instanceof Promise))
       return this.storedOutcome(context, scope, requestHash, stored);
     // Asked of the database: the call is in flight from now, so that one with the same key
@@ -856,23 +875,6 @@ export class HttpServer {
     );
   }
 
-  /**
-   * A claim across instances: refused as in progress while another call holds it; released at
-   * once when a stored answer (or a conflict) answers this call, else when its call is answered.
-   */
-  private async claimed(
-    context: RequestContext,
-    scope: string,
-    requestHash: string,
-    claim: Promise<StoredAnswer | undefined | 'in-flight'>,
-  ): Promise<HttpReply | null> {
-    const found = await claim;
-    if (found === 'in-flight') return inProgress();
-    const outcome = this.storedOutcome(context, scope, requestHash, found);
-    if (outcome !== null) this.options.idempotency.release?.(scope);
-    return outcome;
-  }
-
   /** What a stored answer (or none) means for this call; checked in the same turn as it is run. */
   private storedOutcome(
     context: RequestContext,
@@ -880,35 +882,15 @@ export class HttpServer {
     requestHash: string,
     stored: StoredAnswer | undefined,
   ): HttpReply | null {
-    if (stored !== undefined) {
-      if (stored.requestHash !== requestHash) {
-        return failure(
-          refusal(
-            'path.core.idempotency_conflict',
-            'this idempotency key was used with a different request',
-          ),
-        );
-      }
-      return {
-        status: stored.status,
-        body: stored.body,
-        signed: stored.signed,
-        headers: { 'path-idempotent-replayed': 'true' },
-      };
-    }
+    if (stored !== undefined) return storedReply(stored, requestHash);
     if (this.inFlightScopes.has(scope)) return inProgress();
     context.idempotency = { scope, requestHash };
     return null;
   }
 
-  /**
-   * A call with an idempotency key is answered. A claim across instances is kept past a 503: the
-   * command may have reached an instance that did not answer in time and still commit, so a retry
-   * meanwhile is refused as in progress until the claim lapses, never run a second time.
-   */
-  private landed(scope: string, reply: HttpReply): void {
+  /** A call with an idempotency key is answered: another with its key may run. */
+  private landed(scope: string): void {
     this.inFlightScopes.delete(scope);
-    if (reply.status !== 503) this.options.idempotency.release?.(scope);
   }
 
   /** Runs the handler and answers what it gives (`state` null: a public read, not counted). */
@@ -925,30 +907,72 @@ export class HttpServer {
     } catch (error) {
       result = this.internal(error, base.requestId);
     }
-    const complete = (reply: HttpReply, counted: RequestState | null) => {
+    const sent = (reply: HttpReply, counted: RequestState | null) => {
       after?.(reply);
       if (counted !== null) this.uncount(counted);
       // A cacheable read answers the representation the request takes, or its 304 (cache.ts).
       const { conditions } = context;
-      const sent = conditions === null ? reply : representation(reply, conditions);
-      this.send(res, sent, base, false, counted ?? undefined);
+      const shown = conditions === null ? reply : representation(reply, conditions);
+      this.send(res, shown, base, false, counted ?? undefined);
+    };
+    // A failure is answered as a reply, so that what follows an answer (`after`: the end of an
+    // idempotency key's flight) runs for it too.
+    const later = (reply: Promise<HttpReply>, counted: RequestState | null) =>
+      void reply.then(
+        (ready) => this.guarded(res, base, counted, () => sent(ready, counted)),
+        (error: unknown) =>
+          this.guarded(res, base, counted, () =>
+            sent(this.internal(error, base.requestId), counted),
+          ),
+      );
+    const complete = (reply: HttpReply, counted: RequestState | null) => {
+      const settling = this.settling(context, reply);
+      if (settling === null) sent(reply, counted);
+      else later(settling, counted);
     };
     if (result instanceof Promise) {
       // A public read that had to ask the database (cluster mode, issue 29): told of an abort
       // before anything is awaited, and counted until answered like any call in progress.
       const waiting = state ?? this.waitingRead(res);
-      // A failure is answered as a reply, so that what follows an answer (`after`: the end of an
-      // idempotency key's flight) runs for it too.
       result.then(
         (reply) => this.guarded(res, base, waiting, () => complete(reply, waiting)),
         (error: unknown) =>
           this.guarded(res, base, waiting, () =>
-            complete(this.internal(error, base.requestId), waiting),
+            error instanceof ClaimTaken
+              ? later(this.claimTaken(context, error), waiting)
+              : complete(this.internal(error, base.requestId), waiting),
           ),
       );
     } else {
       complete(result, state);
     }
+  }
+
+  /**
+   * A call whose commits claimed neither its replay mark nor its idempotency answer, settled
+   * before it is answered (RequestClaims): a replay, the stored answer, or its own; null where
+   * nothing is to settle. An answer of 5xx is not settled: its command may yet commit.
+   */
+  private settling(context: RequestContext, reply: HttpReply): Promise<HttpReply> | null {
+    if (context.claimed === true || reply.status >= 500) return null;
+    const own = context.idempotency;
+    if (context.replay === undefined && own === undefined) return null;
+    const settled = this.options.claims.settle(context.replay, own?.scope);
+    if (settled === null) return null;
+    return settled.then(({ replayed, stored }) => {
+      if (replayed) return failure(this.options.authenticator.replayed());
+      return stored === undefined ? reply : storedReply(stored, own!.requestHash);
+    });
+  }
+
+  /** A command not run for its request's claim another commit holds: a replay, or its answer. */
+  private async claimTaken(context: RequestContext, taken: ClaimTaken): Promise<HttpReply> {
+    const own = context.idempotency;
+    if (taken.kind === 'replay' || own === undefined)
+      return failure(this.options.authenticator.replayed());
+    const stored = await this.options.claims.taken(own.scope);
+    // Claimed by a commit whose answer is past its retention, and not yet swept: in flight.
+    return stored === undefined ? inProgress() : storedReply(stored, own.requestHash);
   }
 
   /** A public read about to wait: it hears of its client going away, and a drain waits for it. */

@@ -28,7 +28,7 @@ import type { SigningKey } from '../protocol/signing.js';
 import type { MemberRegistry } from '../network/members.js';
 import { cacheable } from './cache.js';
 import { failure, type HttpReply } from './reply.js';
-import type { RequestContext } from './server.js';
+import { ClaimTaken, type RequestContext } from './server.js';
 
 export interface Services {
   config: Config;
@@ -295,10 +295,28 @@ export async function submit(
   from?: RequestContext,
   options?: SubmitOptions,
 ): Promise<CommandResult> {
-  const replay = from?.replay;
+  const sent = claiming(routed, from);
   // The pool's after-commit fan-out (node.ts) has run when this resolves: this thread's reads
   // see the commit, so a read or an idempotent retry right after this answer finds it.
-  return services.pool.submit(replay === undefined ? routed : { ...routed, replay }, options);
+  const result = await services.pool.submit(sent, options);
+  if (result.taken !== undefined) throw new ClaimTaken(result.taken);
+  if (result.committed && (sent.replay !== undefined || sent.idempotency !== undefined))
+    from!.claimed = true;
+  return result;
+}
+
+/**
+ * The command with what it claims for its request (P5, P7): the request's replay mark and
+ * idempotency answer, until a commit of the request has carried them; nothing after (the request
+ * claims each once, server.ts RequestClaims).
+ */
+function claiming(routed: RoutedCommand, from: RequestContext | undefined): RoutedCommand {
+  if (from === undefined) return routed;
+  if (from.claimed === true) {
+    const { replay: _replay, idempotency: _idempotency, ...unclaimed } = routed;
+    return unclaimed;
+  }
+  return from.replay === undefined ? routed : { ...routed, replay: from.replay };
 }
 
 /** Runs a command on its aggregate and turns the actor's answer into an HTTP answer. */

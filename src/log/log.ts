@@ -65,6 +65,14 @@ export interface TableWrite {
   table: Table;
   key: string;
   bytes: Buffer | null;
+  /**
+   * A claim (ms since the epoch): the commit writes this row only if its key holds none, or one
+   * claimed until a time already past; otherwise the whole commit is refused (ClaimTakenError)
+   * and nothing of it is written. What makes a request's replay mark and idempotency answer its
+   * own across the instances of a cluster in the commit itself (issue 29). A log of one process,
+   * whose single writer checked both before it decided, writes a claim as any row.
+   */
+  until?: number;
 }
 
 export interface StoredRecord {
@@ -175,6 +183,29 @@ export function holdsLog(log: Log): boolean {
  */
 export class NotHeldError extends Error {
   override name = 'NotHeldError';
+}
+
+/**
+ * An append refused, nothing of it written, because a claim it carried (TableWrite.until) was
+ * another commit's: `table` and `key` name that claim.
+ */
+export class ClaimTakenError extends Error {
+  override name = 'ClaimTakenError';
+  constructor(
+    readonly table: Table,
+    readonly key: string,
+  ) {
+    super(`a claim of table ${table} is another commit's`);
+  }
+}
+
+/**
+ * An append refused, nothing of it written, for want of what went before it: an append of the
+ * same partition ahead of it was refused, or did not land (its commit in doubt), so its records
+ * no longer follow on. Deciding its commands again, on the partition as the log holds it, is safe.
+ */
+export class NotWrittenError extends Error {
+  override name = 'NotWrittenError';
 }
 
 /**

@@ -35,7 +35,9 @@ import {
   READ_SNAPSHOT_HOLD_MS,
 } from '../config.js';
 import {
+  ClaimTakenError,
   NotHeldError,
+  NotWrittenError,
   type Holding,
   type Log,
   type LogEntry,
@@ -112,6 +114,8 @@ const FENCED_STATE = 'PN001';
  * committed one (postgres-schema.ts): an earlier append whose commit was in doubt did not land.
  */
 const GAP_STATE = 'PN002';
+/** The SQLSTATE path_append raises when a claim of the commit is another's (postgres-schema.ts). */
+const CLAIM_STATE = 'PN003';
 
 /** synckit's words when a synchronous read's thread did not answer within its wait. */
 const READER_TIMED_OUT = 'Atomics.wait() failed';
@@ -120,11 +124,15 @@ const READER_TIMED_OUT = 'Atomics.wait() failed';
 function commitError(error: unknown): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === FENCED_STATE) return new NotHeldError((error as Error).message);
+  if (code === CLAIM_STATE) {
+    const cut = (detail ?? '').indexOf(' ');
+    return new ClaimTakenError(detail!.slice(0, cut) as Table, detail!.slice(cut + 1));
+  }
   if (code === GAP_STATE) {
     // detail: the partition, then `gap` (an earlier append is missing) or `overlap` (one landed
-    // that this writer took as failed).
+    // that this writer took as failed). Nothing of this one was written.
     const [partition, kind] = (detail ?? '').split(' ');
-    return new UnavailableError(
+    return new NotWrittenError(
       kind === 'gap'
         ? `an earlier append of partition ${partition} did not commit`
         : `an earlier append of partition ${partition} committed unseen`,
@@ -156,7 +164,9 @@ const asBuffer = (bytes: Uint8Array): Buffer =>
 /** A batch's table writes as `path_append`'s arrays: the last write of a key wins. */
 function tableArrays(batch: readonly Pending[]) {
   const last = new Map<string, TableWrite>();
-  for (const p of batch) for (const w of p.writes) last.set(`${w.table}\u0000${w.key}`, w);
+  const claims = new Map<string, TableWrite>();
+  for (const p of batch)
+    for (const w of p.writes) (w.until === undefined ? last : claims).set(claimKey(w), w);
   const put = { tables: [] as string[], keys: [] as string[], bytes: [] as Buffer[] };
   const del = { tables: [] as string[], keys: [] as string[] };
   for (const w of last.values()) {
@@ -169,7 +179,58 @@ function tableArrays(batch: readonly Pending[]) {
       put.bytes.push(w.bytes);
     }
   }
-  return { put, del };
+  const claim = { tables: [] as string[], keys: [] as string[], bytes: [] as Buffer[] };
+  const untils: string[] = [];
+  for (const w of claims.values()) {
+    claim.tables.push(w.table);
+    claim.keys.push(w.key);
+    claim.bytes.push(w.bytes ?? Buffer.alloc(0));
+    untils.push(String(w.until));
+  }
+  return { put, del, claim: { ...claim, untils } };
+}
+
+const claimKey = (w: { table: string; key: string }) => `${w.table}\u0000${w.key}`;
+
+/**
+ * Each partition's first seq in a batch, which must follow on from the partition's last record
+ * (PN002); the seqs after it in the batch follow on from it, as the writer made them.
+ */
+function firstSeqs(records: readonly LogEntry[]) {
+  const first = new Map<number, number>();
+  for (const e of records) if (!first.has(e.partition)) first.set(e.partition, e.seq);
+  return { partitions: [...first.keys()], seqs: [...first.values()] };
+}
+
+/**
+ * A batch's pending appends that can commit together: each partition's records follow on, one
+ * after another, from the first the batch has of it (the database checks that first one), and no
+ * claim is one an append before it made (only one commit takes a claim). The others are refused
+ * at once, nothing of them sent.
+ */
+function together(batch: Pending[]): Pending[] {
+  const claimed = new Set<string>();
+  const last = new Map<number, number>();
+  return batch.filter((p) => {
+    const claims = p.writes.filter((w) => w.until !== undefined);
+    const again = claims.find((w) => claimed.has(claimKey(w)));
+    if (again !== undefined) {
+      p.reject(new ClaimTakenError(again.table, again.key));
+      return false;
+    }
+    const seqs = new Map(last);
+    for (const e of p.entries) {
+      const before = seqs.get(e.partition);
+      if (before !== undefined && e.seq !== before + 1) {
+        p.reject(new NotWrittenError(`the records of partition ${e.partition} leave a gap`));
+        return false;
+      }
+      seqs.set(e.partition, e.seq);
+    }
+    for (const [partition, seq] of seqs) last.set(partition, seq);
+    for (const w of claims) claimed.add(claimKey(w));
+    return true;
+  });
 }
 
 export class PostgresLog implements Log {
@@ -314,22 +375,42 @@ export class PostgresLog implements Log {
   }
 
   private async commitQueued(): Promise<void> {
-    const batch = this.held(this.queue);
+    let batch = together(this.held(this.queue));
     this.queue = [];
-    if (batch.length === 0) return;
+    while (batch.length > 0) {
+      const refused = await this.commitBatch(batch);
+      if (refused === null) return;
+      batch = this.refuseTaken(batch, refused);
+    }
+  }
+
+  /**
+   * One call of path_append for a batch; null once it is answered, or the claim that refused it
+   * (PN003), whereupon nothing of the batch was written.
+   */
+  private async commitBatch(batch: Pending[]): Promise<ClaimTakenError | null> {
     const records = batch.flatMap((p) => p.entries);
-    const { put, del } = tableArrays(batch);
+    const { put, del, claim } = tableArrays(batch);
+    const first = firstSeqs(records);
     const fence = this.fence;
     const fenced = fence === null ? [] : [...new Set(batch.flatMap(fencedBy))];
     try {
-      const call = 'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)';
+      const call =
+        'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, ' +
+        '$16, $17, $18)';
       await this.pool.query(call, [
         fence?.holder ?? null,
         fenced,
         fenced.map((p) => String(fence!.epochs[p])),
+        first.partitions,
+        first.seqs,
         records.map((e) => e.partition),
         records.map((e) => e.seq),
         records.map((e) => e.bytes),
+        claim.tables,
+        claim.keys,
+        claim.bytes,
+        claim.untils,
         put.tables,
         put.keys,
         put.bytes,
@@ -339,16 +420,37 @@ export class PostgresLog implements Log {
       ]);
     } catch (error) {
       const refused = commitError(error);
-      // A refusal the database made (fenced, not following on) says it answers.
+      // A refusal the database made (fenced, not following on, a claim taken) says it answers.
       if (this.health.failed(error)) this.lookForPrimary();
       else this.health.succeeded();
+      if (refused instanceof ClaimTakenError) return refused;
       for (const p of batch) p.reject(refused);
-      return;
+      return null;
     }
     this.health.succeeded();
     // This thread reads its own writes.
     this.forget();
     for (const p of batch) p.resolve();
+    return null;
+  }
+
+  /**
+   * A batch refused for a claim taken: the appends that carried it are refused with it, those of
+   * their partitions (whose records may follow on from theirs) as not written, and the rest are
+   * what is committed again.
+   */
+  private refuseTaken(batch: Pending[], taken: ClaimTakenError): Pending[] {
+    const key = claimKey(taken);
+    const carried = (p: Pending) =>
+      p.writes.some((w) => w.until !== undefined && claimKey(w) === key);
+    const partitions = new Set(batch.filter(carried).flatMap((p) => fencedBy(p)));
+    return batch.filter((p) => {
+      if (carried(p)) p.reject(taken);
+      else if (fencedBy(p).some((q) => partitions.has(q)))
+        p.reject(new NotWrittenError('an append before it in its partition was refused'));
+      else return true;
+      return false;
+    });
   }
 
   async write(writes: readonly TableWrite[]): Promise<void> {
@@ -441,75 +543,40 @@ export class PostgresLog implements Log {
   }
 
   /**
-   * Writes a row unless the key has one already; whether it wrote. Only one instance wins a key:
-   * what makes a request's replay mark a claim (P5). The mark is visible to every instance once
-   * this resolves, and durable a moment later: it commits asynchronously, on sessions of its own,
-   * so a request does not wait for a flush of its mark. A crash of the database can lose the marks
+   * Claims a row on its own (TableWrite.until), outside any append: whether this call took it.
+   * Only one instance wins a key, here or in an append: what makes the replay mark of a request
+   * that committed nothing its own (P5). The mark is visible to every instance once this
+   * resolves, and durable a moment later: it commits asynchronously, on sessions of its own, so
+   * a request does not wait for a flush of its mark. A crash of the database can lose the marks
    * of its last moments, and with them only the requests that changed nothing durable: a change
    * carries its mark in its own commit, which is synchronous.
    */
-  claim(table: Table, key: string, bytes: Buffer): Promise<boolean> {
-    return this.claims.call({ table, key, bytes });
+  claim(write: TableWrite & { bytes: Buffer; until: number }): Promise<boolean> {
+    return this.claims.call(write);
   }
 
-  private readonly claims = new TurnBatch<{ table: Table; key: string; bytes: Buffer }, boolean>(
+  private readonly claims = new TurnBatch<TableWrite & { bytes: Buffer; until: number }, boolean>(
     async (inputs) => {
-      const first = firstOfEach(inputs, (i) => `${i.table}\u0000${i.key}`);
+      const first = firstOfEach(inputs, claimKey);
       const sent = inputs.filter((_, n) => first[n]);
       const inserted = await this.claimQuery<{ tbl: string; key: string }>(
-        'insert into rows (tbl, key, bytes) ' +
-          'select * from unnest($1::text[], $2::text[], $3::bytea[]) ' +
-          'on conflict (tbl, key) do nothing returning tbl, key',
-        [sent.map((i) => i.table), sent.map((i) => i.key), sent.map((i) => i.bytes)],
+        'insert into rows (tbl, key, bytes, until) ' +
+          'select * from unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) ' +
+          'on conflict (tbl, key) do update set bytes = excluded.bytes, until = excluded.until ' +
+          'where rows.until is not null and ' +
+          'rows.until <= (extract(epoch from clock_timestamp()) * 1000)::bigint ' +
+          'returning tbl, key',
+        [
+          sent.map((i) => i.table),
+          sent.map((i) => i.key),
+          sent.map((i) => i.bytes),
+          sent.map((i) => String(i.until)),
+        ],
       );
-      const won = new Set(inserted.map((r) => `${r.tbl}\u0000${r.key}`));
-      return inputs.map((i, n) => first[n]! && won.has(`${i.table}\u0000${i.key}`));
+      const won = new Set(inserted.map((r) => claimKey({ table: r.tbl, key: r.key })));
+      return inputs.map((i, n) => first[n]! && won.has(claimKey(i)));
     },
   );
-
-  /**
-   * Claims an idempotency scope for this instance's call (P7 across instances), and reads its
-   * stored answer in the same statement: `in-flight` while another instance's claim holds (it
-   * lapses after `ttlMs`, should that instance die), else the answer stored, if any. An answer is
-   * committed before its claim is released, so a claim won after a release reads it.
-   */
-  claimFlight(scope: string, ttlMs: number): Promise<'in-flight' | Buffer | undefined> {
-    return this.flights.call({ scope, ttlMs });
-  }
-
-  private readonly flights = new TurnBatch<
-    { scope: string; ttlMs: number },
-    'in-flight' | Buffer | undefined
-  >(async (inputs) => {
-    const first = firstOfEach(inputs, (i) => i.scope);
-    const sent = inputs.filter((_, n) => first[n]);
-    const rows = await this.claimQuery<{ scope: string; won: boolean; bytes: Buffer | null }>(
-      'with s as (select * from unnest($1::text[], $2::float8[]) as s(scope, ttl)), ' +
-        'c as (insert into flights (scope, until) ' +
-        "select scope, now() + ttl * interval '1 millisecond' from s " +
-        'on conflict (scope) do update set until = excluded.until ' +
-        'where flights.until < now() returning scope) ' +
-        'select s.scope, exists (select 1 from c where c.scope = s.scope) as won, r.bytes ' +
-        "from s left join rows r on r.tbl = 'idempotency' and r.key = s.scope",
-      [sent.map((i) => i.scope), sent.map((i) => i.ttlMs)],
-    );
-    const found = new Map(rows.map((r) => [r.scope, r]));
-    return inputs.map((i, n) => {
-      const row = found.get(i.scope);
-      if (!first[n] || row === undefined || !row.won) return 'in-flight';
-      return row.bytes ?? undefined;
-    });
-  });
-
-  /** Ends this instance's claim on a scope: its answer, if it has one, is committed. */
-  releaseFlight(scope: string): Promise<void> {
-    return this.releases.call(scope);
-  }
-
-  private readonly releases = new TurnBatch<string, undefined>(async (scopes) => {
-    await this.claimQuery('delete from flights where scope = any($1::text[])', [scopes]);
-    return scopes.map(() => undefined);
-  });
 
   /** One statement on the claims' sessions (committed asynchronously). */
   private async claimQuery<R extends pg.QueryResultRow>(

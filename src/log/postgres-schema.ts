@@ -140,6 +140,87 @@ export const MIGRATIONS: readonly string[] = [
   end
   $$;
   `,
+  // Version 3 (issue 29): one round trip per signed write. A request's replay mark (P5) and its
+  // idempotency answer (P7) are claims the append itself makes, rather than rows claimed on
+  // their own before the command runs: a claimed row keeps `until` (ms), and an append whose
+  // claim finds its key held by another commit, with an `until` still ahead (or none), is refused
+  // with PN003 naming it, and writes nothing. Claims are inserted in key order, so that two
+  // commits claiming the same keys wait for each other in one order. The flights of version 1
+  // (a claim per request in flight, on its own round trip) are gone: a late commit and its
+  // retry's now contend for the one answer row. A partition's records follow on from its last:
+  // each partition's first seq is given, its record before must be there and none from it on.
+  `
+  alter table rows add column until bigint;
+  drop table flights;
+  drop function path_append(
+    text, integer[], bigint[], integer[], bigint[], bytea[],
+    text[], text[], bytea[], text[], text[], text[]
+  );
+  create function path_append(
+    holder text, fence_partitions integer[], fence_epochs bigint[],
+    first_partitions integer[], first_seqs bigint[],
+    partitions integer[], seqs bigint[], records bytea[],
+    claim_tables text[], claim_keys text[], claim_bytes bytea[], claim_untils bigint[],
+    put_tables text[], put_keys text[], put_bytes bytea[],
+    del_tables text[], del_keys text[], notes text[]
+  ) returns void language plpgsql as $$
+  declare
+    held integer;
+    broken record;
+    taken record;
+    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+  begin
+    if holder is not null then
+      select count(*) into held from (
+        select 1 from leases l join unnest(fence_partitions, fence_epochs) as f(p, e)
+          on l.partition = f.p
+        where l.owner = holder and l.epoch = f.e
+        for share of l
+      ) as fenced;
+      if held <> cardinality(fence_partitions) then
+        raise exception 'path-node: a partition of this commit is no longer leased to %', holder
+          using errcode = 'PN001';
+      end if;
+    end if;
+    select f.p, f.low, exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
+        as overlap
+      into broken
+      from unnest(first_partitions, first_seqs) as f(p, low)
+      where exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
+        or (f.low > 1 and not exists (
+          select 1 from records r where r.partition = f.p and r.seq = f.low - 1))
+      limit 1;
+    if found then
+      raise exception 'path-node: the records of partition % do not follow on', broken.p
+        using errcode = 'PN002',
+          detail = broken.p::text || case when broken.overlap then ' overlap' else ' gap' end;
+    end if;
+    with c as (
+      insert into rows (tbl, key, bytes, until)
+        select * from unnest(claim_tables, claim_keys, claim_bytes, claim_untils)
+          as c(tbl, key, bytes, until) order by c.tbl, c.key
+        on conflict (tbl, key) do update set bytes = excluded.bytes, until = excluded.until
+          where rows.until is not null and rows.until <= now_ms
+        returning rows.tbl, rows.key
+    ) select x.tbl, x.key into taken from unnest(claim_tables, claim_keys) as x(tbl, key)
+      where not exists (select 1 from c where c.tbl = x.tbl and c.key = x.key)
+      limit 1;
+    if found then
+      raise exception 'path-node: a claim of this commit is another commit''s'
+        using errcode = 'PN003', detail = taken.tbl || ' ' || taken.key;
+    end if;
+    insert into records (partition, seq, bytes)
+      select * from unnest(partitions, seqs, records);
+    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
+      where r.tbl = d.tbl and r.key = d.key;
+    insert into rows (tbl, key, bytes)
+      select * from unnest(put_tables, put_keys, put_bytes)
+      on conflict (tbl, key) do update set bytes = excluded.bytes, until = null;
+    -- Told to every instance when, and only if, this commit is (postgres-log.ts, Note).
+    perform pg_notify('path_changes', n) from unnest(notes) as n;
+  end
+  $$;
+  `,
 ];
 
 /** One row's bytes: the log's reader thread and the front end's reads without waiting. */

@@ -160,6 +160,10 @@ export const replayRows = {
   mark(mark: ReplayMark): TableWrite {
     return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }) };
   },
+  /** The mark as a claim (log.ts, TableWrite.until): the request's alone until it is forgotten. */
+  claim(mark: ReplayMark): TableWrite & { bytes: Buffer; until: number } {
+    return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }), until: mark.until };
+  },
 };
 
 /** A follow-up command written by a commit (domain/decider.ts), until its aggregate decides it. */
