@@ -238,8 +238,8 @@ function modelFigures(
       'commits/s: (a), PostgreSQL with many appends in flight.',
   );
   report.line(
-    '     The model assumes one commit share per write (the replay record and idempotency ' +
-      "claim, committed asynchronously, and the database's own CPU are left out).",
+    '     The model assumes one commit share per write (a write claims its replay mark and ' +
+      "idempotency answer in its own commit; the database's own CPU is left out).",
   );
   report.line(
     `     This machine has ${availableParallelism()} cores, so more instances cannot add CPU ` +
