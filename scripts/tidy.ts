@@ -7,6 +7,8 @@
 // modules import nothing of src/ but each other and src/config.ts (BOUNDARIES); and only the
 // deployment (src/deployment.ts, src/cluster, the PostgreSQL store, the settings) names a lease
 // or a fence: the runtime speaks of partitions held, whatever keeps them (COORDINATION_WORDS).
+// And routes parse, authenticate and map (issue 29, vertical slices): a route module of an
+// aggregate reads no table itself, so what a page or a check holds stays in its domain (ROUTES).
 // Usage: node dist/scripts/tidy.js [root]   (exits 1 and lists every finding when there is one)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -33,10 +35,21 @@ const BOUNDARIES: readonly { folder: string; may: readonly string[] }[] = [
   { folder: join('src', 'log'), may: [join('src', 'log'), CONFIG_FILE] },
 ];
 
+/**
+ * The route modules of the aggregates (`src/domain/<aggregate>/routes.ts`, `*-routes.ts`): they
+ * import nothing of the log or of the rows and their codecs, and name no log, range or scan of
+ * the services; a table is read behind a domain function or the services (publicView, ownerOf).
+ */
+const ROUTES = {
+  file: /^src\/domain\/(.+\/)?([^/]+-)?routes\.ts$/,
+  unreachable: [join('src', 'log'), join('src', 'reads')],
+  names: new Set(['log', 'loadRange', 'scan']),
+};
+
 export interface Finding {
   file: string;
   line: number;
-  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary' | 'coordination';
+  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary' | 'coordination' | 'routes';
   message: string;
 }
 
@@ -59,11 +72,13 @@ function functionName(node: ts.Node, source: ts.SourceFile): string {
   return '(anonymous)';
 }
 
-/** Imports (static, dynamic, re-exports) of a module outside what its folder may import. */
-function crossings(root: string, file: string, source: ts.SourceFile): Finding[] {
-  const bound = BOUNDARIES.find((b) => file.startsWith(b.folder + '/'));
-  if (bound === undefined || TEST_FILE.test(file)) return [];
-  const findings: Finding[] = [];
+/** The modules of src/ a module imports (static, dynamic, re-exports), each with its node. */
+function importsOf(
+  root: string,
+  file: string,
+  source: ts.SourceFile,
+): { target: string; node: ts.Node }[] {
+  const found: { target: string; node: ts.Node }[] = [];
   const visit = (node: ts.Node): void => {
     const named =
       (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
@@ -76,17 +91,51 @@ function crossings(root: string, file: string, source: ts.SourceFile): Finding[]
             ts.isStringLiteral(node.arguments[0])
           ? node.arguments[0]
           : null;
-    const target = named?.text.startsWith('.')
-      ? relative(root, resolve(root, dirname(file), named.text)).replace(/\.js$/, '.ts')
-      : null;
-    if (target !== null && !bound.may.some((m) => target === m || target.startsWith(m + '/'))) {
-      const { line } = source.getLineAndCharacterOfPosition(node.getStart(source));
-      findings.push({
-        file,
-        line: line + 1,
-        rule: 'boundary',
-        message: `${bound.folder} imports only from ${bound.may.join(', ')}: not ${target}`,
-      });
+    if (named?.text.startsWith('.')) {
+      const target = relative(root, resolve(root, dirname(file), named.text));
+      found.push({ target: target.replace(/\.js$/, '.ts'), node });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const lineOf = (source: ts.SourceFile, node: ts.Node) =>
+  source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+
+/** Imports of a module outside what its folder may import. */
+function crossings(root: string, file: string, source: ts.SourceFile): Finding[] {
+  const bound = BOUNDARIES.find((b) => file.startsWith(b.folder + '/'));
+  if (bound === undefined || TEST_FILE.test(file)) return [];
+  return importsOf(root, file, source)
+    .filter(({ target }) => !bound.may.some((m) => target === m || target.startsWith(m + '/')))
+    .map(({ target, node }) => ({
+      file,
+      line: lineOf(source, node),
+      rule: 'boundary' as const,
+      message: `${bound.folder} imports only from ${bound.may.join(', ')}: not ${target}`,
+    }));
+}
+
+/** What a route module reaches of the tables: imports of the log or the rows, a log named. */
+function routeReads(root: string, file: string, source: ts.SourceFile): Finding[] {
+  if (!ROUTES.file.test(file) || TEST_FILE.test(file)) return [];
+  const findings: Finding[] = [];
+  for (const { target, node } of importsOf(root, file, source)) {
+    const folder = ROUTES.unreachable.find((f) => target.startsWith(f + '/'));
+    if (folder === undefined) continue;
+    const message = `a route reads no table: it imports nothing of ${folder} (${target})`;
+    findings.push({ file, line: lineOf(source, node), rule: 'routes', message });
+  }
+  const visit = (node: ts.Node): void => {
+    const name =
+      ts.isPropertyAccessExpression(node) || ts.isBindingElement(node)
+        ? (ts.isBindingElement(node) ? (node.propertyName ?? node.name) : node.name).getText(source)
+        : null;
+    if (name !== null && ROUTES.names.has(name)) {
+      const message = `a route reads no table: no \`${name}\` here (its domain reads it)`;
+      findings.push({ file, line: lineOf(source, node), rule: 'routes', message });
     }
     ts.forEachChild(node, visit);
   };
@@ -179,6 +228,7 @@ export function tidy(root: string): Finding[] {
     if (!TEST_FILE.test(file)) findings.push(...longFunctions(file, source));
     if (file !== CONFIG_FILE) findings.push(...inlineLimits(file, source, lines));
     findings.push(...crossings(root, file, source));
+    findings.push(...routeReads(root, file, source));
   }
   return findings;
 }

@@ -3,10 +3,17 @@
 // the hand-back links of a checkout) and carries no data for a script: the page's own script
 // (page.ts) fetches the object again as JSON and verifies it with the client library, so the
 // page only ever claims "verified" after the browser has checked the signature itself. Every
-// value goes through `html`, which escapes it; the QR code is the link's alone.
+// value goes through `html`, which escapes it; the QR code is the link's alone. What each
+// aggregate adds (its title, its states in words, its terms, a checkout's hand-back links) is
+// its page part, in its own folder (part.ts).
 import { renderSVG } from 'uqr';
 import { html, trusted, type Html } from './html.js';
+import { fact, type PagePart } from './part.js';
 import { isJsonObject, type JsonObject } from '../client/json.js';
+import { checkoutPage } from '../domain/checkout/page.js';
+import { instructionPage } from '../domain/instruction/page.js';
+import { receiptPage } from '../domain/receipt/page.js';
+import { requestPage } from '../domain/request/page.js';
 
 /** Where the node serves the page's script and style (http/routes/assets.ts). */
 export const PAGE_ASSETS = {
@@ -17,13 +24,6 @@ export const PAGE_ASSETS = {
 interface Amount {
   value: string;
   asset_code: string;
-}
-
-interface Capability {
-  rail: string;
-  asset_code: string;
-  chain?: { slug?: string; caip2?: string };
-  standard?: string;
 }
 
 /** What the link answers: the signed object, or the refusal the node gives for it. */
@@ -39,32 +39,21 @@ export interface LinkPage {
   now: number;
 }
 
-const KINDS: Record<string, { type: string; title: string }> = {
-  req: { type: 'path.request', title: 'Payment request' },
-  chk: { type: 'path.checkout', title: 'Checkout' },
-  ins: { type: 'path.instruction', title: 'Payment instruction' },
-  rcp: { type: 'path.receipt', title: 'Settlement receipt' },
-};
+/** The aggregates whose signed objects a link may name. */
+const PARTS: readonly PagePart[] = [requestPage, checkoutPage, instructionPage, receiptPage];
 
-/** The words for each state an object behind a link may be in (SPEC, States and transitions). */
-const STATES: Record<string, string> = {
-  created: 'Open: awaiting payment',
-  open: 'Open: awaiting payment',
-  paid: 'Paid',
-  completed: 'Completed',
-  expired: 'Expired',
-  revoked: 'Revoked',
-  used: 'Used',
-  pending: 'Pending',
-  settled: 'Settled',
-  failed: 'Failed',
-  reversed: 'Reversed',
+/** Each part by its references' prefix (the page's title) and by its object's type (its body). */
+const BY_PREFIX = new Map(PARTS.map((part) => [part.prefix, part]));
+const BY_TYPE = new Map(PARTS.map((part) => [part.type, part]));
+
+/** The words for each state an object behind a link may be in: every part's, and not found. */
+const STATES: Record<string, string> = Object.assign({}, ...PARTS.map((part) => part.states), {
   not_found: 'Not found',
-};
+});
 
 /** The whole page for a link. */
 export function renderLinkPage(page: LinkPage): string {
-  const kind = KINDS[page.reference.slice(0, page.reference.indexOf('_'))];
+  const kind = BY_PREFIX.get(page.reference.slice(0, page.reference.indexOf('_')));
   const title = kind?.title ?? 'Link';
   if ('refusal' in page.answer) {
     const state = page.answer.refusal.code.slice(page.answer.refusal.code.lastIndexOf('.') + 1);
@@ -114,11 +103,10 @@ function sentenceOf(title: string, state: string): string {
 
 /** The page of a signed object: its facts, and the badge its script settles (P20). */
 function signedMain(page: LinkPage, title: string, object: JsonObject): Html {
-  const checkout = object.type === 'path.checkout';
-  // A checkout carries its request's signed object: the amount and terms are the request's.
-  const terms = checkout && isJsonObject(object.request) ? object.request : object;
-  const state = stateOf(object, page.now);
   const type = String(object.type);
+  const part = typeof object.type === 'string' ? BY_TYPE.get(object.type) : undefined;
+  const terms = part?.terms?.(object) ?? object;
+  const state = stateOf(object, page.now);
   return html`<main
     class="sheet"
     data-path-verified="pending"
@@ -136,11 +124,11 @@ function signedMain(page: LinkPage, title: string, object: JsonObject): Html {
     <p class="status" data-path-status="${state}">${STATES[state] ?? state}</p>
     ${amountOf(terms)}
     <dl class="facts">
-      ${type === 'path.request' || checkout ? termsOf(terms) : ''}
+      ${part?.facts?.(terms) ?? ''}
       ${'expires_at' in object ? fact('Expires', timeOf(object.expires_at)) : ''}
       ${fact('Reference', html`<span class="mono">${page.reference}</span>`)}
     </dl>
-    ${checkout ? handBack(object) : ''} ${qrCode(page.link)}
+    ${part?.after?.(object) ?? ''} ${qrCode(page.link)}
   </main>`;
 }
 
@@ -162,61 +150,10 @@ function amountOf(terms: JsonObject): Html {
   </p>`;
 }
 
-function termsOf(terms: JsonObject): Html {
-  const accepts = Array.isArray(terms.accepts) ? (terms.accepts as Capability[]) : [];
-  const items = accepts.filter(isJsonObject).map((c) => html`<li>${capabilityText(c)}</li>`);
-  const order = typeof terms.order_reference === 'string' ? terms.order_reference : null;
-  return html`${fact(
-    'Accepts',
-    html`<ul class="accepts">
-      ${items}
-    </ul>`,
-  )}
-  ${order === null ? '' : fact('Order', html`<span class="order">${order}</span>`)}`;
-}
-
-/** "USDC on base (erc20), by blockchain": the asset, where it lives, and the rail. */
-function capabilityText(c: Capability): string {
-  const chain = c.chain?.slug ?? c.chain?.caip2;
-  const where = chain === undefined ? '' : ` on ${chain}`;
-  const standard = c.standard === undefined ? '' : ` (${c.standard})`;
-  return `${c.asset_code}${where}${standard}, by ${String(c.rail).replace(/_/g, ' ')}`;
-}
-
 function timeOf(value: unknown): Html {
   if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) return html`Never`;
   const shown = new Date(value).toISOString().slice(0, 16).replace('T', ' ');
   return html`<time datetime="${value}">${shown} UTC</time>`;
-}
-
-function fact(term: string, value: Html | string): Html {
-  return html`<div class="fact">
-    <dt>${term}</dt>
-    <dd>${value}</dd>
-  </div>`;
-}
-
-/**
- * The merchant's hand-back addresses (SPEC I). Opening a session admits only http(s) URLs; a
- * signed object is checked again where it is shown, so anything else would be text, never a link.
- */
-function handBack(checkout: JsonObject): Html {
-  const link = (url: unknown, words: string, role: string) => {
-    const text = String(url ?? '');
-    const web = /^https?:$/.test(URL.canParse(text) ? new URL(text).protocol : '');
-    if (!web) return html`<p class="handback-text">${words}: <span class="mono">${text}</span></p>`;
-    return html`<a
-      class="button ${role}"
-      data-path-handback="${role}"
-      href="${text}"
-      rel="noreferrer"
-      >${words}</a
-    >`;
-  };
-  return html`<nav class="handback" aria-label="Back to the merchant">
-    ${link(checkout.success_url, 'Return to the merchant', 'success')}
-    ${link(checkout.cancel_url, 'Cancel and go back', 'cancel')}
-  </nav>`;
 }
 
 /** The link as a QR code, so a phone can open it; SVG drawn here from the link alone. */

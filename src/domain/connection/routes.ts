@@ -1,7 +1,7 @@
 // Routes of SPEC K (connections, mandates, delegations). A delegation lives in its parent
 // connection's aggregate and is found through the route index. Who may do what, and whether the
-// subject of a new connection exists, is the decider's to say; a usage page is read from the
-// `usage` rows (through their codec) once the aggregate has said the caller is a party.
+// subject of a new connection exists, is the decider's to say; what a usage page holds, and that
+// it is read only once the aggregate has said the caller is a party, is usage.ts's.
 import { Type } from '@sinclair/typebox';
 import {
   ConnectionCreated,
@@ -14,6 +14,7 @@ import {
   UsagePage,
 } from './answers.js';
 import { connectionDecider } from './connection.js';
+import { usagePage } from './usage.js';
 import type { InputOf } from '../decider.js';
 import {
   connectionCommands,
@@ -23,7 +24,6 @@ import {
   DelegationConsume,
   Revoke,
 } from './schema.js';
-import { usageRows } from '../../reads/rows.js';
 import { invalid, type ErrorCode, type Refusal } from '../../protocol/errors.js';
 import { isReferenceShaped, newReference } from '../../protocol/ids.js';
 import { failure, json } from '../../http/reply.js';
@@ -249,10 +249,7 @@ function delegationRoutes(services: Services): RouteSpec<Handler>[] {
   ];
 }
 
-/**
- * A usage page (SPEC K, P12): the aggregate says whether the caller is a party and how long the
- * log is; the page is the most recent `limit` rows, given oldest first.
- */
+/** A usage page (SPEC K, P12): the route parses `limit` and finds the aggregate (usage.ts). */
 function usageRoute<K extends 'usage' | 'usage-delegation'>(
   services: Services,
   route: {
@@ -269,18 +266,18 @@ function usageRoute<K extends 'usage' | 'usage-delegation'>(
   const handler: Handler = async (context) => {
     const limit = pageLimit(context, services.config.limits);
     if (typeof limit !== 'number') return failure(limit);
-    const reference = context.params.reference!;
     const key = await route.key(context);
     if (key === null) return notFound(route.what);
     const command = { name: route.command, input: route.input(context), caller: context.caller };
-    const { reply } = await submit(services, { aggregate: decider.type, key, command }, context);
-    if (reply.status !== 200) return { status: reply.status, body: reply.body, signed: false };
-    const range = { ...usageRows.range(reference), reverse: true, limit };
-    // Read without holding the thread that serves HTTP (issue 29): at most `limit` rows.
-    const rows = (await services.log.loadRange('usage', range)).reverse();
-    const { count: total } = JSON.parse(reply.body) as { count: number };
-    const usage = rows.map((row) => usageRows.read(row.key, row.bytes));
-    return json(200, { reference, count: rows.length, total, usage });
+    const ask = async () =>
+      (await submit(services, { aggregate: decider.type, key, command }, context)).reply;
+    const query = { reference: context.params.reference!, limit };
+    const outcome = await usagePage(services, query, ask);
+    if ('refused' in outcome) {
+      const { status, body } = outcome.refused;
+      return { status, body, signed: false };
+    }
+    return json(200, outcome.page);
   };
   const { operation, summary, description, path } = route;
   const pageMax = services.config.limits.usage_page_max;

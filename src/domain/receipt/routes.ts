@@ -1,10 +1,11 @@
-// Routes of SPEC J: settlement receipts.
+// Routes of SPEC J: settlement receipts. Who may move a receipt and where is the decider's;
+// what makes an envelope a valid receipt under a key is verify.ts's.
 import { firstTransitions, receiptDecider, transitionsViewKey } from './receipt.js';
 import { IssueReceipt, TransitionReceipt, VerifyAnswer, VerifyReceipt } from './schema.js';
+import { verifyReceipt } from './verify.js';
 import { newReference, isReferenceShaped } from '../../protocol/ids.js';
 import { ReceiptObject, ReceiptTransitions } from '../../protocol/responses.js';
 import { validator } from '../../protocol/schemas.js';
-import { verifyObject } from '../../protocol/signing.js';
 import { failure, json, type HttpReply } from '../../http/reply.js';
 import type { RouteSpec } from '../../http/router.js';
 import type { Handler } from '../../http/server.js';
@@ -125,13 +126,7 @@ function publicRoutes(services: Services): RouteSpec<Handler>[] {
         const input = validBody(context, validateVerify);
         if (!input.ok) return failure(input.refusal);
         const envelope = input.value.envelope as Record<string, unknown>;
-        if (envelope.type !== 'path.receipt')
-          return json(200, { valid: false, reason: 'not_a_receipt' });
-        const verdict = verifyObject(envelope, input.value.issuer_public_key);
-        return json(
-          200,
-          verdict.valid ? { valid: true } : { valid: false, reason: verdict.reason },
-        );
+        return json(200, verifyReceipt(envelope, input.value.issuer_public_key));
       },
     },
   ];

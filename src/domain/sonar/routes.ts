@@ -18,6 +18,7 @@ import {
   type KeyItem,
 } from '../../protocol/identifiers.js';
 import { BatchAnswer, HolderConfirmation, SonarAnswer } from './answers.js';
+import { allowanceResetSeconds, lookupAllowance } from './allowance.js';
 import { confirmAnswer } from './confirm.js';
 import { KEY_TYPES, packJournalKeys } from '../budget/journal-keys.js';
 import { OneOf } from '../../protocol/responses.js';
@@ -232,9 +233,9 @@ function signedBatchText(
 
 /**
  * Charges the member's budget for a call's answers (all or nothing) and journals them, signing
- * them meanwhile when asked. The allowance of each type is the front end's to know (P12: base +
- * factor x the member's contributions to the in-memory directory index); the charge is the
- * budget decider's.
+ * them meanwhile when asked. The allowance of each type is the front end's to know (its formula,
+ * P12, in allowance.ts, from the member's contributions to the in-memory directory index); the
+ * charge is the budget decider's.
  */
 function budgetCharge(services: Services) {
   return async (context: RequestContext, answers: AnswerBody[], signed: boolean) => {
@@ -243,7 +244,10 @@ function budgetCharge(services: Services) {
     const allowances: Record<string, number> = {};
     for (const a of answers) {
       counts[a.identifier_type] = (counts[a.identifier_type] ?? 0) + 1;
-      allowances[a.identifier_type] ??= allowanceOf(services, member, a.identifier_type);
+      allowances[a.identifier_type] ??= lookupAllowance(
+        services.config,
+        services.directory!.index.contribution(member, a.identifier_type),
+      );
     }
     const keys = packJournalKeys(answers);
     const input: ChargeLookups = { counts, allowances, keys };
@@ -327,13 +331,6 @@ function fromReply(reply: { status: number; body: string; signed: boolean }): Ht
   return { status: reply.status, body: reply.body, signed: reply.signed };
 }
 
-/** P12: base + factor x entries the member contributes of that type, per calendar month. */
-export function allowanceOf(services: Services, member: string, identifierType: string): number {
-  const contributed = services.directory!.index.contribution(member, identifierType);
-  const { lookupBudgetBase, lookupBudgetFactor } = services.config;
-  return Math.floor(lookupBudgetBase + lookupBudgetFactor * contributed);
-}
-
 /** RateLimit headers (IETF httpapi draft) for the most constrained type of the call. */
 function rateLimitHeaders(
   allowances: Record<string, number>,
@@ -342,9 +339,7 @@ function rateLimitHeaders(
 ): Record<string, string> {
   const types = Object.keys(allowances);
   const tightest = types.reduce((a, b) => ((remaining?.[a] ?? 0) <= (remaining?.[b] ?? 0) ? a : b));
-  const date = new Date(now);
-  const nextMonth = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
-  const reset = Math.ceil((nextMonth - now) / 1000);
+  const reset = allowanceResetSeconds(now);
   const left = remaining?.[tightest] ?? 0;
   return {
     'ratelimit-policy': `"lookup-${tightest}";q=${allowances[tightest]};w=${reset}`,

@@ -1,16 +1,17 @@
 // POST /payee-check (SPEC F). The route parses the body, seals the proposed name and keeps of it
 // only a keyed digest of its words (P8: the clear name never enters a command), finds the
 // subject that holds the address (the address's info, then the route index: routing, not a
-// rule), charges the member's daily allowance (the budget aggregate) and sends the check. Who
-// may ask (a member, or an open payment context for the address), the address's state and the
-// per-context and per-name allowances are the subject decider's.
+// rule) and sends the commands of the check in the order payee-check-steps.ts gives (the
+// member's daily allowance, then the check). Who may ask (a member, or an open payment context
+// for the address), the address's state and the per-context and per-name allowances are the
+// subject decider's.
 import { createHmac } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { budgetKey } from '../budget/budget.js';
 import { nameIdentity } from '../payee/names.js';
 import type { Input } from './decision.js';
 import { addressInfoKey, type AddressInfo } from './resolver.js';
 import { PayeeCheckAnswer } from './answers.js';
+import { payeeCheckSteps, type PayeeCheckSend } from './payee-check-steps.js';
 import { PayeeCheck } from './schema.js';
 import { subjectDecider } from './subject.js';
 import { invalid, isRefusal, type Refusal } from '../../protocol/errors.js';
@@ -65,22 +66,17 @@ async function payeeCheck(services: Services, context: RequestContext): Promise<
   if (isRefusal(check)) return failure(check);
   const holder = await holderOf(services, body.value.key);
   if (holder === null) return notFound('address');
-  if (context.caller !== null) {
-    // The member's daily allowance (P12) is the budget's: its decider reads it from the limits.
-    const charged = await submit(
-      services,
-      {
-        aggregate: 'budget',
-        key: budgetKey(context.caller.member),
-        command: { name: 'charge-payee-check', input: {}, caller: context.caller },
-      },
-      context,
-    );
-    const { status, body: text } = charged.reply;
-    if (status !== 200) return { status, body: text, signed: false };
-  }
-  const input = check(holder.id);
-  return sendCommand(services, context, subjectDecider, holder.subject, 'payee-check', input);
+  const send: PayeeCheckSend<HttpReply> = {
+    step: async (routed) => {
+      const { status, body: text } = (await submit(services, routed, context)).reply;
+      return { status, body: text, signed: false };
+    },
+    // The command's caller is the request's, as sendCommand gives it.
+    answer: ({ key, command }) =>
+      sendCommand(services, context, subjectDecider, key, command.name, command.input),
+  };
+  const { caller } = context;
+  return payeeCheckSteps(send, { caller, subject: holder.subject, input: check(holder.id) });
 }
 
 /** The check's input, once the address is known; or a 400 for what the body cannot say. */
