@@ -101,6 +101,10 @@ async function blackhole(): Promise<string> {
   return `postgres://postgres@127.0.0.1:${port}/silent`;
 }
 
+/** A replay mark's claim on its own (PostgresLog.claim), held for a minute. */
+const mark = (key: string) =>
+  ({ table: 'replay', key, bytes: Buffer.from('m'), until: Date.now() + 60_000 }) as const;
+
 describe('PostgreSQL connections bounded in time (issue 29)', () => {
   it('a statement that gets no answer ends as unavailable, on every path of the log', async () => {
     const url = await freshDatabase(inject('postgresUrl'));
@@ -114,9 +118,7 @@ describe('PostgreSQL connections bounded in time (issue 29)', () => {
     expect(() => log.get('views', 'v')).toThrow(UnavailableError);
     expect(log.health.reachable).toBe(false);
     // A claim (the claims' pool) and a commit (the write pool) wait on the same lock.
-    await expect(log.claim('replay', 'k', Buffer.from('m'))).rejects.toBeInstanceOf(
-      UnavailableError,
-    );
+    await expect(log.claim(mark('k'))).rejects.toBeInstanceOf(UnavailableError);
     await expect(log.append([record(1, 2)], [])).rejects.toBeInstanceOf(UnavailableError);
     await release();
     // Once the database answers again, so does every path, on connections opened anew.
@@ -143,7 +145,7 @@ describe('PostgreSQL connections lost and opened again (issue 29)', () => {
     const log = await openLog(url);
     await log.append([record(2, 1)], [{ table: 'views', key: 'w', bytes: Buffer.from('w') }]);
     expect((await log.load('views', 'w'))?.toString()).toBe('w');
-    expect(await log.claim('replay', 'a', Buffer.from('m'))).toBe(true);
+    expect(await log.claim(mark('a'))).toBe(true);
     log.refresh();
     expect(log.get('views', 'w')?.toString()).toBe('w');
     expect(await terminateOthers(url)).toBeGreaterThanOrEqual(3);
@@ -160,9 +162,7 @@ describe('PostgreSQL connections lost and opened again (issue 29)', () => {
       });
     await again('an append', () => log.append([record(2, 2)], []));
     expect((await again('a load', () => log.load('views', 'w'))).value?.toString()).toBe('w');
-    expect((await again('a claim', () => log.claim('replay', 'b', Buffer.from('m')))).value).toBe(
-      true,
-    );
+    expect((await again('a claim', () => log.claim(mark('b')))).value).toBe(true);
     const read = await again('a read', async () => {
       log.refresh();
       return [...log.read(2, 0)].map((r) => r.seq);
@@ -428,7 +428,7 @@ describe('a database URL of several hosts (issue 29, a switchover)', () => {
     cleanups.push(() => log.close());
     await log.append([record(4, 1)], [{ table: 'views', key: 'h', bytes: Buffer.from('h') }]);
     expect(log.get('views', 'h')?.toString()).toBe('h');
-    expect(await log.claim('replay', 'h', Buffer.from('m'))).toBe(true);
+    expect(await log.claim(mark('h'))).toBe(true);
     const leases = await Leases.start({
       url: several,
       instance: 'a',

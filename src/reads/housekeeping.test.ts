@@ -48,6 +48,8 @@ async function commitAnswer(log: Log, scope: string, at: number): Promise<void> 
     now: at,
     newId: () => 'id',
     followUps: [],
+    position: { partition: 0, seq: 1 },
+    retentionMs: 60_000,
   });
   await log.write(writes);
 }
