@@ -355,7 +355,8 @@ export class Shard {
     this.installed.add(p);
     const waited = this.waiting.get(p) ?? [];
     this.waiting.delete(p);
-    for (const job of waited) this.submit(job.routed).then(job.resolve, job.reject);
+    for (const job of waited)
+      this.enqueue(job.routed, job.redone ?? 0).then(job.resolve, job.reject);
     this.settled(waited.length);
   }
 
@@ -373,6 +374,14 @@ export class Shard {
 
   /** Runs a command on its aggregate's mailbox. */
   submit(routed: RoutedCommand): Promise<CommandResult> {
+    return this.enqueue(routed, 0);
+  }
+
+  /**
+   * `submit` for a command decided again `redone` times already (decideAgain): one that waited
+   * for its partition's refold keeps its count, so that COMMIT_REDO_MAX bounds it across refolds.
+   */
+  private enqueue(routed: RoutedCommand, redone: number): Promise<CommandResult> {
     const p = partitionOf(routed.key);
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
@@ -382,7 +391,7 @@ export class Shard {
       this.inFlight++;
       const waited = new Promise<CommandResult>((resolve, reject) => {
         const waiting = this.waiting.get(p) ?? [];
-        waiting.push({ routed, resolve, reject });
+        waiting.push({ routed, resolve, reject, redone });
         this.waiting.set(p, waiting);
       });
       if (this.doubted.has(p)) this.refold(p);
@@ -403,7 +412,7 @@ export class Shard {
       );
     }
     return new Promise((resolve, reject) => {
-      slot!.queue.push({ routed, resolve, reject });
+      slot!.queue.push({ routed, resolve, reject, redone });
       if (!slot!.busy) void this.run(routed.key, p, slot!);
     });
   }
