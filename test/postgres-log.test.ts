@@ -299,7 +299,8 @@ describe('PostgresLog (P22)', () => {
     expect(await a.claim(mark('ka'))).toBe(false);
     // A claim whose time is past is another's to take, once.
     expect(await a.claim(mark('old', Date.now() - 1_000))).toBe(true);
-    expect(await Promise.all([b.claim(mark('old')), a.claim(mark('old'))])).toEqual([true, false]);
+    const retaken = await Promise.all([b.claim(mark('old')), a.claim(mark('old'))]);
+    expect(retaken.filter(Boolean)).toHaveLength(1);
   });
 
   it('issue 29: an append claims its rows in its commit; a claim held elsewhere refuses it whole', async () => {

@@ -190,6 +190,15 @@ function tableArrays(batch: readonly Pending[]) {
   return { put, del, claim: { ...claim, untils } };
 }
 
+/**
+ * Byte strings as path_split takes them: one buffer, sent as a binary parameter, and each one's
+ * length (an array of buffers goes as hexadecimal text, twice the bytes, made and read again).
+ */
+const joined = (parts: readonly Buffer[]): [Buffer, number[]] => [
+  Buffer.concat(parts),
+  parts.map((b) => b.length),
+];
+
 const claimKey = (w: { table: string; key: string }) => `${w.table}\u0000${w.key}`;
 
 /**
@@ -397,7 +406,7 @@ export class PostgresLog implements Log {
     try {
       const call =
         'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, ' +
-        '$16, $17, $18)';
+        '$16, $17, $18, $19, $20, $21)';
       await this.pool.query(call, [
         fence?.holder ?? null,
         fenced,
@@ -406,14 +415,14 @@ export class PostgresLog implements Log {
         first.seqs,
         records.map((e) => e.partition),
         records.map((e) => e.seq),
-        records.map((e) => e.bytes),
+        ...joined(records.map((e) => e.bytes)),
         claim.tables,
         claim.keys,
-        claim.bytes,
+        ...joined(claim.bytes),
         claim.untils,
         put.tables,
         put.keys,
-        put.bytes,
+        ...joined(put.bytes),
         del.tables,
         del.keys,
         notesOf(batch.flatMap((p) => p.writes)),

@@ -156,12 +156,23 @@ export const MIGRATIONS: readonly string[] = [
     text, integer[], bigint[], integer[], bigint[], bytea[],
     text[], text[], bytea[], text[], text[], text[]
   );
+  -- Byte strings come as one bytea and their lengths (path_split): one binary parameter rather
+  -- than an array of them, which the client would send as hexadecimal text.
+  create function path_split(blob bytea, lens integer[]) returns bytea[]
+  language sql immutable as $f$
+    select coalesce(array_agg(substring(blob from o::integer for l) order by n), '{}')
+    from (
+      select l, n, sum(l) over (order by n) - l + 1 as o
+      from unnest(lens) with ordinality as u(l, n)
+    ) as s
+  $f$;
   create function path_append(
     holder text, fence_partitions integer[], fence_epochs bigint[],
     first_partitions integer[], first_seqs bigint[],
-    partitions integer[], seqs bigint[], records bytea[],
-    claim_tables text[], claim_keys text[], claim_bytes bytea[], claim_untils bigint[],
-    put_tables text[], put_keys text[], put_bytes bytea[],
+    partitions integer[], seqs bigint[], record_blob bytea, record_lens integer[],
+    claim_tables text[], claim_keys text[], claim_blob bytea, claim_lens integer[],
+    claim_untils bigint[],
+    put_tables text[], put_keys text[], put_blob bytea, put_lens integer[],
     del_tables text[], del_keys text[], notes text[]
   ) returns void language plpgsql as $$
   declare
@@ -169,6 +180,9 @@ export const MIGRATIONS: readonly string[] = [
     broken record;
     taken record;
     now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+    records bytea[] := path_split(record_blob, record_lens);
+    claim_bytes bytea[] := path_split(claim_blob, claim_lens);
+    put_bytes bytea[] := path_split(put_blob, put_lens);
   begin
     if holder is not null then
       select count(*) into held from (
