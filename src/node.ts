@@ -196,8 +196,8 @@ function announceRecovered(logger: Logger, pool: ShardPool, started: number): vo
 }
 
 /**
- * What housekeeping left undone while the node was down, before it is ready: stored answers
- * checked and the expired ones forgotten, replay marks past their window, webhook resends asked
+ * What housekeeping left undone while the node was down, before it is ready: the expired
+ * stored answers forgotten, replay marks past their window, webhook resends asked
  * for from the command line, and events past their retention.
  */
 async function catchUpHousekeeping(
@@ -205,7 +205,6 @@ async function catchUpHousekeeping(
   config: Config,
   events: WebhookDelivery,
 ): Promise<void> {
-  checkIdempotency(log);
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   events.start();
@@ -297,8 +296,8 @@ async function startPool(
 
 /**
  * Who may call, and the network: the credentials added with the command line and the active
- * signing keys of member nodes; the replays earlier runs remembered; the members, the change feed
- * and the replicas, loaded and followed.
+ * signing keys of member nodes; the stored answers checked and the replays earlier runs remembered;
+ * the members, the change feed and the replicas, loaded and followed.
  */
 async function startNetwork(
   config: Config,
@@ -313,6 +312,8 @@ async function startNetwork(
   },
 ) {
   const { log, store, signer, directory, image, feedWriting } = opened;
+  // A damaged stored answer refuses the start before anyone is answered (P14).
+  await checkIdempotency(log);
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -407,6 +408,7 @@ async function startListeners(
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
+  deployment.serving();
   const external = await startExternal(config, services.store, logger, parts.onInternalError);
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
@@ -444,8 +446,8 @@ function startFollowers(
     changes,
     config.limits.credentials_poll_interval_ms,
     task('changes'),
-    () => {
-      access.network.membersChanged();
+    async () => {
+      await access.network.membersChanged();
       access.loadCredentials();
       listeners.external.reload();
       const keys = store.signingKeys();
@@ -774,10 +776,10 @@ function allRoutes(
  * and tried again the next round (the counter is taken as seen only once `changed` went through).
  */
 function followChanges(
-  changes: { now: () => number; load: () => Promise<number> },
+  changes: Deployment['changes'],
   intervalMs: number,
   task: (run: () => Promise<unknown>) => void,
-  changed: () => void,
+  changed: () => Promise<void>,
 ): NodeJS.Timeout {
   let seen = changes.now();
   return setInterval(
@@ -785,7 +787,9 @@ function followChanges(
       task(async () => {
         const now = await changes.load();
         if (now === seen) return;
-        changed();
+        // Loaded first, applied after: `changed` reads the store without a round trip.
+        await changes.reload();
+        await changed();
         seen = now;
       }),
     intervalMs,

@@ -6,7 +6,7 @@
 // `Log.loadRange`, never holding the thread that serves HTTP (issue 29).
 import type { DirectoryRow } from '../actors/types.js';
 import { DIRECTORY_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
-import type { Log } from '../log/log.js';
+import { ReadsInPlace, type Log } from '../log/log.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { unframeRow } from '../log/record.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
@@ -95,10 +95,19 @@ export class LocalDirectory {
     return rows;
   }
 
-  /** Re-reads the rows of every key a command changed. */
+  /**
+   * Re-reads the rows of every key a command changed: at once from a log that reads in place;
+   * from one across a network (cluster mode) in turn with the keys heard from other instances,
+   * never holding the thread that serves HTTP (issue 29).
+   */
   apply(changed: readonly DirectoryRow[]): void {
     if (this.early !== null) {
       this.early.push(...changed);
+      return;
+    }
+    if (!(this.log instanceof ReadsInPlace)) {
+      for (const row of changed) this.heard.add(row.identifierHash);
+      if (!this.hearing) void this.rereadHeard();
       return;
     }
     for (const hash of new Set(changed.map((r) => r.identifierHash))) {
