@@ -329,6 +329,12 @@ export const FRONT_RETRY_MAX_MS = 5_000;
  * read the view before; past it, or with the database unreachable, those bytes answer (issue 29).
  */
 export const VIEW_FRESH_WAIT_MS = 25;
+/**
+ * Cluster mode: the longest a command's answer waits for its own directory keys to be read into
+ * this instance's index (node.ts), so that a lookup through it finds them; past it, with the
+ * database slow or away, the answer goes and the keys follow once read (issue 29).
+ */
+export const OWN_KEYS_WAIT_MS = 1_000;
 /** Directory rows the index's load reads at a time (directory/directory.ts). */
 export const DIRECTORY_READ_PAGE_ROWS = 10_000;
 /**

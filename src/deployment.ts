@@ -29,7 +29,7 @@ export interface JoinParts {
   pool: ShardPool;
   identity: { sealingKey: Buffer; pepper: { hex: string } };
   events: WebhookDelivery;
-  afterCommit: (result: CommandResult) => void;
+  afterCommit: (result: CommandResult) => Promise<void> | undefined;
   onFeed: () => Promise<void>;
 }
 

@@ -1,7 +1,7 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import { REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
+import { OWN_KEYS_WAIT_MS, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
 import { exceptionFields } from './logger.js';
 import type { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult } from './actors/types.js';
@@ -262,13 +262,17 @@ async function startPool(
   const directory = new LocalDirectory(log, localHolder);
   /**
    * The one fan-out after every commit, here or (cluster mode) on the instance that ran a command
-   * this one forwarded: reads refreshed, outbox events delivered, index rows applied.
+   * this one forwarded: reads refreshed, outbox events delivered, index rows applied. Cluster
+   * mode: the answer waits for the index rows, read without holding the thread, OWN_KEYS_WAIT_MS
+   * at most (a lookup through this instance then finds the keys its answer registered).
    */
   const afterCommit = (result: CommandResult) => {
     log.refresh();
     // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
     if (result.outbox.length > 0 && deployment.delivers === null) events.notify(result.outbox);
-    if (result.directory.length > 0) directory.apply(result.directory);
+    if (result.directory.length === 0) return undefined;
+    const read = directory.apply(result.directory);
+    return read === undefined ? undefined : within(read, OWN_KEYS_WAIT_MS);
   };
   const { pool, checked } = await ShardPool.start({
     workers: config.workers,
@@ -794,6 +798,15 @@ function followChanges(
       }),
     intervalMs,
   );
+}
+
+/** Resolves once `done` does, or once `ms` have passed. */
+function within(done: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const passed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([done, passed]).finally(() => clearTimeout(timer));
 }
 
 /** The requests earlier runs accepted and still remember (P5). */
