@@ -331,8 +331,26 @@ export const FRONT_RETRY_MAX_MS = 5_000;
  * read the view before; past it, or with the database unreachable, those bytes answer (issue 29).
  */
 export const VIEW_FRESH_WAIT_MS = 25;
+/**
+ * Cluster mode: the longest a command's answer waits for its own directory keys to be read into
+ * this instance's index (node.ts), so that a lookup through it finds them; past it, with the
+ * database slow or away, the answer goes and the keys follow once read (issue 29).
+ */
+export const OWN_KEYS_WAIT_MS = 1_000;
 /** Directory rows the index's load reads at a time (directory/directory.ts). */
 export const DIRECTORY_READ_PAGE_ROWS = 10_000;
+/**
+ * The feed's state rows its publisher reads at a time while it compares them with the directory
+ * (network/feed.ts, at a start and when it becomes the cluster's feed writer).
+ */
+export const FEED_STATE_READ_PAGE_ROWS = 10_000;
+/**
+ * Rows housekeeping reads at a time (reads/housekeeping.ts): the expired ones it forgets, and
+ * every stored answer checked once at start.
+ */
+export const HOUSEKEEPING_READ_PAGE_ROWS = 10_000;
+/** A member's replica rows its follower reads at a time into the index (network/follower.ts). */
+export const REPLICA_READ_PAGE_ROWS = 10_000;
 /** Outbox, resend and expiry rows the webhook deliverer reads at a time (events/delivery.ts). */
 export const OUTBOX_READ_PAGE_ROWS = 1_000;
 /** Replay marks past their window forgotten per sweep round (node.ts), read in one range. */

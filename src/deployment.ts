@@ -15,7 +15,7 @@ import type { LocalDirectory } from './directory/directory.js';
 import type { WebhookDelivery } from './events/delivery.js';
 import type { RequestClaims, StoredAnswer } from './http/server.js';
 import { holdsLog, PARTITION_COUNT, type Holding, type Log, type Table } from './log/log.js';
-import type { StoreTables } from './log/node-tables.js';
+import { HeldStoreTables, type StoreTable, type StoreTables } from './log/node-tables.js';
 import { openStore } from './log/open.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
 import { PostgresLog } from './log/postgres-log.js';
@@ -29,7 +29,7 @@ export interface JoinParts {
   pool: ShardPool;
   identity: { sealingKey: Buffer; pepper: { hex: string } };
   events: WebhookDelivery;
-  afterCommit: (result: CommandResult) => void;
+  afterCommit: (result: CommandResult) => Promise<void> | undefined;
   onFeed: () => Promise<void>;
 }
 
@@ -52,10 +52,18 @@ export interface Deployment {
   feedWriting: FeedWriting | null;
   /** Which events this instance delivers; null: every event, as soon as its commit is known. */
   delivers: ((eventId: string) => boolean) | null;
-  /** The store's change counter: at once, and without holding the thread. */
-  changes: { now: () => number; load: () => Promise<number> };
+  /**
+   * The store's change counter: at once, and without holding the thread; and the store's tables
+   * read again once it moved (cluster mode holds them in memory; LMDB reads them in place).
+   */
+  changes: { now: () => number; load: () => Promise<number>; reload: () => Promise<void> };
   /** Tells the index and the deliveries of other instances' commits, from the pool's start. */
   hear(directory: LocalDirectory, events: WebhookDelivery): void;
+  /**
+   * The node serves HTTP from now on: its thread reads without waiting on a database (issue 29),
+   * which cluster mode makes checked (a synchronous read on it throws).
+   */
+  serving(): void;
   /** Joins the other instances once the runtime and the network run; null: none to join. */
   join(logger: Logger, parts: JoinParts): Promise<Joined | null>;
 }
@@ -68,14 +76,20 @@ export async function openDeployment(config: Config, logger: Logger): Promise<De
   const holding = config.store === null ? null : newInstance();
   const opened = await openStore(config, holding);
   const { log } = opened;
-  const store = new NodeStore(opened.tables);
-  await store.ensureLogFormat(() => holdsLog(log));
-  if (!(log instanceof PostgresLog) || holding === null)
+  if (!(log instanceof PostgresLog) || holding === null) {
+    const store = new NodeStore(opened.tables);
+    await store.ensureLogFormat(() => holdsLog(log));
     return embedded({ ...opened, store, retentionMs: config.limits.idempotency_retention_ms });
+  }
+  // The front end reads the node's tables from memory, loaded again on a change (issue 29).
+  const tables = new HeldStoreTables(opened.tables, (table) => storeTable(log, table));
+  const store = new NodeStore(tables);
+  await store.ensureLogFormat(() => holdsLog(log));
   // Told of the others' commits before anything is loaded (instance.ts, Hearing).
   const hearing = await Hearing.start(config, logger, log);
   return {
     ...opened,
+    tables,
     holding,
     startsWithout: ALL_PARTITIONS,
     health: log.health,
@@ -92,11 +106,19 @@ export async function openDeployment(config: Config, logger: Logger): Promise<De
         const bytes = await log.load('node.meta' as Table, CHANGES_KEY);
         return bytes === undefined ? 0 : (unpack(bytes) as number);
       },
+      reload: () => tables.load(),
     },
     hear: (directory, events) => hearing.attach(directory, events),
+    serving: () => log.serving(),
     join: (joinLogger, parts) =>
       joinCluster(config, joinLogger, { ...parts, fence: holding, hearing }),
   };
+}
+
+/** A table of the node's own (store.ts), as its rows are named in the cluster's database. */
+async function storeTable(log: PostgresLog, table: StoreTable): Promise<Map<string, unknown>> {
+  const rows = await log.loadRange(`node.${table}` as Table);
+  return new Map(rows.map(({ key, bytes }) => [key, unpack(bytes)]));
 }
 
 /** One process, every partition its own: no claim crosses a network, nothing to join. */
@@ -125,8 +147,13 @@ function embedded(opened: {
     },
     feedWriting: null,
     delivers: null,
-    changes: { now: () => store.changes(), load: async () => store.changes() },
+    changes: {
+      now: () => store.changes(),
+      load: async () => store.changes(),
+      reload: async () => undefined,
+    },
     hear: () => undefined,
+    serving: () => undefined,
     join: async () => null,
   };
 }

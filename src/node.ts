@@ -1,7 +1,7 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import { REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
+import { OWN_KEYS_WAIT_MS, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
 import { exceptionFields } from './logger.js';
 import type { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult } from './actors/types.js';
@@ -196,8 +196,8 @@ function announceRecovered(logger: Logger, pool: ShardPool, started: number): vo
 }
 
 /**
- * What housekeeping left undone while the node was down, before it is ready: stored answers
- * checked and the expired ones forgotten, replay marks past their window, webhook resends asked
+ * What housekeeping left undone while the node was down, before it is ready: the expired
+ * stored answers forgotten, replay marks past their window, webhook resends asked
  * for from the command line, and events past their retention.
  */
 async function catchUpHousekeeping(
@@ -205,7 +205,6 @@ async function catchUpHousekeeping(
   config: Config,
   events: WebhookDelivery,
 ): Promise<void> {
-  checkIdempotency(log);
   await housekeeping(log, config.limits);
   await forgetReplays(log, Date.now());
   events.start();
@@ -263,13 +262,17 @@ async function startPool(
   const directory = new LocalDirectory(log, localHolder);
   /**
    * The one fan-out after every commit, here or (cluster mode) on the instance that ran a command
-   * this one forwarded: reads refreshed, outbox events delivered, index rows applied.
+   * this one forwarded: reads refreshed, outbox events delivered, index rows applied. Cluster
+   * mode: the answer waits for the index rows, read without holding the thread, OWN_KEYS_WAIT_MS
+   * at most (a lookup through this instance then finds the keys its answer registered).
    */
   const afterCommit = (result: CommandResult) => {
     log.refresh();
     // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
     if (result.outbox.length > 0 && deployment.delivers === null) events.notify(result.outbox);
-    if (result.directory.length > 0) directory.apply(result.directory);
+    if (result.directory.length === 0) return undefined;
+    const read = directory.apply(result.directory);
+    return read === undefined ? undefined : within(read, OWN_KEYS_WAIT_MS);
   };
   const { pool, checked } = await ShardPool.start({
     workers: config.workers,
@@ -297,8 +300,8 @@ async function startPool(
 
 /**
  * Who may call, and the network: the credentials added with the command line and the active
- * signing keys of member nodes; the replays earlier runs remembered; the members, the change feed
- * and the replicas, loaded and followed.
+ * signing keys of member nodes; the stored answers checked and the replays earlier runs remembered;
+ * the members, the change feed and the replicas, loaded and followed.
  */
 async function startNetwork(
   config: Config,
@@ -313,6 +316,8 @@ async function startNetwork(
   },
 ) {
   const { log, store, signer, directory, image, feedWriting } = opened;
+  // A damaged stored answer refuses the start before anyone is answered (P14).
+  await checkIdempotency(log);
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,
@@ -406,6 +411,7 @@ async function startListeners(
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);
+  deployment.serving();
   const external = await startExternal(config, services.store, logger, parts.onInternalError);
   services.config.baseUrl =
     config.baseUrl !== '' ? config.baseUrl : `http://${config.host}:${port}`;
@@ -443,8 +449,8 @@ function startFollowers(
     changes,
     config.limits.credentials_poll_interval_ms,
     task('changes'),
-    () => {
-      access.network.membersChanged();
+    async () => {
+      await access.network.membersChanged();
       access.loadCredentials();
       listeners.external.reload();
       const keys = store.signingKeys();
@@ -773,10 +779,10 @@ function allRoutes(
  * and tried again the next round (the counter is taken as seen only once `changed` went through).
  */
 function followChanges(
-  changes: { now: () => number; load: () => Promise<number> },
+  changes: Deployment['changes'],
   intervalMs: number,
   task: (run: () => Promise<unknown>) => void,
-  changed: () => void,
+  changed: () => Promise<void>,
 ): NodeJS.Timeout {
   let seen = changes.now();
   return setInterval(
@@ -784,11 +790,22 @@ function followChanges(
       task(async () => {
         const now = await changes.load();
         if (now === seen) return;
-        changed();
+        // Loaded first, applied after: `changed` reads the store without a round trip.
+        await changes.reload();
+        await changed();
         seen = now;
       }),
     intervalMs,
   );
+}
+
+/** Resolves once `done` does, or once `ms` have passed. */
+function within(done: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const passed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([done, passed]).finally(() => clearTimeout(timer));
 }
 
 /** The requests earlier runs accepted and still remember (P5). */

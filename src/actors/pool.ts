@@ -51,9 +51,10 @@ export interface PoolOptions {
   onTrouble?: (trouble: Extract<FromWorker, { t: 'trouble' }>) => void;
   /**
    * The one fan-out after every commit, whoever caused it (a call, a follow-up, a tick): the
-   * front end refreshes its reads, delivers the outbox events and applies index rows.
+   * front end refreshes its reads, delivers the outbox events and applies index rows. What it
+   * returns, if anything, the command's answer waits for.
    */
-  afterCommit: (result: CommandResult) => void;
+  afterCommit: (result: CommandResult) => Promise<void> | undefined;
   /** Told of each durable commit's duration and size (the operator's metrics, P21). */
   onCommit?: (commit: { seconds: number; commands: number }) => void;
 }
@@ -121,7 +122,8 @@ export class ShardPool {
     const worker = partitionOf(routed.key) % this.workers.length;
     const message = (id: number): ToWorker => ({ t: 'command', id, routed });
     const result = await this.call<CommandResult>(worker, message, options?.transfer);
-    if (result.committed) this.options.afterCommit(result);
+    const after = result.committed ? this.options.afterCommit(result) : undefined;
+    if (after !== undefined) await after;
     if (result.followUps.length > 0)
       await Promise.all(result.followUps.map((f) => this.carryOut(f)));
     return result;
@@ -339,7 +341,7 @@ export class ShardPool {
         this.options.onFatal(`shard ${index}: ${m.message}`);
         break;
       case 'effects':
-        this.options.afterCommit(m.result);
+        void this.options.afterCommit(m.result);
         for (const f of m.result.followUps) void this.carryOut(f);
         break;
       case 'drained':

@@ -178,7 +178,7 @@ export async function joinCluster(
     events: WebhookDelivery;
     hearing: Hearing;
     /** The pool's fan-out after a commit, run too for the commits this instance forwarded. */
-    afterCommit: (result: CommandResult) => void;
+    afterCommit: (result: CommandResult) => Promise<void> | undefined;
     /** This instance now holds the partition whose holder writes the network feed. */
     onFeed: () => Promise<void>;
   },
@@ -240,7 +240,7 @@ function routed(
     pool: ShardPool;
     leases: Leases;
     client: ChannelClient;
-    afterCommit: (result: CommandResult) => void;
+    afterCommit: (result: CommandResult) => Promise<void> | undefined;
   },
 ): Commands['submit'] {
   const router = new ClusterRouter({

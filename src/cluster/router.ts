@@ -30,7 +30,7 @@ export interface RouterOptions {
   /** How long an owner has to answer a command sent to it. */
   callTimeoutMs: number;
   /** Told of each result another instance answered: this one's reads and index catch up. */
-  onRemote?: (result: CommandResult) => void;
+  onRemote?: (result: CommandResult) => Promise<void> | undefined;
 }
 
 /** A connection to the owner that was never made: the command surely did not reach it. */
@@ -50,7 +50,8 @@ export class ClusterRouter {
         const owner = leases.ownerOf(p);
         if (owner !== null && owner.instance !== self) {
           const result = await client.send(owner.address, routed, this.options.callTimeoutMs);
-          if (result.committed) this.options.onRemote?.(result);
+          const after = result.committed ? this.options.onRemote?.(result) : undefined;
+          if (after !== undefined) await after;
           return result;
         }
       } catch (error) {

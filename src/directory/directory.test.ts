@@ -1,7 +1,9 @@
 // The keys other instances changed (cluster mode, P22) are read again without holding the thread
 // that serves HTTP, and while the database does not answer they wait and are read once it does
-// (issue 29): none is lost, none throws.
+// (issue 29): none is lost, none throws. A command's own keys, from a log that does not read in
+// place, are read in turn too, and the command's answer can wait for them (apply's promise).
 import { describe, expect, it } from 'vitest';
+import type { Log, ScanRange, Table } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { frame } from '../log/record.js';
 import { UnavailableError } from '../log/unavailable.js';
@@ -60,5 +62,46 @@ describe("a command's own keys (apply)", () => {
     expect(() => directory.apply([row])).not.toThrow();
     await waitUntil(() => directory.index.find(hash(8), 'email') !== null);
     expect(directory.index.find(hash(8), 'email')?.member).toBe('beta');
+  });
+});
+
+describe("a command's own keys from a log that does not read in place (cluster mode)", () => {
+  it('are read in turn, and what apply returns resolves once they are indexed', async () => {
+    const memory = new MemoryLog();
+    // As the PostgreSQL log on the front end's thread once it serves: a synchronous read throws
+    // (issue 29), and a range read answers when the test lets it.
+    let gate: Promise<void> = Promise.resolve();
+    const log = {
+      scan: () => {
+        throw new Error('a synchronous read of directory on the thread that serves HTTP');
+      },
+      loadRange: async (table: Table, range?: ScanRange) => {
+        await gate;
+        return memory.loadRange(table, range);
+      },
+    } as unknown as Log;
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    await memory.write([
+      { table: 'directory', key: `${hash(9)}/idn/a`, bytes: frame({ t: 'email', v: 'public' }) },
+    ]);
+    let release!: () => void;
+    gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const row = { key: 'a', identifierHash: hash(9), identifierType: 'email', visibility: null };
+    const read = directory.apply([row]);
+    expect(read).toBeInstanceOf(Promise);
+    let indexed = false;
+    void read!.then(() => {
+      indexed = directory.index.find(hash(9), 'email') !== null;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(directory.index.find(hash(9), 'email')).toBeNull();
+    release();
+    await read;
+    expect(indexed).toBe(true);
+    expect(directory.index.find(hash(9), 'email')?.member).toBe('beta');
   });
 });

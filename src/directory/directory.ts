@@ -6,7 +6,7 @@
 // `Log.loadRange`, never holding the thread that serves HTTP (issue 29).
 import type { DirectoryRow } from '../actors/types.js';
 import { DIRECTORY_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
-import type { Log } from '../log/log.js';
+import { ReadsInPlace, type Log } from '../log/log.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { unframeRow } from '../log/record.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
@@ -35,6 +35,8 @@ export class LocalDirectory {
   /** Cluster mode: keys other instances changed, waiting to be read again (in this order). */
   private readonly heard = new Set<string>();
   private hearing = false;
+  /** Cluster mode: what waits for a key's next read (a command's answer, `apply`), by hash. */
+  private readonly waiting = new Map<string, (() => void)[]>();
 
   constructor(
     private readonly log: Log,
@@ -95,11 +97,25 @@ export class LocalDirectory {
     return rows;
   }
 
-  /** Re-reads the rows of every key a command changed. */
-  apply(changed: readonly DirectoryRow[]): void {
+  /**
+   * Re-reads the rows of every key a command changed: at once from a log that reads in place;
+   * from one across a network (cluster mode) in turn with the keys heard from other instances,
+   * never holding the thread that serves HTTP (issue 29); then what it returns resolves once each
+   * key was read after the call (or given up on), so that the command's answer can wait for it.
+   */
+  apply(changed: readonly DirectoryRow[]): Promise<void> | undefined {
     if (this.early !== null) {
       this.early.push(...changed);
-      return;
+      return undefined;
+    }
+    if (!(this.log instanceof ReadsInPlace)) {
+      const hashes = [...new Set(changed.map((row) => row.identifierHash))];
+      const read = hashes.map(
+        (hash) => new Promise<void>((resolve) => this.waitFor(hash, resolve)),
+      );
+      for (const hash of hashes) this.heard.add(hash);
+      if (!this.hearing) void this.rereadHeard();
+      return Promise.all(read).then(() => undefined);
     }
     for (const hash of new Set(changed.map((r) => r.identifierHash))) {
       try {
@@ -112,6 +128,13 @@ export class LocalDirectory {
         if (!this.hearing) void this.rereadHeard();
       }
     }
+    return undefined;
+  }
+
+  private waitFor(hash: string, read: () => void): void {
+    const waiting = this.waiting.get(hash);
+    if (waiting === undefined) this.waiting.set(hash, [read]);
+    else waiting.push(read);
   }
 
   /**
@@ -145,12 +168,20 @@ export class LocalDirectory {
     while (this.heard.size > 0) {
       const hash = this.heard.values().next().value!;
       this.heard.delete(hash);
+      // What waited before this read began is answered by it; what comes meanwhile, by the next.
+      const waiting = this.waiting.get(hash) ?? [];
+      this.waiting.delete(hash);
       try {
         const rows = await this.log.loadRange('directory', { start: `${hash}/`, end: `${hash}0` });
         this.settleRows(hash, '', rows);
         attempt = 0;
+        for (const read of waiting) read();
       } catch (error) {
-        if (!unreachable(error)) continue;
+        if (!unreachable(error)) {
+          for (const read of waiting) read();
+          continue;
+        }
+        for (const read of waiting) this.waitFor(hash, read);
         this.heard.add(hash);
         const waitMs = backoffMs(attempt++, {
           baseMs: FRONT_RETRY_BASE_MS,

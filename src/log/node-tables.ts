@@ -66,3 +66,84 @@ export function lmdbStoreTables(env: LmdbEnvironment): StoreTables {
     },
   };
 }
+
+/**
+ * The store's tables as last loaded, held in memory (cluster mode, issue 29): the front end reads
+ * them without a round trip, and they are loaded again (`load`) when its change counter moves.
+ * What runs `alone` (the keys made on a first start) reads a load made under the lock, and this
+ * node's own writes are applied to the copy once durable.
+ */
+export class HeldStoreTables implements StoreTables {
+  private rows = new Map(STORE_TABLES.map((t) => [t, new Map<string, unknown>()]));
+  /** Loads run one after another: a later one never lands before an earlier one. */
+  private loading: Promise<void> = Promise.resolve();
+  /** Writes applied to the copy: a load they overtook is made again (it may have missed them). */
+  private written = 0;
+
+  constructor(
+    private readonly tables: StoreTables,
+    /** A table's rows, in key order, read without holding the thread. */
+    private readonly loadTable: (table: StoreTable) => Promise<Map<string, unknown>>,
+  ) {}
+
+  /** Loads every table again; resolves once the copy holds what the database held then. */
+  load(): Promise<void> {
+    const next = this.loading.then(() => this.loadOnce());
+    this.loading = next.catch(() => undefined);
+    return next;
+  }
+
+  private async loadOnce(): Promise<void> {
+    for (;;) {
+      const seen = this.written;
+      const tables = await Promise.all(STORE_TABLES.map((t) => this.loadTable(t)));
+      if (seen !== this.written) continue;
+      this.rows = new Map(STORE_TABLES.map((t, n) => [t, tables[n]!]));
+      return;
+    }
+  }
+
+  get<T>(table: StoreTable, key: string): T | undefined {
+    return this.rows.get(table)?.get(key) as T | undefined;
+  }
+
+  values<T>(table: StoreTable): T[] {
+    return [...(this.rows.get(table)?.values() ?? [])] as T[];
+  }
+
+  /** Nothing to do: the copy changes only by `load` and this node's own writes. */
+  refresh(): void {}
+
+  async transaction(change: (writes: StoreWrites) => void): Promise<void> {
+    const applied: ((rows: Map<StoreTable, Map<string, unknown>>) => void)[] = [];
+    await this.tables.transaction((w) =>
+      change({
+        put: (table, key, value) => {
+          w.put(table, key, value);
+          applied.push((rows) => rows.set(table, withRow(rows.get(table)!, key, value)));
+        },
+        remove: (table, key) => {
+          w.remove(table, key);
+          applied.push((rows) => void rows.get(table)!.delete(key));
+        },
+        row: (write) => w.row(write),
+      }),
+    );
+    for (const apply of applied) apply(this.rows);
+    this.written++;
+  }
+
+  alone<T>(action: () => Promise<T>): Promise<T> {
+    return this.tables.alone(async () => {
+      await this.load();
+      return action();
+    });
+  }
+}
+
+/** A table's rows with one put: a new key takes its place in key order, as a load reads them. */
+function withRow(rows: Map<string, unknown>, key: string, value: unknown): Map<string, unknown> {
+  if (rows.has(key)) return rows.set(key, value);
+  const sorted = [...rows, [key, value] as const].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return new Map(sorted);
+}

@@ -17,6 +17,9 @@
 // its version bumped) on `refresh`, after this log's own commits and at READ_SNAPSHOT_HOLD_MS:
 // the same bound on staleness as LMDB's held read transaction.
 //
+// Only the workers read so: once the node serves (`serving`), a synchronous read on the main
+// thread, the front end's, throws instead of holding it (issue 29); it reads through `load`.
+//
 // Faults (issue 29): every connection and statement is bounded in time (unavailable.ts,
 // connectionSettings), and a synchronous read waits at most DATABASE_READER_WAIT_MS. What fails
 // because the database was unreachable, or answered too late, rejects with an UnavailableError
@@ -24,6 +27,7 @@
 // again by the next statement. A commit so failed is in doubt: it may have landed. The next
 // append of its partition must then follow on from what the database holds (path_append refuses
 // a hole or an overlap, PN002), so the writer reads its partition again before it goes on.
+import { isMainThread } from 'node:worker_threads';
 import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
 import {
@@ -321,8 +325,21 @@ export class PostgresLog implements Log {
     findPrimary(this.url).catch(() => undefined);
   }
 
+  /** Set once the front end serves on this thread: it must not wait on a read from then on. */
+  private serves = false;
+
+  /** The node serves HTTP now: a synchronous read on the main thread throws (issue 29). */
+  serving(): void {
+    this.serves = isMainThread;
+  }
+
   /** One request to the reader thread, waited for; bounded by DATABASE_READER_WAIT_MS. */
   private ask(request: ReadRequest): ReadAnswer {
+    if (this.serves) {
+      // The table only: a key may name an object.
+      const read = 'table' in request ? request.table : request.op;
+      throw new Error(`a synchronous read of ${read} on the thread that serves HTTP (issue 29)`);
+    }
     let answer: ReadAnswer;
     try {
       answer = this.reader(request);

@@ -4,8 +4,14 @@
 // `public` entries leave the node (a key that turns private or goes away appears as a removal).
 // `feed_state` remembers what the feed last said of each key, so a start after a crash appends
 // whatever the feed missed: the feed converges on the directory whatever happened in between.
+//
+// What the feed last said of a key is read without holding the thread that serves HTTP (issue
+// 29): each change observed waits its turn in `steps`, with the feed's last sequence read again
+// (a start, a resync) and the walk of its state beside a directory load, and they are taken in
+// the order they came, a read between them where one is needed. `flush` and `settled` wait for
+// them.
 import { NotHeldError, type Log, type TableWrite } from '../log/log.js';
-import { FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
+import { FEED_STATE_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { frame, unframeRow } from '../log/record.js';
 import type { IndexVisibility } from '../directory/index.js';
@@ -25,6 +31,32 @@ interface FeedState {
   v: 'network' | 'public' | null;
   seq: number;
   t: string;
+}
+
+/**
+ * What the publisher does in turn: reads the feed's last sequence, begins or ends the walk of its
+ * state beside a directory load, or compares a key's visibility with what the feed says of it
+ * (an observation of an earlier resync is dropped: the load after the resync finds it again).
+ */
+type Step =
+  | { kind: 'last' }
+  | { kind: 'begin' }
+  | { kind: 'end' }
+  | {
+      kind: 'observe';
+      hash: string;
+      identifierType: string;
+      visibility: IndexVisibility;
+      resyncs: number;
+    };
+
+/** The feed's state walked in hash order beside a directory load, a page at a time. */
+interface StateWalk {
+  rows: { key: string; bytes: Buffer }[];
+  at: number;
+  /** The last key read; null before the first page. */
+  after: string | null;
+  done: boolean;
 }
 
 const SEQ_DIGITS = 16;
@@ -57,33 +89,33 @@ export class FeedPublisher {
   /** The last round scheduled, its failure kept for whoever flushes. */
   private lastRound: Promise<void> = Promise.resolve();
   private scheduled = false;
+  /** The round that writes the entries appended since the last flush; null: none since. */
+  private appendedIn: Promise<void> | null = null;
   /** Stopped: a round the database refused is no longer tried again. */
   private stopped = false;
   /**
    * While the directory loads: the feed's state, walked in hash order beside the directory's keys.
    */
-  private loading: {
-    rows: Iterator<{ key: string; bytes: Buffer }>;
-    next: IteratorResult<{ key: string; bytes: Buffer }>;
-  } | null = null;
+  private loading: StateWalk | null = null;
+  /** What waits its turn (see the module's header), and the run taking it, if one is under way. */
+  private steps: Step[] = [];
+  private stepping: Promise<void> | null = null;
+  /** A step that failed otherwise than by an unreachable database, told to the next `settled`. */
+  private stepFailure: unknown = null;
+  private resyncs = 0;
 
   constructor(
     private readonly log: Log,
     private readonly now: () => number,
     private readonly writing: FeedWriting | null = null,
   ) {
-    this.lastSeq = this.storedLast();
+    this.enqueue({ kind: 'last' });
   }
 
-  /** storedLast, asked without holding the thread. */
+  /** The feed's last sequence as written, read without holding the thread. */
   private async loadedLast(): Promise<number> {
     const [row] = await this.log.loadRange('feed', { reverse: true, limit: 1 });
     return row === undefined ? 0 : Number(row.key);
-  }
-
-  private storedLast(): number {
-    for (const { key } of this.log.scan('feed', { reverse: true, limit: 1 })) return Number(key);
-    return 0;
   }
 
   /**
@@ -104,9 +136,10 @@ export class FeedPublisher {
    */
   resync(): void {
     this.resyncedUnder = this.writing?.epoch() ?? 0n;
-    this.lastSeq = this.storedLast();
+    this.resyncs++;
     this.pending = [];
     this.pendingState.clear();
+    this.enqueue({ kind: 'last' });
   }
 
   get sequence(): number {
@@ -118,26 +151,101 @@ export class FeedPublisher {
    * state is merged beside them in one sequential walk (no lookup per key).
    */
   beginLoad(): void {
-    const rows = this.log.scan('feed_state')[Symbol.iterator]();
-    this.loading = { rows, next: rows.next() };
+    this.enqueue({ kind: 'begin' });
   }
 
   /** A key's local visibility, at load or after a change: appended when the feed says otherwise. */
   observe(hash: string, identifierType: string, visibility: IndexVisibility): void {
     if (!this.writes()) return;
-    const stated = this.loading === null ? this.stated(hash) : this.statedDuringLoad(hash);
-    const v = visibility === 'none' ? null : visibility;
-    if ((stated?.v ?? null) === v) return;
-    this.append(hash, identifierType, v);
+    this.enqueue({ kind: 'observe', hash, identifierType, visibility, resyncs: this.resyncs });
   }
 
   /**
    * The load is over: keys the feed still states but the directory no longer has become removals.
    */
   endLoad(): void {
-    if (this.loading === null) return;
-    this.statedDuringLoad(null);
+    this.enqueue({ kind: 'end' });
+  }
+
+  /** Resolves once every step taken so far is taken; rejects with one that failed meanwhile. */
+  async settled(): Promise<void> {
+    while (this.stepping !== null) await this.stepping;
+    const failure = this.stepFailure;
+    this.stepFailure = null;
+    if (failure !== null) throw failure;
+  }
+
+  private enqueue(step: Step): void {
+    this.steps.push(step);
+    // Begun in a later microtask: a run that ends at once clears `stepping` after it is set.
+    this.stepping ??= Promise.resolve().then(() => this.takeSteps());
+  }
+
+  /**
+   * Takes the steps in order. A read the database did not answer is tried again, with backoff,
+   * until it does (or the feed stops); a step that fails otherwise is dropped, its failure told.
+   */
+  private async takeSteps(): Promise<void> {
+    let attempt = 0;
+    while (this.steps.length > 0) {
+      const steps = this.steps;
+      this.steps = [];
+      for (let n = 0; n < steps.length; n++) {
+        try {
+          const taking = this.take(steps[n]!);
+          if (taking !== undefined) await taking;
+          attempt = 0;
+        } catch (error) {
+          if (!unreachable(error) || this.stopped) {
+            this.stepFailure = error;
+            continue;
+          }
+          n--;
+          const waitMs = backoffMs(attempt++, {
+            baseMs: FRONT_RETRY_BASE_MS,
+            maxMs: FRONT_RETRY_MAX_MS,
+          });
+          await new Promise((resolve) => setTimeout(resolve, waitMs));
+        }
+      }
+    }
+    this.stepping = null;
+  }
+
+  /** One step: done at once where nothing needs reading, or a promise of it. */
+  private take(step: Step): Promise<void> | undefined {
+    switch (step.kind) {
+      case 'last':
+        return this.loadedLast().then((last) => {
+          this.lastSeq = last;
+        });
+      case 'begin':
+        this.loading = { rows: [], at: 0, after: null, done: false };
+        return undefined;
+      case 'end':
+        return this.loading === null ? undefined : this.endWalk();
+      case 'observe': {
+        if (step.resyncs !== this.resyncs) return undefined;
+        const stated = this.loading === null ? this.stated(step.hash) : this.walkTo(step.hash);
+        if (!(stated instanceof Promise)) return this.compare(step, stated);
+        return stated.then((found) => this.compare(step, found));
+      }
+    }
+  }
+
+  private async endWalk(): Promise<void> {
+    await this.walkTo(null);
     this.loading = null;
+  }
+
+  /** Appends the key's visibility when the feed says otherwise of it. */
+  private compare(
+    step: { hash: string; identifierType: string; visibility: IndexVisibility },
+    stated: FeedState | undefined,
+  ): undefined {
+    const v = step.visibility === 'none' ? null : step.visibility;
+    if ((stated?.v ?? null) !== v) this.append(step.hash, step.identifierType, v);
+    return undefined;
   }
 
   /** While appends wait to be written, lets them go before more pile up (a large first load). */
@@ -146,26 +254,44 @@ export class FeedPublisher {
   }
 
   /**
-   * Walks the feed's state up to `hash` (to the end
-   * with null); keys passed over are no longer local.
+   * Walks the feed's state up to `hash` (to the end with null); keys passed over are no longer
+   * local. At once while the page read holds the way there; a promise where the next is needed.
    */
-  private statedDuringLoad(hash: string | null): FeedState | undefined {
+  private walkTo(hash: string | null): FeedState | undefined | Promise<FeedState | undefined> {
     const walk = this.loading!;
-    while (!walk.next.done && (hash === null || walk.next.value.key < hash)) {
-      const state = unframeRow<FeedState>('feed_state', walk.next.value.key, walk.next.value.bytes);
-      if (state.v !== null) this.append(walk.next.value.key, state.t, null);
-      walk.next = walk.rows.next();
+    while (walk.at < walk.rows.length && (hash === null || walk.rows[walk.at]!.key < hash)) {
+      const { key, bytes } = walk.rows[walk.at++]!;
+      const state = unframeRow<FeedState>('feed_state', key, bytes);
+      if (state.v !== null) this.append(key, state.t, null);
     }
-    if (hash === null || walk.next.done || walk.next.value.key !== hash) return undefined;
-    const state = unframeRow<FeedState>('feed_state', hash, walk.next.value.bytes);
-    walk.next = walk.rows.next();
-    return state;
+    if (walk.at === walk.rows.length && !walk.done)
+      return this.nextStates(walk).then(() => this.walkTo(hash));
+    const row = walk.rows[walk.at];
+    if (hash === null || row === undefined || row.key !== hash) return undefined;
+    walk.at++;
+    return unframeRow<FeedState>('feed_state', hash, row.bytes);
   }
 
-  /** Resolves once every entry appended so far is durable. */
-  flush(): Promise<void> {
-    this.schedule();
-    return this.lastRound;
+  /** The walk's next page of the feed's state, just after the last key it read. */
+  private async nextStates(walk: StateWalk): Promise<void> {
+    const limit = FEED_STATE_READ_PAGE_ROWS;
+    const start = walk.after === null ? {} : { start: `${walk.after}\u0000` };
+    const rows = await this.log.loadRange('feed_state', { limit, ...start });
+    walk.rows = rows;
+    walk.at = 0;
+    walk.done = rows.length < limit;
+    if (rows.length > 0) walk.after = rows[rows.length - 1]!.key;
+  }
+
+  /**
+   * Resolves once every step taken so far is taken and every entry appended is durable; rejects
+   * when the round that took the entries appended since the last flush failed.
+   */
+  async flush(): Promise<void> {
+    await this.settled();
+    const round = this.appendedIn ?? (this.schedule(), this.lastRound);
+    this.appendedIn = null;
+    return round;
   }
 
   /** No more retries of a round the database refused (the node stops). */
@@ -259,11 +385,14 @@ export class FeedPublisher {
     );
   }
 
-  private stated(hash: string): FeedState | undefined {
+  private stated(hash: string): FeedState | Promise<FeedState | undefined> {
     const pending = this.pendingState.get(hash);
     if (pending !== undefined) return pending;
-    const bytes = this.log.get('feed_state', hash);
-    return bytes === undefined ? undefined : unframeRow<FeedState>('feed_state', hash, bytes);
+    return this.log
+      .load('feed_state', hash)
+      .then((bytes) =>
+        bytes === undefined ? undefined : unframeRow<FeedState>('feed_state', hash, bytes),
+      );
   }
 
   private append(hash: string, identifierType: string, v: FeedState['v']): void {
@@ -283,5 +412,6 @@ export class FeedPublisher {
       ],
     });
     this.schedule();
+    this.appendedIn = this.lastRound;
   }
 }

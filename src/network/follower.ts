@@ -2,7 +2,7 @@
 // member's published keys, written to the replica (rows and cursor in one durable write) and
 // then applied to the index; a restart loads the replica and resumes from the cursor.
 import type { Logger } from 'pino';
-import type { Limits } from '../config.js';
+import { REPLICA_READ_PAGE_ROWS, type Limits } from '../config.js';
 import type { DirectoryIndex } from '../directory/index.js';
 import type { Log, TableWrite } from '../log/log.js';
 import { frame, unframeRow } from '../log/record.js';
@@ -57,24 +57,28 @@ export class Follower {
 
   /**
    * Loads the replica into the index (unless the index was taken whole from the directory image)
-   * and the cursor; returns how many rows it loaded.
+   * and the cursor, without holding the thread that serves HTTP (issue 29); returns how many rows
+   * it loaded.
    */
-  load(options: { replica: boolean }): number {
+  async load(options: { replica: boolean }): Promise<number> {
     const { log, index, member } = this.options;
-    this.cursor = storedCursor(log, member);
+    this.cursor = await loadedCursor(log, member);
     if (!options.replica) return 0;
     let rows = 0;
-    for (const { key, bytes } of log.scan('replica', { start: `${member}/`, end: `${member}0` })) {
-      const row = unframeRow<ReplicaRow>('replica', key, bytes);
-      index.set(
-        key.slice(member.length + 1),
-        row.t,
-        index.holderId({ member, endpoint: row.e }),
-        row.v,
-      );
-      rows++;
+    let start = `${member}/`;
+    for (;;) {
+      const range = { start, end: `${member}0`, limit: REPLICA_READ_PAGE_ROWS };
+      const page = await log.loadRange('replica', range);
+      for (const { key, bytes } of page) {
+        const row = unframeRow<ReplicaRow>('replica', key, bytes);
+        const holder = index.holderId({ member, endpoint: row.e });
+        index.set(key.slice(member.length + 1), row.t, holder, row.v);
+      }
+      rows += page.length;
+      if (page.length < REPLICA_READ_PAGE_ROWS) return rows;
+      // The next page starts just after this one's last key.
+      start = `${page[page.length - 1]!.key}\u0000`;
     }
-    return rows;
   }
 
   start(): void {
@@ -174,8 +178,8 @@ export class Follower {
 }
 
 /** How far the replica of `member` has durably followed its feed. */
-export function storedCursor(log: Log, member: string): number {
-  const cursor = log.get('cursors', member);
+export async function loadedCursor(log: Log, member: string): Promise<number> {
+  const cursor = await log.load('cursors', member);
   return cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
 }
 

@@ -9,7 +9,7 @@ import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
 import { FeedPublisher, type FeedWriting } from './feed.js';
 import { unreachable } from '../log/unavailable.js';
-import { Follower, storedCursor } from './follower.js';
+import { Follower, loadedCursor } from './follower.js';
 import { MemberRegistry } from './members.js';
 
 export class Network {
@@ -63,8 +63,10 @@ export class Network {
   }> {
     const { directory, logger } = this.options;
     this.registry.load();
+    // The feed's last sequence read, which the image's position names.
+    await this.feed.settled();
     const image = options.image;
-    const committed = this.committedPosition(options.tails);
+    const committed = await this.committedPosition(options.tails);
     const usable = image.kind === 'read' && samePosition(image.position, committed);
     let directoryRows = 0;
     if (usable) {
@@ -82,7 +84,7 @@ export class Network {
     }
     directory.ready();
     this.registry.start();
-    const replicaRows = this.syncFollowers({ replica: !usable });
+    const replicaRows = await this.syncFollowers({ replica: !usable });
     const outcome = usable ? 'used' : image.kind === 'read' ? 'stale' : image.kind;
     return { directoryRows, replicaRows, image: outcome };
   }
@@ -112,9 +114,10 @@ export class Network {
   }
 
   /** What an image must say to describe the index the tables give now. */
-  private committedPosition(tails: number[]): ImagePosition {
+  private async committedPosition(tails: number[]): Promise<ImagePosition> {
     const listed = this.registry.list().map((m) => m.member);
-    const followed = listed.map((m): [string, number] => [m, storedCursor(this.options.log, m)]);
+    const cursors = await Promise.all(listed.map((m) => loadedCursor(this.options.log, m)));
+    const followed = listed.map((m, n): [string, number] => [m, cursors[n]!]);
     return this.position(tails, followed);
   }
 
@@ -123,10 +126,13 @@ export class Network {
     return { member: this.options.member, partitions: tails, feed: this.feed.sequence, followed };
   }
 
-  /** The operator changed the member list: follow new members, stop following removed ones. */
-  membersChanged(): void {
+  /**
+   * The operator changed the member list: follow new members (their replicas read without
+   * holding the thread, issue 29), stop following removed ones.
+   */
+  async membersChanged(): Promise<void> {
     this.registry.load();
-    this.syncFollowers({ replica: true });
+    await this.syncFollowers({ replica: true });
   }
 
   /** Each member's active keys as the registry holds them: none until start() has loaded it. */
@@ -150,7 +156,11 @@ export class Network {
     return new Map([...this.followers].map(([member, f]) => [member, f.lag]));
   }
 
-  private syncFollowers(options: { replica: boolean }): number {
+  /**
+   * A member is followed once its replica is loaded; one whose load failed is not, and the next
+   * change of the members tries it again.
+   */
+  private async syncFollowers(options: { replica: boolean }): Promise<number> {
     let rows = 0;
     const listed = new Set(this.registry.list().map((m) => m.member));
     for (const [name, follower] of this.followers) {
@@ -172,7 +182,7 @@ export class Network {
         limits,
         logger,
       });
-      rows += follower.load(options);
+      rows += await follower.load(options);
       follower.start();
       this.followers.set(name, follower);
     }

@@ -142,8 +142,10 @@ describe('the check at start (P14)', () => {
     const log = freshLog();
     await commitAnswer(log, 'a', NOW);
     await commitAnswer(log, 'b', NOW);
-    expect(checkIdempotency(log)).toBe(2);
+    expect(await checkIdempotency(log)).toBe(2);
     await log.write([{ table: 'idempotency', key: 'b', bytes: Buffer.from('damaged') }]);
-    expect(() => checkIdempotency(log)).toThrow("table 'idempotency' row 'b' fails its checksum");
+    await expect(checkIdempotency(log)).rejects.toThrow(
+      "table 'idempotency' row 'b' fails its checksum",
+    );
   });
 });
