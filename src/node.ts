@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
 import { OWN_KEYS_WAIT_MS, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
 import { exceptionFields } from './logger.js';
-import type { DatabaseHealth } from './log/unavailable.js';
+import { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult } from './actors/types.js';
 import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
 import { Authenticator, replayCutoff } from './http/auth.js';
@@ -407,7 +407,7 @@ async function startListeners(
     now: Date.now,
     onAnswered: parts.onAnswered,
     onInternalError: parts.onInternalError,
-    ...(services.database === undefined ? {} : { health: services.database }),
+    health: services.database ?? new DatabaseHealth(),
     assets: pageAssets(logger),
   });
   const port = await server.listen(config.host, config.port);

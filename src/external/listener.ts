@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { Authenticator } from '../http/auth.js';
 import { HttpServer } from '../http/server.js';
 import type { NodeStore } from '../store.js';
+import { DatabaseHealth } from '../log/unavailable.js';
 import { loadConnectors } from './connectors.js';
 import { externalRoutes } from './routes.js';
 
@@ -55,6 +56,8 @@ export async function startExternal(
     logger,
     now: Date.now,
     onInternalError,
+    // Its routes read no database: nothing it answers fails for want of one.
+    health: new DatabaseHealth(),
   });
   const port = await server.listen(config.host, config.externalPort);
   return { port, reload, close: (drainMs) => server.close(drainMs) };

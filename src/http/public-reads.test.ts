@@ -1,6 +1,7 @@
 // Public reads routed natively by uWebSockets.js (HttpServer.mountPublicReads) answer exactly
 // what the route table would: over a real server on a loopback port, every request here is
 // answered by the route the table matches (or the table's refusal), whichever way it went in.
+import { DatabaseHealth } from '../log/unavailable.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { API_VERSION, DEFAULT_LIMITS } from '../config.js';
@@ -60,6 +61,7 @@ beforeAll(async () => {
     prefixes: PREFIXES,
     authenticator: new Authenticator({ skewMs: 1_000, replayEntriesPerCredentialMax: 10 }),
     claims: { stored: () => undefined, settle: () => null, taken: async () => undefined },
+    health: new DatabaseHealth(),
     limits: DEFAULT_LIMITS,
     logger: pino({ level: 'silent' }),
     now: Date.now,

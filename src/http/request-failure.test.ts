@@ -4,6 +4,7 @@
 // that id (no body, no message that could quote it) and counted, and the server goes on
 // answering. Over a real server on a loopback port, in this process: an exception that escaped
 // would end the test run itself.
+import { DatabaseHealth } from '../log/unavailable.js';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
@@ -79,6 +80,7 @@ beforeAll(async () => {
       settle: () => null,
       taken: async () => undefined,
     },
+    health: new DatabaseHealth(),
     limits: DEFAULT_LIMITS,
     logger: pino({ level: 'info' }, sink),
     now: Date.now,

@@ -127,10 +127,11 @@ export interface ServerOptions {
   /** Told of every exception a request met (answered 500): the metrics count them (P21). */
   onInternalError?: () => void;
   /**
-   * Cluster mode (issue 29): told of each request that failed because the database did not
-   * answer (answered 503, not counted as an internal error), so `/readyz` says so.
+   * Told of each request that failed because the database did not answer (answered 503, not
+   * counted as an internal error), so `/readyz` says so (issue 29). Embedded, nothing is across a
+   * network and nothing tells it of a failure.
    */
-  health?: DatabaseHealth;
+  health: DatabaseHealth;
 }
 
 /**
@@ -993,7 +994,7 @@ export class HttpServer {
     if (isRefusal(error)) return failure(error as Refusal);
     // The database did not answer: the node is not at fault, and the client may try again.
     if (unreachable(error)) {
-      this.options.health?.failed(error);
+      this.options.health.failed(error);
       return databaseUnavailable();
     }
     this.options.onInternalError?.();
