@@ -43,13 +43,31 @@ const BOUNDARIES: readonly { folder: string; may: readonly string[] }[] = [
 const ROUTES = {
   file: /^src\/domain\/(.+\/)?([^/]+-)?routes\.ts$/,
   unreachable: [join('src', 'log'), join('src', 'reads')],
+  /** An aggregate's own row codecs (`<name>-rows.ts` in its folder): its domain reads them. */
+  codecs: /-rows\.ts$/,
   names: new Set(['log', 'loadRange', 'scan']),
+};
+
+/**
+ * The front end's folders (the threads that serve HTTP and what they call): they reach the store
+ * through the Reads port, never the Log's records and snapshots (issue 29).
+ */
+const FRONT = {
+  folders: ['http', 'network', 'events', 'directory', 'domain', 'pages'].map((f) => join('src', f)),
+  log: join('src', 'log', 'log.ts'),
 };
 
 export interface Finding {
   file: string;
   line: number;
-  rule: 'function-length' | 'line-width' | 'inline-limit' | 'boundary' | 'coordination' | 'routes';
+  rule:
+    | 'function-length'
+    | 'line-width'
+    | 'inline-limit'
+    | 'boundary'
+    | 'coordination'
+    | 'routes'
+    | 'reads';
   message: string;
 }
 
@@ -118,12 +136,35 @@ function crossings(root: string, file: string, source: ts.SourceFile): Finding[]
     }));
 }
 
+/** A front-end module that takes the Log port (records, snapshots) rather than Reads. */
+function frontLog(root: string, file: string, source: ts.SourceFile): Finding[] {
+  if (!FRONT.folders.some((f) => file.startsWith(f + '/')) || TEST_FILE.test(file)) return [];
+  return importsOf(root, file, source)
+    .filter(({ target, node }) => target === FRONT.log && namesImported(node).includes('Log'))
+    .map(({ node }) => ({
+      file,
+      line: lineOf(source, node),
+      rule: 'reads' as const,
+      message: 'the front end reads the store through Reads, not the Log (records, snapshots)',
+    }));
+}
+
+/** The names an import declaration binds (`import { A, type B as C }`: A, B). */
+function namesImported(node: ts.Node): string[] {
+  if (!ts.isImportDeclaration(node)) return [];
+  const bindings = node.importClause?.namedBindings;
+  if (bindings === undefined || !ts.isNamedImports(bindings)) return [];
+  return bindings.elements.map((e) => (e.propertyName ?? e.name).text);
+}
+
 /** What a route module reaches of the tables: imports of the log or the rows, a log named. */
 function routeReads(root: string, file: string, source: ts.SourceFile): Finding[] {
   if (!ROUTES.file.test(file) || TEST_FILE.test(file)) return [];
   const findings: Finding[] = [];
   for (const { target, node } of importsOf(root, file, source)) {
-    const folder = ROUTES.unreachable.find((f) => target.startsWith(f + '/'));
+    const folder =
+      ROUTES.unreachable.find((f) => target.startsWith(f + '/')) ??
+      (ROUTES.codecs.test(target) ? 'the row codecs' : undefined);
     if (folder === undefined) continue;
     const message = `a route reads no table: it imports nothing of ${folder} (${target})`;
     findings.push({ file, line: lineOf(source, node), rule: 'routes', message });
@@ -229,6 +270,7 @@ export function tidy(root: string): Finding[] {
     if (file !== CONFIG_FILE) findings.push(...inlineLimits(file, source, lines));
     findings.push(...crossings(root, file, source));
     findings.push(...routeReads(root, file, source));
+    findings.push(...frontLog(root, file, source));
   }
   return findings;
 }

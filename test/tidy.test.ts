@@ -30,23 +30,58 @@ const READS_A_TABLE = [
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'path-tidy-'));
   put('src/domain/shop/routes.ts', READS_A_TABLE);
-  put('src/domain/shop/stock-routes.ts', [
-    'export function stock(services: { log: { scan(t: string): unknown } }) {',
-    '  const { log } = services;',
-    "  return log.scan('usage');",
-    '}',
-    '',
-  ].join('\n'));
+  put(
+    'src/domain/shop/stock-routes.ts',
+    [
+      'export function stock(services: { log: { scan(t: string): unknown } }) {',
+      '  const { log } = services;',
+      "  return log.scan('usage');",
+      '}',
+      '',
+    ].join('\n'),
+  );
   // The same reads in the domain's own module, and a route that reads nothing: both kept.
   put('src/domain/shop/usage.ts', READS_A_TABLE);
-  put('src/domain/shop/shop-routes.ts', [
-    "import { page } from './usage.js';",
-    'export const route = (services: { log: never }) => page;',
-    '',
-  ].join('\n'));
+  // A route that imports its aggregate's row codec, even without reading: refused.
+  put('src/domain/shop/stock-rows.ts', 'export const stockRows = { table: "stock" };\n');
+  put('src/domain/shop/price-routes.ts', "import { stockRows } from './stock-rows.js';\n");
+  put(
+    'src/domain/shop/shop-routes.ts',
+    [
+      "import { page } from './usage.js';",
+      'export const route = (services: { log: never }) => page;',
+      '',
+    ].join('\n'),
+  );
 });
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('tidy: the front end reads through Reads (issue 29)', () => {
+  it("finds a front-end module that takes the Log port; the workers' may", () => {
+    const tree = mkdtempSync(join(tmpdir(), 'path-tidy-reads-'));
+    try {
+      const at = (path: string, text: string) => {
+        mkdirSync(join(tree, path, '..'), { recursive: true });
+        writeFileSync(join(tree, path), text);
+      };
+      at('src/log/log.ts', 'export interface Log {}\nexport interface Reads {}\n');
+      at(
+        'src/network/feed.ts',
+        "import type { Log } from '../log/log.js';\nexport type F = Log;\n",
+      );
+      at('src/http/ok.ts', "import type { Reads } from '../log/log.js';\nexport type R = Reads;\n");
+      at(
+        'src/actors/shard.ts',
+        "import type { Log } from '../log/log.js';\nexport type S = Log;\n",
+      );
+      const found = tidy(tree).filter((f) => f.rule === 'reads');
+      expect(found.map((f) => `${f.file}:${f.line}`)).toEqual(['src/network/feed.ts:1']);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+});
 
 const routeFindings = (findings: Finding[]) =>
   findings.filter((f) => f.rule === 'routes').map((f) => `${f.file}:${f.line} ${f.message}`);
@@ -54,6 +89,8 @@ const routeFindings = (findings: Finding[]) =>
 describe('tidy: routes read no table (issue 29)', () => {
   it("finds a route module's imports of src/reads and src/log, and its reads of a log", () => {
     expect(routeFindings(tidy(root))).toEqual([
+      'src/domain/shop/price-routes.ts:1 a route reads no table: it imports nothing of ' +
+        'the row codecs (src/domain/shop/stock-rows.ts)',
       'src/domain/shop/routes.ts:1 a route reads no table: it imports nothing of src/reads ' +
         '(src/reads/rows.ts)',
       'src/domain/shop/routes.ts:2 a route reads no table: it imports nothing of src/log ' +

@@ -15,16 +15,16 @@ import type {
 } from '../domain/decider.js';
 import type { RecordPosition, Table, TableWrite } from '../log/log.js';
 import {
-  directoryRows,
   followUpRows,
   idempotencyOrderRows,
   idempotencyRows,
-  journalRows,
   outboxRows,
   replayRows,
-  usageRows,
   type StoredFollowUp,
 } from '../reads/rows.js';
+import { directoryRows } from '../domain/subject/directory-rows.js';
+import { journalRows } from '../domain/budget/journal-rows.js';
+import { usageRows } from '../domain/connection/usage-rows.js';
 import { encodeView, type View as StoredView } from '../reads/views.js';
 import {
   errorBody,

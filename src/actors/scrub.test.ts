@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../log/memory-log.js';
 import { frameRecord, recordCheck } from '../log/record.js';
-import { headRows, usageRows } from '../reads/rows.js';
+import { headRows } from '../reads/rows.js';
+import { usageRows } from '../domain/connection/usage-rows.js';
 import { encodeView } from '../reads/views.js';
 import type { ChainFault } from './chain.js';
 import { logReads, PartitionWalk, RowWalk, Scrub, type RowFault } from './scrub.js';

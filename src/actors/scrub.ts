@@ -13,7 +13,8 @@ import { SCRUB_TURN_MS } from '../config.js';
 import { PARTITION_COUNT, type Log, type RecordPosition, type StoredRecord } from '../log/log.js';
 import { ChecksumError, DamagedRowError } from '../log/record.js';
 import { unreachable } from '../log/unavailable.js';
-import { headRows, usageRows, type LogPosition } from '../reads/rows.js';
+import { headRows, type LogPosition } from '../reads/rows.js';
+import { usageRows } from '../domain/connection/usage-rows.js';
 import { decodeView } from '../reads/views.js';
 import {
   Chain,

@@ -3,18 +3,13 @@
 // (two subjects with one phone number) are separate rows; the key is as visible as its most
 // visible row, and leaves the index only when its last row goes. Once the node runs, the keys
 // other instances changed (cluster mode) and a load after a lost notes connection are read with
-// `Log.loadRange`, never holding the thread that serves HTTP (issue 29).
+// `Reads.loadRange`, never holding the thread that serves HTTP (issue 29).
 import type { DirectoryRow } from '../actors/types.js';
 import { DIRECTORY_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
-import { ReadsInPlace, type Log } from '../log/log.js';
+import { ReadsInPlace, type Reads } from '../log/log.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
-import { unframeRow } from '../log/record.js';
+import { directoryRows } from '../domain/subject/directory-rows.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
-
-interface StoredRow {
-  t: string;
-  v: 'public' | 'network';
-}
 
 const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
 
@@ -39,7 +34,7 @@ export class LocalDirectory {
   private readonly waiting = new Map<string, (() => void)[]>();
 
   constructor(
-    private readonly log: Log,
+    private readonly log: Reads,
     private readonly holder: { member: string; endpoint: string },
     expectedKeys = 0,
   ) {
@@ -83,7 +78,7 @@ export class LocalDirectory {
           hash = rowHash;
           best = 'none';
         }
-        const row = unframeRow<StoredRow>('directory', key, bytes);
+        const row = directoryRows.read(key, bytes);
         type = row.t;
         if (RANK[row.v] > RANK[best]) best = row.v;
         rows++;
@@ -211,7 +206,7 @@ export class LocalDirectory {
     let best: IndexVisibility = 'none';
     let rowType: string | null = null;
     for (const { key, bytes } of rows) {
-      const row = unframeRow<StoredRow>('directory', key, bytes);
+      const row = directoryRows.read(key, bytes);
       rowType ??= row.t;
       if (RANK[row.v] > RANK[best]) best = row.v;
     }

@@ -22,7 +22,7 @@ import {
 } from '../config.js';
 import { exceptionFields } from '../logger.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
-import { partitionOf, type Log, type TableWrite } from '../log/log.js';
+import { partitionOf, type Reads, type TableWrite } from '../log/log.js';
 import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../reads/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -30,7 +30,7 @@ import { signingSecrets, type WebhookSecret } from '../store.js';
 import { resolvedAllowed } from './url-policy.js';
 
 export interface DeliveryOptions {
-  log: Log;
+  log: Reads;
   clock: Clock;
   signer: () => SigningKey;
   /** The webhook secrets kept (P11); those still signing at send time each give a `v1`. */

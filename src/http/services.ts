@@ -8,7 +8,7 @@ import {
   VIEW_FRESH_WAIT_MS,
   type Config,
 } from '../config.js';
-import type { Log } from '../log/log.js';
+import type { Reads } from '../log/log.js';
 import { unreachable, type DatabaseHealth } from '../log/unavailable.js';
 import { decodeView, type View } from '../reads/views.js';
 import { DamagedRowError } from '../log/record.js';
@@ -33,7 +33,7 @@ import { ClaimTaken, type RequestContext } from './server.js';
 export interface Services {
   config: Config;
   pool: Commands;
-  log: Log;
+  log: Reads;
   store: NodeStore;
   /** The network pepper (P8) and its published version id. */
   pepper: Buffer;
@@ -75,12 +75,12 @@ interface DecodedView {
   view: View;
   reply: HttpReply;
   /** The log and its peek version the bytes were last read at (set by viewReply). */
-  log: Log | null;
+  log: Reads | null;
   version: number;
   /** The reply made cacheable (cacheableViewReply), once for these bytes. */
   cacheable: HttpReply | null;
   /** Cluster mode: the log these bytes were loaded from, its refresh count then, and when. */
-  loaded: { log: Log; refreshes: number; atMs: number } | null;
+  loaded: { log: Reads; refreshes: number; atMs: number } | null;
 }
 
 /**
@@ -186,10 +186,10 @@ function freshOrKnown(
 }
 
 /** Loads of views under way, by log, refresh count and key: one per key however many ask. */
-const loadingViews = new WeakMap<Log, Map<string, Promise<DecodedView | undefined>>>();
+const loadingViews = new WeakMap<Reads, Map<string, Promise<DecodedView | undefined>>>();
 
 function loadView(
-  log: Log,
+  log: Reads,
   at: { database: DatabaseHealth; refreshes: number },
   key: string,
 ): Promise<DecodedView | undefined> {

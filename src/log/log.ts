@@ -80,9 +80,15 @@ export interface StoredRecord {
   bytes: Buffer;
 }
 
-export interface Log {
-  /** Appends records and their table writes in one commit; resolves once durable. */
-  append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void>;
+/**
+ * The Reads port (issue 29): the table rows kept beside the records (views, idempotency answers,
+ * replay marks, usage, journal, directory rows, the outbox and the node's own tables), written in
+ * the commit of the records that cause them or on their own (`write`). A thread that serves HTTP
+ * reads them only through `load`, `loadRange` and `peek` (in place, or from a cache), which never
+ * hold it on a database; the workers, which serve no connection, also read in turn (`get`,
+ * `scan`). Its codecs are the runtime's (src/reads/rows.ts) and each aggregate's (its folder).
+ */
+export interface Reads {
   /** The committed value of a table key (views, idempotency, outbox). */
   get(table: Table, key: string): Buffer | undefined;
   /**
@@ -106,10 +112,6 @@ export interface Log {
   load(table: Table, key: string): Promise<Buffer | undefined>;
   /** `scan` as `load` is `get`: the rows of the range at once, so give it a `limit`. */
   loadRange(table: Table, range?: ScanRange): Promise<{ key: string; bytes: Buffer }[]>;
-  /** `readSnapshot` as `load` is `get` (the scrub, on the front end's thread). */
-  loadSnapshot(partition: number): Promise<Buffer | undefined>;
-  /** Up to `limit` records of a partition with seq > afterSeq, in order, as `load` is `get`. */
-  loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]>;
   /** Writes table keys outside any record (housekeeping, delivery state); resolves once durable. */
   write(writes: readonly TableWrite[]): Promise<void>;
   /** Makes this thread's next reads see every commit made so far (by any thread). */
@@ -119,6 +121,20 @@ export interface Log {
    * (exclusive), in key order or reversed, at most `limit`.
    */
   scan(table: Table, range?: ScanRange): Iterable<{ key: string; bytes: Buffer }>;
+}
+
+/**
+ * The Log port (issue 29): the records of 256 partitions keyed (partition, seq) and one snapshot
+ * of each, as bytes, positions and checksums; nothing of the domain. One store holds both ports,
+ * so that an append's records and its rows land in one commit, or neither does.
+ */
+export interface Log extends Reads {
+  /** Appends records and their table writes in one commit; resolves once durable. */
+  append(entries: readonly LogEntry[], writes: readonly TableWrite[]): Promise<void>;
+  /** `readSnapshot` as `load` is `get` (the scrub, on the front end's thread). */
+  loadSnapshot(partition: number): Promise<Buffer | undefined>;
+  /** Up to `limit` records of a partition with seq > afterSeq, in order, as `load` is `get`. */
+  loadRecords(partition: number, afterSeq: number, limit: number): Promise<StoredRecord[]>;
   /** Records of a partition with seq > afterSeq, in order. */
   read(partition: number, afterSeq: number): Iterable<StoredRecord>;
   /** The seq of a partition's last record (0 with none), read without walking the partition. */

@@ -10,7 +10,7 @@
 // (a start, a resync) and the walk of its state beside a directory load, and they are taken in
 // the order they came, a read between them where one is needed. `flush` and `settled` wait for
 // them.
-import { NotHeldError, type Log, type TableWrite } from '../log/log.js';
+import { NotHeldError, type Reads, type TableWrite } from '../log/log.js';
 import { FEED_STATE_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { frame, unframeRow } from '../log/record.js';
@@ -105,7 +105,7 @@ export class FeedPublisher {
   private resyncs = 0;
 
   constructor(
-    private readonly log: Log,
+    private readonly log: Reads,
     private readonly now: () => number,
     private readonly writing: FeedWriting | null = null,
   ) {

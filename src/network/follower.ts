@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import { REPLICA_READ_PAGE_ROWS, type Limits } from '../config.js';
 import type { DirectoryIndex } from '../directory/index.js';
-import type { Log, TableWrite } from '../log/log.js';
+import type { Reads, TableWrite } from '../log/log.js';
 import { frame, unframeRow } from '../log/record.js';
 import { verifyObject, type SigningKey } from '../protocol/signing.js';
 import type { FeedEntry } from './feed.js';
@@ -42,7 +42,7 @@ export class Follower {
     private readonly options: {
       member: string;
       registry: MemberRegistry;
-      log: Log;
+      log: Reads;
       index: DirectoryIndex;
       signer: () => SigningKey;
       limits: Limits;
@@ -178,7 +178,7 @@ export class Follower {
 }
 
 /** How far the replica of `member` has durably followed its feed. */
-export async function loadedCursor(log: Log, member: string): Promise<number> {
+export async function loadedCursor(log: Reads, member: string): Promise<number> {
   const cursor = await log.load('cursors', member);
   return cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
 }

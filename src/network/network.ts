@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import type { LocalDirectory } from '../directory/directory.js';
 import { samePosition, type ImagePosition, type ImageRead } from '../directory/image.js';
-import type { Log } from '../log/log.js';
+import type { Reads } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
 import { FeedPublisher, type FeedWriting } from './feed.js';
@@ -25,7 +25,7 @@ export class Network {
   constructor(
     private readonly options: {
       store: NodeStore;
-      log: Log;
+      log: Reads;
       directory: LocalDirectory;
       member: string;
       signer: () => SigningKey;

@@ -1,27 +1,27 @@
 // One codec per stored row shape: the key layout and the bytes of every row that one part of
 // the node writes and another reads. A row is framed with its checksum (record.ts) and read
-// back through `unframeRow`, so damage names its table and key (P14).
-import type {
-  DirectoryRow,
-  FollowUp,
-  JournalCall,
-  JournalEntry,
-  OutboxEvent,
-  UsageEntry,
-} from '../domain/decider.js';
+// back through `unframeRow`, so damage names its table and key (P14). Here are the runtime's
+// rows (idempotency answers, replay marks, the outbox, follow-ups, deliveries, heads); an
+// aggregate's own rows have their codecs in its folder (issue 29): the directory rows the subject
+// writes (domain/subject/directory-rows.ts), the usage rows of a connection
+// (domain/connection/usage-rows.ts), the budget's lookup journal (domain/budget/journal-rows.ts).
+import type { FollowUp, OutboxEvent } from '../domain/decider.js';
 import type { Caller, ReplayMark } from '../actors/types.js';
-import type { RecordPosition, Table, TableWrite } from '../log/log.js';
-import { frame, framePieces, packValue, unframeRow } from '../log/record.js';
-import { packedKeysMsgpack } from '../domain/budget/journal-keys.js';
+import type { Table, TableWrite } from '../log/log.js';
+import { frame, unframeRow } from '../log/record.js';
 
-interface Codec<K extends unknown[], V> {
+/** The key layout of a table and its rows' framed bytes. */
+export interface Codec<K extends unknown[], V> {
   table: Table;
   key(...parts: K): string;
   write(key: string, value: V): TableWrite;
   read(key: string, bytes: Uint8Array): V;
 }
 
-function codec<K extends unknown[], V>(table: Table, key: (...parts: K) => string): Codec<K, V> {
+export function codec<K extends unknown[], V>(
+  table: Table,
+  key: (...parts: K) => string,
+): Codec<K, V> {
   return {
     table,
     key,
@@ -76,80 +76,6 @@ export const idempotencyOrderRows = {
    * `before` reaches it.
    */
   indexedKey: '~indexed',
-};
-
-/** Directory rows are keyed hash first, so every registration of one key reads as one range. */
-export interface DirectoryEntry {
-  t: string;
-  v: 'public' | 'network';
-}
-
-export const directoryRows = {
-  ...codec<[hash: string, aggregateKey: string], DirectoryEntry>(
-    'directory',
-    (hash, key) => `${hash}/${key}`,
-  ),
-  /** The write a changed index row makes: a row with no visibility is removed. */
-  change(row: DirectoryRow): TableWrite {
-    const key = `${row.identifierHash}/${row.key}`;
-    return row.visibility === null
-      ? { table: 'directory', key, bytes: null }
-      : { table: 'directory', key, bytes: frame({ t: row.identifierType, v: row.visibility }) };
-  },
-  /** Every row of one hash, as a scan range. */
-  range(hash: string) {
-    return { start: `${hash}/`, end: `${hash}0` };
-  },
-};
-
-const USAGE_INDEX_DIGITS = 12;
-
-/** A usage row as stored: the row, and the log record it was written with (issue 28). */
-interface StoredUsage {
-  row: Record<string, unknown>;
-  at: [partition: number, seq: number];
-}
-
-const storedUsage = codec<[owner: string, index: number], StoredUsage>(
-  'usage',
-  (owner, index) => `${owner}/${String(index).padStart(USAGE_INDEX_DIGITS, '0')}`,
-);
-
-/** A connection's or delegation's usage log: keyed owner then position, so a page is one range. */
-export const usageRows = {
-  key: storedUsage.key,
-  read: (key: string, bytes: Uint8Array) => storedUsage.read(key, bytes).row,
-  /** The log record the row was written with. */
-  position(key: string, bytes: Uint8Array): RecordPosition {
-    const [partition, seq] = storedUsage.read(key, bytes).at;
-    return { partition, seq };
-  },
-  entry(entry: UsageEntry, position: RecordPosition): TableWrite {
-    const stored: StoredUsage = { row: entry.row, at: [position.partition, position.seq] };
-    return storedUsage.write(usageRows.key(entry.owner, entry.index), stored);
-  },
-  range(owner: string) {
-    return { start: `${owner}/`, end: `${owner}0` };
-  },
-};
-
-/** The lookup journal: keyed by time first, so retention deletes whole calls as one range. */
-export const journalRows = {
-  ...codec<[at: string, requester: string, id: string], JournalEntry>(
-    'journal',
-    (at, requester, id) => `${at}/${requester}/${id}`,
-  ),
-  /**
-   * The row of a call: the frame of its JournalEntry, byte for byte. The entry is encoded with
-   * no keys, and its last byte (the empty list) gives way to the keys spelled out from their
-   * packing, which spares the worker a list of [type, hash, found] per key.
-   */
-  entry(call: JournalCall, id: string): TableWrite {
-    const empty: JournalEntry = { requester: call.requester, at: call.at, keys: [] };
-    const head = packValue(empty);
-    const bytes = framePieces([head.subarray(0, -1), packedKeysMsgpack(call.keys)]);
-    return { table: 'journal', key: journalRows.key(call.at, call.requester, id), bytes };
-  },
 };
 
 export const outboxRows = codec<[id: string], OutboxEvent>('outbox', (id) => id);

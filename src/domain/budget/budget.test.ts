@@ -6,7 +6,7 @@
 // past their time.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../config.js';
-import { journalRows } from '../../reads/rows.js';
+import { journalRows } from './journal-rows.js';
 import { MemoryLog } from '../../log/memory-log.js';
 import { housekeeping } from '../../reads/housekeeping.js';
 import type { Decision, JournalCall, JournalEntry } from '../decider.js';

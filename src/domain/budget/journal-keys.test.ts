@@ -1,10 +1,10 @@
 // The packed keys of a lookup call (journal-keys.ts): bytes that are not a packing are told
 // apart rather than journalled, and a packing spelled out as msgpack is byte for byte what
 // msgpackr writes for the journal's list of [type, hash, found]; so is the journal row of a call
-// (reads/rows.ts) the frame of its JournalEntry.
+// (journal-rows.ts) the frame of its JournalEntry.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { journalRows } from '../../reads/rows.js';
+import { journalRows } from './journal-rows.js';
 import { frame, packValue } from '../../log/record.js';
 import type { JournalEntry } from '../decider.js';
 import {

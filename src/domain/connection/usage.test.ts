@@ -3,7 +3,7 @@
 // and in total. The rows are real `usage` rows in an in-memory log.
 import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../../log/memory-log.js';
-import { usageRows } from '../../reads/rows.js';
+import { usageRows } from './usage-rows.js';
 import { usagePage, type UsageReads } from './usage.js';
 
 const CONNECTION = 'con_usage1';

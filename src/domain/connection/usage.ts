@@ -5,7 +5,7 @@
 // on the page and `total` the length of the log. The rows are the committed `usage` rows, read
 // through their codec in one bounded range, which never holds the thread that serves HTTP
 // (issue 29).
-import { usageRows } from '../../reads/rows.js';
+import { usageRows } from './usage-rows.js';
 
 /** The committed usage rows, as a page reads them: one range, at most `limit` rows. */
 export interface UsageReads {
