@@ -5,7 +5,7 @@
 // its importers') and the server bundles that contain it are made again, and nothing else: not
 // the other modules, not the browser bundles, whose inputs did not change.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, cpSync, readFileSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { appendFileSync, cpSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { removeDir, tempDir } from './support/harness.js';
@@ -34,6 +34,12 @@ function build(dir: string): string {
   return r.stdout;
 }
 
+/** The exit code of the freshness check `npm start` runs before it builds (scripts/fresh.ts). */
+function fresh(dir: string): number | null {
+  const r = spawnSync(process.execPath, ['dist/scripts/fresh.js', 'check'], { cwd: dir, timeout: 60_000 });
+  return r.status;
+}
+
 const changed = (before: Map<string, number>, after: Map<string, number>) =>
   [...after].filter(([path, time]) => before.get(path) !== time).map(([path]) => path).sort();
 
@@ -52,13 +58,18 @@ describe('npm run build on a built tree', () => {
     for (const output of ['dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/assets/page.css', 'dist/src/bundled/worker.js'])
       expect(built.has(output), output).toBe(true);
 
+    // What npm start asks first (prestart): the tree is its build, so nothing is built again.
+    expect(fresh(dir)).toBe(0);
+
     const second = build(dir);
     expect(second).toContain('bundle: browser is up to date');
     expect(second).toContain('bundle: server is up to date');
     expect(changed(built, written(dir))).toEqual([]);
 
     appendFileSync(join(dir, 'src/cli/lookup.ts'), '\n// changed by test/build.test.ts\n');
+    expect(fresh(dir)).toBe(1);
     const third = build(dir);
+    expect(fresh(dir)).toBe(0);
     expect(third).toContain('bundle: browser is up to date');
     expect(third).toContain('bundle: wrote dist/src/bundled/command.js');
     const remade = changed(built, written(dir));
@@ -70,5 +81,13 @@ describe('npm run build on a built tree', () => {
     const modules = remade.filter((p) => /^dist\/(src|bench|scripts)\/.*\.js$/.test(p) && !p.startsWith('dist/src/bundled/'));
     for (const module of modules.filter((p) => p !== 'dist/src/cli/lookup.js'))
       expect(readFileSync(join(dir, module), 'utf8'), module).toMatch(/from '\.\/lookup\.js'/);
+
+    // An output gone, or a new source file, is a tree to build again.
+    rmSync(join(dir, 'dist/src/cli/main.js'));
+    expect(fresh(dir)).toBe(1);
+    build(dir);
+    expect(fresh(dir)).toBe(0);
+    writeFileSync(join(dir, 'src/cli/added.ts'), 'export const added = 1;\n');
+    expect(fresh(dir)).toBe(1);
   }, 900_000);
 });
