@@ -47,7 +47,9 @@ function inputsOf(root: string): Record<string, string> {
   ].sort();
   const inputs: Record<string, string> = {};
   for (const path of paths)
-    inputs[path] = createHash('sha256').update(readFileSync(join(root, path))).digest('hex');
+    inputs[path] = createHash('sha256')
+      .update(readFileSync(join(root, path)))
+      .digest('hex');
   return inputs;
 }
 
