@@ -1,4 +1,4 @@
-// Makes docs/images/request-page.png, the README's picture of a page for people (P20): a
+// Makes docs/images/request-page.png, docs/WALLETS.md's picture of a page for people (P20): a
 // payment request at phone size (390x844 CSS pixels, drawn at twice the density), once the
 // browser has verified it. It runs a node of its own from the build (dist/) on a temporary data
 // directory, creates the request with the client library (P18) and opens the link in headless

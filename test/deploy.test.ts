@@ -1,6 +1,6 @@
 // The systemd unit in deploy/: systemd's own checker accepts it, and the serve command accepts
 // every flag it passes (a unit that names a flag the node refuses would fail at boot). The unit
-// and the README say the same: how it restarts, and that the tree is built before it runs.
+// and docs/OPERATIONS.md say the same: how it restarts, and that the tree is built before it runs.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CLI } from './support/harness.js';
 
 const UNIT = resolve(__dirname, '../deploy/path-node.service');
-const README = resolve(__dirname, '../README.md');
+const OPERATIONS = resolve(__dirname, '../docs/OPERATIONS.md');
 
 /** The serve flags of the unit's ExecStart, continuation lines joined. */
 function serveFlags(): string[] {
@@ -32,19 +32,19 @@ describe('deploy/path-node.service', () => {
     expect(text).toContain(`http://127.0.0.1:${adminPort}/readyz`);
   });
 
-  it('the unit and the README agree on the restart policy, and both say to build the tree first', () => {
+  it('the unit and OPERATIONS.md agree on restarts, and both say to build the tree first', () => {
     const unit = readFileSync(UNIT, 'utf8');
-    const readme = readFileSync(README, 'utf8');
+    const operations = readFileSync(OPERATIONS, 'utf8');
     const policy = /^Restart=(\S+)$/m.exec(unit)![1]!;
     expect(policy).toBe('always');
-    for (const named of readme.matchAll(/Restart=(\w[\w-]*)/g)) expect(named[1]).toBe(policy);
-    expect(readme).toContain(`\`Restart=${policy}\``);
+    for (const named of operations.matchAll(/Restart=(\w[\w-]*)/g)) expect(named[1]).toBe(policy);
+    expect(operations).toContain(`\`Restart=${policy}\``);
     const prevented = /^RestartPreventExitStatus=(\d+)$/m.exec(unit)![1]!;
-    expect(readme).toMatch(new RegExp(`except on\\s+exit status ${prevented}`));
+    expect(operations).toMatch(new RegExp(`except on\\s+exit status ${prevented}`));
     // The unit runs dist/ through bin/path-node.js and builds nothing: both say so.
     expect(unit).toMatch(/^ExecStart=\S+node \S*bin\/path-node\.js serve/m);
     expect(unit).toMatch(/^#\s+cd \/opt\/path-node && npm ci && npm run build$/m);
-    const systemd = readme.slice(readme.indexOf('**systemd.**'));
+    const systemd = operations.slice(operations.indexOf('**systemd.**'));
     expect(systemd.slice(0, systemd.indexOf('\n\n'))).toContain('`npm ci && npm run build`');
   });
 

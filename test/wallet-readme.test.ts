@@ -1,5 +1,5 @@
-// README "For wallet developers" (P18): its ```ts blocks, taken as they are, type-checked against
-// the published declarations of `path-node/client` and run against a real node, so the README
+// docs/WALLETS.md "The client" (P18): its ```ts blocks, taken as they are, type-checked against
+// the published declarations of `path-node/client` and run against a real node, so the guide
 // cannot drift from the library. The blocks continue one another; the inputs they name
 // (`baseUrl`, `reference`, `receiptReference`, `rawBody`, `headers`) come from a real node and
 // a real webhook delivery.
@@ -14,7 +14,7 @@ import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/wait.js';
 
 const ROOT = resolve(__dirname, '..');
-const SECTION = '## For wallet developers';
+const SECTION = '## The client';
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const AMOUNT = { value: '21.00', asset_type: 'fiat', asset_code: 'EUR' };
 /** What the blocks leave for the test to check: the names they declare. */
@@ -22,9 +22,9 @@ const RESULTS = ['request', 'keys', 'payeeName', 'answer', 'commitment', 'pledge
 
 /** The ```ts blocks of the section, in order. */
 function readmeBlocks(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'WALLETS.md'), 'utf8');
   const start = readme.indexOf(`\n${SECTION}\n`);
-  expect(start, `README has a "${SECTION}" section`).toBeGreaterThanOrEqual(0);
+  expect(start, `docs/WALLETS.md has a "${SECTION}" section`).toBeGreaterThanOrEqual(0);
   const rest = readme.slice(start + SECTION.length + 2);
   const end = rest.search(/^## /m);
   const section = end < 0 ? rest : rest.slice(0, end);
@@ -78,7 +78,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-describe('README: For wallet developers', () => {
+describe('docs/WALLETS.md: The client', () => {
   it('has a ts block for each step, importing only path-node/client', () => {
     const blocks = readmeBlocks();
     expect(blocks.length).toBeGreaterThanOrEqual(5);
@@ -110,7 +110,7 @@ describe('README: For wallet developers', () => {
       execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext',
         '--moduleResolution', 'nodenext', '--skipLibCheck', '--lib', 'es2022,dom', '--types', 'node', file], { cwd: ROOT, encoding: 'utf8' });
     } catch (error) {
-      throw new Error(`the README blocks do not type-check:\n${(error as { stdout?: string }).stdout ?? error}\n${readFileSync(file, 'utf8')}`);
+      throw new Error(`the guide's blocks do not type-check:\n${(error as { stdout?: string }).stdout ?? error}\n${readFileSync(file, 'utf8')}`);
     }
 
     const { run } = await import(pathToFileURL(file).href);
