@@ -170,9 +170,9 @@ const answerWithin =
 /**
  * Cluster mode (issue 29): nothing is asked of the database before a request runs; its command's
  * commit claims the replay mark and the idempotency answer in the commit's one round trip. A call
- * that committed neither claims its mark and reads its scope's answer on its own (one round trip,
- * both at once), so that a replay to another instance, or a call of a key another instance has
- * answered, is told apart before it is answered.
+ * that committed neither claims its mark and reads its scope's answer on its own (two statements
+ * sent at once, on two pools), so that a replay to another instance, or a call of a key another
+ * instance has answered, is told apart before it is answered.
  */
 function claimedInCommits(log: PostgresLog, retentionMs: number): RequestClaims {
   const answer = answerWithin(retentionMs);
