@@ -74,6 +74,8 @@ let node: NodeProcess;
 let dataDir: string;
 /** The empty folder the tarball is installed into. */
 let app: string;
+/** Where `npm pack` writes the tarball: a folder of its own, so that runs side by side never share it. */
+let tarballs: string;
 let packed: { filename: string; files: { path: string }[] };
 let browser: Browser | undefined;
 /** Made by the command line: for the wallet in Node, in Chromium, and for the README's call. */
@@ -94,11 +96,11 @@ function credential(): { keyId: string; privateKeyHex: string } {
 beforeAll(async () => {
   app = tempDir('path-client-app');
   dataDir = tempDir('path-client-package');
-  // npm pack writes its tarball beside the installed folder, not into it: the folder stays empty.
-  const out = run(NPM, ['pack', '--json', '--pack-destination', resolve(app, '..')], PACKAGE);
+  tarballs = tempDir('path-client-tarball');
+  const out = run(NPM, ['pack', '--json', '--pack-destination', tarballs], PACKAGE);
   packed = JSON.parse(out)[0];
-  run(NPM, ['install', '--no-audit', '--no-fund', resolve(app, '..', packed.filename)], app);
-  // Both made before the node starts, so that it knows them from its first request.
+  run(NPM, ['install', '--no-audit', '--no-fund', join(tarballs, packed.filename)], app);
+  // All made before the node starts, so that it knows them from its first request.
   credentials = [credential(), credential(), credential()];
   node = await startNode({ dataDir });
 }, 600_000);
@@ -106,8 +108,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await node?.stop();
-  if (packed) removeDir(resolve(app, '..', packed.filename));
-  for (const dir of [app, dataDir]) if (dir) removeDir(dir);
+  for (const dir of [app, dataDir, tarballs]) if (dir) removeDir(dir);
 });
 
 const installed = () => join(app, 'node_modules', '@path-node', 'client');
