@@ -2,10 +2,10 @@
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
-// growth,snapshot,hashbatch,cluster,start runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
+// growth,snapshot,hashbatch,cluster,start,client runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
 // figure's directory.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];

@@ -3,6 +3,7 @@
 // machine is shared and absolute rates move from run to run. See bench/README.md.
 import { availableParallelism, cpus } from 'node:os';
 import { loadBenchConfig, type BenchConfig, type SectionName } from './config.js';
+import { runClientSize } from './client-size.js';
 import { runCluster } from './cluster.js';
 import { runConsume } from './consume.js';
 import { runGrowth } from './growth.js';
@@ -40,6 +41,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   hashbatch: runHashBatch,
   cluster: runCluster,
   start: runStart,
+  client: (_config, report) => runClientSize(report),
   versus: runVersus,
 };
 

@@ -24,7 +24,7 @@ export interface BrowserEntry {
 }
 
 export const BROWSER_ENTRIES: BrowserEntry[] = [
-  { in: 'src/client/index.ts', out: 'path-client' },
+  { in: 'packages/client/dist/index.js', out: 'path-client' },
   // The pages for people (P20): their script and style, served by the node (routes/assets.ts).
   { in: 'src/pages/page.ts', out: 'page' },
   { in: 'src/pages/page.css', out: 'page' },

@@ -62,7 +62,7 @@ export function stampBuild(root: string): void {
   if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeFileSync(path, text);
 }
 
-/** Every file under dist/ but the stamp itself. */
+/** Every file the build wrote (dist/, and each package's dist/) but the stamp itself. */
 function listDist(root: string): string[] {
   const out: string[] = [];
   const walk = (folder: string) => {
@@ -72,7 +72,9 @@ function listDist(root: string): string[] {
       else if (path !== STAMP) out.push(path);
     }
   };
-  if (existsSync(join(root, 'dist'))) walk('dist');
+  const packages = existsSync(join(root, 'packages')) ? readdirSync(join(root, 'packages')) : [];
+  const built = ['dist', ...packages.map((name) => join('packages', name, 'dist'))];
+  for (const folder of built) if (existsSync(join(root, folder))) walk(folder);
   return out.sort();
 }
 

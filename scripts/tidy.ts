@@ -10,7 +10,7 @@
 // And routes parse, authenticate and map (issue 29, vertical slices): a route module of an
 // aggregate reads no table itself, so what a page or a check holds stays in its domain (ROUTES).
 // Usage: node dist/scripts/tidy.js [root]   (exits 1 and lists every finding when there is one)
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
@@ -71,8 +71,12 @@ export interface Finding {
   message: string;
 }
 
+/** The trees tidy reads: the node's, and the client's package (once under src/client). */
+const SOURCE_ROOTS = ['src', join('packages', 'client', 'src')];
+
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
+  if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
@@ -239,7 +243,7 @@ function isNumeric(node: ts.Expression): boolean {
 
 export function tidy(root: string): Finding[] {
   const findings: Finding[] = [];
-  for (const path of sourceFiles(join(root, 'src'))) {
+  for (const path of SOURCE_ROOTS.flatMap((dir) => sourceFiles(join(root, dir)))) {
     const file = relative(root, path);
     const text = readFileSync(path, 'utf8');
     const lines = text.split('\n');
@@ -283,7 +287,7 @@ function main(): void {
     process.stderr.write(`tidy: ${findings.length} finding(s)\n`);
     process.exit(1);
   }
-  process.stdout.write('tidy: src/ keeps the checked habits\n');
+  process.stdout.write('tidy: src/ and packages/client/src/ keep the checked habits\n');
 }
 
 if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href)

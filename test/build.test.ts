@@ -11,9 +11,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { removeDir, tempDir } from './support/harness.js';
 
 const ROOT = resolve(__dirname, '..');
-const TREE = ['src', 'scripts', 'bench', 'package.json', 'tsconfig.json', 'tsconfig.client.json'];
+const TREE = ['src', 'scripts', 'bench', 'packages', 'package.json', 'tsconfig.json'];
+/** What the build writes: the node's dist/ and the client package's. */
+const OUTPUTS = ['dist', 'packages/client/dist'];
 
-/** Every file under dist/ with its modification time. */
+/** Every file the build wrote (under OUTPUTS), with its modification time. */
 function written(dir: string): Map<string, number> {
   const files = new Map<string, number>();
   const walk = (at: string) => {
@@ -23,7 +25,7 @@ function written(dir: string): Map<string, number> {
       else files.set(relative(dir, path), statSync(path).mtimeMs);
     }
   };
-  walk(join(dir, 'dist'));
+  for (const output of OUTPUTS) walk(join(dir, output));
   return files;
 }
 
@@ -48,14 +50,15 @@ describe('npm run build on a built tree', () => {
   afterAll(() => removeDir(dir));
 
   it('builds everything once, then nothing on an unchanged tree, then only what a change touches', () => {
-    for (const part of TREE) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
+    const unbuilt = (path: string) => !path.split(/[\\/]/).includes('dist');
+    for (const part of TREE) cpSync(join(ROOT, part), join(dir, part), { recursive: true, filter: unbuilt });
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
 
     const first = build(dir);
     expect(first).toContain('bundle: wrote dist/assets/path-client.js');
     expect(first).toContain('bundle: wrote dist/src/bundled/command.js');
     const built = written(dir);
-    for (const output of ['dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/assets/page.css', 'dist/src/bundled/worker.js'])
+    for (const output of ['dist/src/cli/main.js', 'packages/client/dist/index.d.ts', 'dist/assets/page.css', 'dist/src/bundled/worker.js'])
       expect(built.has(output), output).toBe(true);
 
     // What npm start asks first (prestart): the tree is its build, so nothing is built again.

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ed from '@noble/ed25519';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PathClient } from 'path-node/client';
 import { CLI, Client, removeDir, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { waitFor } from './support/wait.js';
@@ -105,6 +106,23 @@ describe('P15 credentials', () => {
     const again = lastJsonLine(cli(['credentials', 'create', '--data-dir', dataDir, '--member', 'local']).stdout);
     expect(again.key_id).not.toBe(out.key_id);
     expect(again.private_key).not.toBe(out.private_key);
+  });
+
+  it('P18: credentials create also prints `credential`, the shape PathClient takes, and it signs a call as printed', async () => {
+    const run = cli(['credentials', 'create', '--data-dir', dataDir, '--member', 'local', '--local']);
+    expect(run.status, run.stderr).toBe(0);
+    const out = lastJsonLine(run.stdout);
+    expect(out.credential).toEqual({ keyId: out.key_id, privateKeyHex: out.private_key });
+    const client = new PathClient({ baseUrl: node.baseUrl, credential: out.credential });
+    const subject = await waitFor('the created credential to be accepted', async () => {
+      try {
+        return await client.call('subjects.create', { body: { subject_type: 'natural_person' } });
+      } catch {
+        return undefined;
+      }
+    }, 3000, 100);
+    expect(subject.status).toBe(201);
+    expect(typeof (subject.body as { id?: unknown }).id).toBe('string');
   });
 
   it('P15: credentials revoke of a known id succeeds; of an unknown id exits non-zero with a message', async () => {

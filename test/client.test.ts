@@ -21,7 +21,7 @@ import { verifyBytes as nodeVerifyBytes, verifyObject as nodeVerifyObject } from
 import * as ed from '@noble/ed25519';
 import { createCredential, removeDir, runCli, startNode, tempDir, type Credential, type NodeProcess } from './support/harness.js';
 import { Receiver } from './support/receiver.js';
-import { signatureHeaders, signingString } from '../src/client/http.js';
+import { signatureHeaders, signingString } from '@path-node/client/signing';
 import { waitFor } from './support/wait.js';
 
 type Json = Record<string, any>;
@@ -123,6 +123,33 @@ describe('canonicalJson and digestOf (P2, P3): byte-identical to the node', () =
       expect(() => canonicalJson(bad)).toThrow();
       expect(() => nodeCanonicalJson(bad)).toThrow();
     }
+  });
+
+  it('the client\'s own RFC 8785 gives the node\'s bytes for 2,000 seeded random JSON values', () => {
+    let seed = 31;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pick = <T>(items: T[]): T => items[Math.floor(next() * items.length)]!;
+    const text = () => Array.from({ length: Math.floor(next() * 6) }, () => pick(['a', 'Z', '1', '\u20ac', '\ud83d\ude00', '\u0000', '\n', '"', '\\', '\u0080', '\ufb33', '\u00e9'])).join('');
+    const number = () => pick([0, -0, 1e21, 1e-7, 5e-324, 0.1 + 0.2, -123.456, 2 ** 53, (next() - 0.5) * 10 ** Math.floor(next() * 40 - 20)]);
+    const value = (depth: number): unknown => {
+      const kind = Math.floor(next() * (depth > 3 ? 4 : 6));
+      if (kind === 0) return pick([null, true, false]);
+      if (kind === 1) return number();
+      if (kind === 2) return text();
+      if (kind === 3) return pick([undefined, text()]);
+      if (kind === 4) return Array.from({ length: Math.floor(next() * 4) }, () => value(depth + 1));
+      return Object.fromEntries(Array.from({ length: Math.floor(next() * 5) }, () => [text(), value(depth + 1)]));
+    };
+    for (let i = 0; i < 2000; i++) {
+      const inner = value(2) ?? null; // a toJSON giving undefined: canonicalize writes `undefined`
+      const sample = { v: value(0), [text()]: [value(1), { toJSON: () => inner }] };
+      expect(canonicalJson(sample)).toBe(nodeCanonicalJson(sample));
+    }
+    // What JSON.stringify does with what JSON leaves out, where the package the node uses writes text
+    // that is not JSON (canonicalize, the node's): the client follows JSON.
+    const left = { a: [undefined, () => 1, { toJSON: () => undefined }], b: () => 1, c: { toJSON: () => undefined } };
+    expect(canonicalJson(left)).toBe(JSON.stringify(left));
+    expect(canonicalJson({ at: new Date(0) })).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
   });
 
   it('every canonical and digest vector of protocol-vectors.json, byte for byte', () => {

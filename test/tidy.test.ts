@@ -106,3 +106,21 @@ describe('tidy: routes read no table (issue 29)', () => {
     expect(routeFindings(tidy(process.cwd()))).toEqual([]);
   });
 });
+
+describe('tidy: the client package is read too (issue 31: it left src/client)', () => {
+  it('finds a long line and a long function under packages/client/src as under src/', () => {
+    const tree = mkdtempSync(join(tmpdir(), 'path-tidy-client-'));
+    try {
+      const body = Array.from({ length: 80 }, (_, i) => `  const v${i} = ${i};`).join('\n');
+      mkdirSync(join(tree, 'packages/client/src'), { recursive: true });
+      writeFileSync(join(tree, 'packages/client/src/wide.ts'), `export const wide = '${'x'.repeat(120)}';\n`);
+      writeFileSync(join(tree, 'packages/client/src/long.ts'), `export function long(): void {\n${body}\n}\n`);
+      const found = tidy(tree).map((f) => `${f.file} ${f.rule}`);
+      expect(found).toEqual(
+        expect.arrayContaining(['packages/client/src/wide.ts line-width', 'packages/client/src/long.ts function-length']),
+      );
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+});

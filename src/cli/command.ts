@@ -199,11 +199,15 @@ async function addCredential(flags: Flags, sub: 'add' | 'create'): Promise<void>
   const credential = await withStore(flags, (store) =>
     store.addCredential({ member, publicKeyHex, local, now: Date.now() }),
   );
-  return print(
-    generated === null
-      ? { key_id: credential.key_id }
-      : { key_id: credential.key_id, public_key: publicKeyHex, private_key: generated.seedHex },
-  );
+  if (generated === null) return print({ key_id: credential.key_id });
+  // `credential` is the same pair in the shape @path-node/client takes (P18):
+  // `new PathClient({ baseUrl, credential })`.
+  return print({
+    key_id: credential.key_id,
+    public_key: publicKeyHex,
+    private_key: generated.seedHex,
+    credential: { keyId: credential.key_id, privateKeyHex: generated.seedHex },
+  });
 }
 
 /** Revokes the key named by --key-id through `revoke`; `what` names its kind when unknown. */

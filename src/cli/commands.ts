@@ -105,7 +105,9 @@ export const COMMANDS = [
   },
   {
     name: 'credentials create',
-    sentence: 'Makes a key pair and its credential; prints the private key.',
+    sentence:
+      'Makes a key pair and its credential; prints the private key, and under `credential` the ' +
+      'pair as @path-node/client takes it: { keyId, privateKeyHex }.',
     flags: [
       ...place,
       member('The member the credential acts for.'),

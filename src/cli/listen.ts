@@ -7,7 +7,7 @@
 // A delivery that verifies under neither scheme is answered 400 and not forwarded.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook, PathError, type KeysDocument } from '../client/index.js';
+import { verifyWebhook, PathError, type KeysDocument } from '@path-node/client';
 import { DEFAULT_LIMITS, LISTEN_FORWARD_TIMEOUT_MS } from '../config.js';
 import { keysDocument } from '../http/routes/fixed.js';
 import { withStore } from '../log/open.js';

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Caller, ReplayMark } from '../actors/types.js';
 // P5's signing string: the one definition the client library signs with.
-import { signingString } from '../client/signing-string.js';
+import { signingStringOfDigest as signingString } from '@path-node/client/signing';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import { signBytes, verifyBytes, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';

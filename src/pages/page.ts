@@ -4,8 +4,8 @@
 // client library (P18), checks that it is this link's object, issued by the member the keys
 // document names, and that the page shows what the object says, then marks the outcome on
 // `[data-path-verified]` ("true" or "false") with a badge a payer can read.
-import { verifySigned } from '../client/index.js';
-import { isJsonObject, type JsonObject } from '../client/json.js';
+import { verifySigned } from '@path-node/client';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
 
 type KeysDocument = Parameters<typeof verifySigned>[1];
 

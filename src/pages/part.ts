@@ -2,7 +2,7 @@
 // lives in its own folder (`src/domain/<aggregate>/page.ts`); the shell (render.ts) lays out
 // what every page shows around it: issuer, badge, status, amount, expiry, reference, QR code.
 import { html, type Html } from './html.js';
-import type { JsonObject } from '../client/json.js';
+import type { JsonObject } from '../protocol/json.js';
 
 export interface PagePart {
   /** The prefix of the references its links carry (P9). */

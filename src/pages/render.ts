@@ -9,7 +9,7 @@
 import { renderSVG } from 'uqr';
 import { html, trusted, type Html } from './html.js';
 import { fact, type PagePart } from './part.js';
-import { isJsonObject, type JsonObject } from '../client/json.js';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { checkoutPage } from '../domain/checkout/page.js';
 import { instructionPage } from '../domain/instruction/page.js';
 import { receiptPage } from '../domain/receipt/page.js';

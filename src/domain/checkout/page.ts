@@ -3,7 +3,7 @@
 // hand-back links.
 import { html, type Html } from '../../pages/html.js';
 import type { PagePart } from '../../pages/part.js';
-import { isJsonObject, type JsonObject } from '../../client/json.js';
+import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { termsOf } from '../request/page.js';
 
 export const checkoutPage: PagePart = {

@@ -2,7 +2,7 @@
 // words, and its terms: the ways it accepts and the merchant's order reference.
 import { html, type Html } from '../../pages/html.js';
 import { fact, type PagePart } from '../../pages/part.js';
-import { isJsonObject, type JsonObject } from '../../client/json.js';
+import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 
 interface Capability {
   rail: string;

@@ -1,13 +1,12 @@
 // One HTTP exchange of the client: the request built from a discovery entry (P4, P6), signed
 // per P5 when there is a credential, and the answer read as JSON, an error envelope (SPEC Errors)
 // becoming a PathError. Nothing here verifies signed objects; client.ts does.
-import * as ed from '@noble/ed25519';
 import { toHex, utf8 } from './bytes.js';
 import { sha256Hex } from './canonical.js';
+import { ed } from './ed25519.js';
 import { CLIENT_CODES, PathError } from './errors.js';
 import { signingString as ofDigest } from './signing-string.js';
 import type { CallOptions, CallResult, Endpoint, FetchLike, QueryValue } from './types.js';
-import './verify.js'; // sets the SHA-512 that @noble/ed25519 signs with
 
 export interface Signer {
   keyId: string;

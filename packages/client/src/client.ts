@@ -92,7 +92,7 @@ export class PathClient {
 
   /**
    * Calls an operation by its name in the discovery document, and verifies the signed objects
-   * of its answer (src/client/signed.ts says which). Throws PathError on an error envelope or a
+   * of its answer (signed.ts says which). Throws PathError on an error envelope or a
    * signature that does not verify.
    */
   async call<T = any>(operation: string, options: CallOptions = {}): Promise<CallResult<T>> {

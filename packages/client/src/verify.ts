@@ -2,13 +2,10 @@
 // document (P4): the same checks, in the same order and with the same reasons, as the node's
 // own verifier (src/protocol/signing.ts), plus `kid_unknown` when the document has no key by
 // that `kid`. Retired keys stay in the document and still verify what they signed (P1).
-import * as ed from '@noble/ed25519';
-import { sha512 } from '@noble/hashes/sha2.js';
 import { fromLowerHex } from './bytes.js';
 import { canonicalBytes } from './canonical.js';
+import { ed } from './ed25519.js';
 import type { KeyEntry, KeysDocument, VerifyResult } from './types.js';
-
-ed.hashes.sha512 = sha512;
 
 /** The group order L of edwards25519 (RFC 8032 section 5.1). */
 const GROUP_ORDER = 2n ** 252n + 27742317777372353535851937790883648493n;

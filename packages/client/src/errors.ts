@@ -1,5 +1,5 @@
 // PathError: what the client throws (P18). Codes from the node's error envelope come through
-// unchanged; the client's own codes are listed in src/client/index.ts.
+// unchanged; the client's own codes are listed in index.ts.
 
 export class PathError extends Error {
   override readonly name = 'PathError';
@@ -21,7 +21,7 @@ export class PathError extends Error {
   }
 }
 
-/** Client-side codes (module header of src/client/index.ts says when each is thrown). */
+/** Client-side codes (module header of index.ts says when each is thrown). */
 export const CLIENT_CODES = {
   signatureInvalid: 'path.client.signature_invalid',
   operationUnknown: 'path.client.operation_unknown',

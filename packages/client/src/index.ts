@@ -1,10 +1,11 @@
-// path-node/client (P18): what a wallet, a merchant or another operator needs to talk to a Path
-// node and to check what it signs. Browser-safe: no `node:` module anywhere under src/client
-// (Ed25519 from @noble/ed25519, SHA-256 and HMAC from @noble/hashes, RFC 8785 from canonicalize);
-// `npm run build` also bundles it for browsers as dist/assets/path-client.js.
+// @path-node/client (P18), re-exported by the node's package as path-node/client: what a wallet,
+// a merchant or another operator needs to talk to a Path node and to check what it signs.
+// Browser-safe: no `node:` module anywhere in the package (Ed25519 from @noble/ed25519, SHA-256
+// and HMAC from @noble/hashes, RFC 8785 its own); the node's `npm run build` also bundles it for
+// browsers as dist/assets/path-client.js.
 //
 // Every signed statement is verified offline with the operator's published keys
-// (`/.well-known/path-keys`, retired keys included); src/client/signed.ts says which objects of
+// (`/.well-known/path-keys`, retired keys included); signed.ts says which objects of
 // an answer `call` verifies and why those.
 //
 // PathError carries the node's error envelope (`status`, `code`, `message`, `detail`) unchanged,

@@ -1,0 +1,8 @@
+// The one shape test the node's pages and page answers make of what they read: a JSON object,
+// which `typeof` alone does not tell apart from an array or null. No imports: the pages' browser
+// script uses it too.
+export type JsonObject = Record<string, unknown>;
+
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
