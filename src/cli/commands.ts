@@ -105,9 +105,7 @@ export const COMMANDS = [
   },
   {
     name: 'credentials create',
-    sentence:
-      'Makes a key pair and its credential; prints the private key, and under `credential` the ' +
-      'pair as @path-node/client takes it: { keyId, privateKeyHex }.',
+    sentence: 'Makes a credential; prints its keys as the client takes them.',
     flags: [
       ...place,
       member('The member the credential acts for.'),
