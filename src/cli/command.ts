@@ -3,6 +3,7 @@
 // members. Which words name a command and which flags it takes come from one table
 // (commands.ts), which help and usage errors are printed from too (usage.ts): `path-node help
 // [COMMAND]`, or `--help` or `-h` on any command. It runs bundled into one file (main.ts).
+import { nativeServerProblem } from '../http/native.js';
 import { resolve } from 'node:path';
 import {
   ConfigError,
@@ -88,6 +89,13 @@ async function withStore<T>(flags: Flags, action: (store: NodeStore) => Promise<
 async function serve(flags: Flags): Promise<void> {
   const config = loadConfig(flags);
   const logger = createLogger(config.logLevel);
+  // No server but the native one (issue 32): its stand-in would fail on the first request.
+  const unserved = nativeServerProblem();
+  if (unserved !== null) {
+    logger.fatal({ reason: unserved }, 'cannot serve HTTP; not starting');
+    flushAccessLogs();
+    process.exit(1);
+  }
   const fatal = (message: string) => {
     logger.fatal({ reason: message }, 'cannot continue safely; exiting');
     flushAccessLogs();
