@@ -491,8 +491,10 @@ describe('a cluster that rides out its database (issue 29)', () => {
       );
       // The blackhole ends by delivering what it held, late and in order (a path healed): a
       // commit its instance gave up on (answered 503) then lands after a retry of its request
-      // may have run elsewhere. Both claim the request's idempotency answer in their commits
-      // (issue 29), so only one of them commits: one receipt per key (expectOnePerKey).
+      // may have run elsewhere, and after its partition was folded again. Both commits claim the
+      // request's idempotency answer (issue 29), so only one of them commits (expectOnePerKey);
+      // the next append of that partition is refused as not following on (PN002), and the
+      // partition is folded again before its commands are decided again (expectWritesBack).
       const faults = [
         { name: '500 ms latency', begin: () => proxy.latency(500), ms: 4_000 },
         { name: 'a 5 s blackhole', begin: () => proxy.blackhole(), ms: 5_000 },

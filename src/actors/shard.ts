@@ -20,6 +20,7 @@ import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
 import { headRows } from '../reads/rows.js';
 import {
   ClaimTakenError,
+  NotFollowingError,
   NotHeldError,
   NotWrittenError,
   partitionOf,
@@ -699,7 +700,10 @@ export class Shard {
     lastSeq: number,
     refused: { commands: RoutedCommand[]; error: ClaimTakenError | NotWrittenError },
   ): BatchNotWritten {
-    if (this.seq.get(p) === lastSeq && !this.doubted.has(p)) {
+    // The log's records of `p` are not what this shard took them to be (PN002): only a fold of
+    // `p` from the log says where it stands.
+    const unsure = refused.error instanceof NotFollowingError;
+    if (this.seq.get(p) === lastSeq && !this.doubted.has(p) && !unsure) {
       this.seq.set(p, before.seq);
       this.lastCheck.set(p, before.check);
     } else if (!this.doubted.has(p)) {

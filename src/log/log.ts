@@ -225,6 +225,15 @@ export class NotWrittenError extends Error {
 }
 
 /**
+ * NotWrittenError because the log's records of a partition are not what the writer took them to
+ * be (PN002: an append in doubt landed unseen, or one taken as written did not): nothing was
+ * written, and the writer must read the partition again before it appends to it.
+ */
+export class NotFollowingError extends NotWrittenError {
+  override name = 'NotFollowingError';
+}
+
+/**
  * The partitions a writer holds, shared with every thread of its instance: per partition the
  * epoch it holds it at (0 where it holds none), which the log checks its appends against. Made
  * and kept by the deployment (src/cluster in cluster mode; none embedded).

@@ -41,6 +41,7 @@ import {
 import {
   ClaimTakenError,
   NotHeldError,
+  NotFollowingError,
   NotWrittenError,
   type Holding,
   type Log,
@@ -136,7 +137,7 @@ function commitError(error: unknown): unknown {
     // detail: the partition, then `gap` (an earlier append is missing) or `overlap` (one landed
     // that this writer took as failed). Nothing of this one was written.
     const [partition, kind] = (detail ?? '').split(' ');
-    return new NotWrittenError(
+    return new NotFollowingError(
       kind === 'gap'
         ? `an earlier append of partition ${partition} did not commit`
         : `an earlier append of partition ${partition} committed unseen`,
