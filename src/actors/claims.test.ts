@@ -65,8 +65,9 @@ type Refusal = { why: 'claim' | 'told' | 'gap'; records: number };
 /**
  * The in-memory log, refusing appends as the cluster's log does (postgres-log.ts), with nothing
  * written: one carrying a claim another commit holds (ClaimTakenError), one whose records do not
- * follow on from the last of their partition the log took (NotFollowingError, as PN002), and the next ones it
- * is told to (NotWrittenError). Its refusals can be held back, as a database's answer on its way.
+ * follow on from the last of their partition the log took (NotFollowingError, as PN002), and
+ * the next ones it is told to (NotWrittenError). Its refusals can be held back, as a database's
+ * answer on its way.
  */
 class ClaimsLog extends MemoryLog {
   /** Claims another commit holds, as `table key`. */
@@ -262,7 +263,7 @@ describe('issue 29: a claim of a batch taken by another commit', () => {
 });
 
 describe('issue 29: a batch not written for want of what went before it', () => {
-  it('a commit that landed unseen (PN002): the partition is folded again and the command commits after it', async () => {
+  it('a commit landed unseen (PN002): its partition folded again, a command commits', async () => {
     const log = new ClaimsLog();
     const { shard, fatal } = started(log);
     await shard.recover();
