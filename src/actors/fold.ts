@@ -86,18 +86,19 @@ export async function foldInTurns<H extends Held>(
   deciders: ReadonlyMap<string, AnyDecider>,
   p: number,
   into: FoldInto<H>,
-  options: { turnMs: number; cancelled: () => boolean },
+  options: { turnMs: number; cancelled: () => boolean; now?: () => number },
 ): Promise<FoldedPartition | null> {
+  const now = options.now ?? (() => performance.now());
   const steps = foldSteps(log, deciders, p, into, log.readSnapshot(p));
-  let turn = performance.now();
+  let turn = now();
   try {
     for (;;) {
       const step = steps.next();
       if (step.done === true) return step.value;
-      if (performance.now() - turn < options.turnMs) continue;
+      if (now() - turn < options.turnMs) continue;
       await nextTurn();
       if (options.cancelled()) return null;
-      turn = performance.now();
+      turn = now();
     }
   } finally {
     // Ends the records' iteration, and with it its read transaction, if the fold stopped early.

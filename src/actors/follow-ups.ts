@@ -17,7 +17,11 @@ export interface FollowUpOptions {
   retryMaxMs: number;
   /** True once the node is stopping: what is left is carried out at the next start. */
   stopped: () => boolean;
+  /** Waits `ms` before the next attempt; absent: a timer of the thread (the simulator: its clock). */
+  wait?: (ms: number) => Promise<void>;
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Carries one follow-up out; an overloaded node (503) or a lost worker call is tried again. */
 export async function carryOut(f: PendingFollowUp, options: FollowUpOptions): Promise<void> {
@@ -28,9 +32,7 @@ export async function carryOut(f: PendingFollowUp, options: FollowUpOptions): Pr
     } catch {
       // Not decided: the row stays, and so does the duty.
     }
-    await new Promise((r) =>
-      setTimeout(r, Math.min(options.retryMs * 2 ** attempt, options.retryMaxMs)),
-    );
+    await (options.wait ?? sleep)(Math.min(options.retryMs * 2 ** attempt, options.retryMaxMs));
   }
 }
 

@@ -99,6 +99,11 @@ export interface ShardOptions {
    * checked nor folded here, and their commands are refused as moved until adopted.
    */
   released?: readonly number[];
+  /**
+   * How a fold measures its turns (foldInTurns), in ms; absent: the thread's own time. The
+   * simulator (sim/) counts records instead, so that where a fold yields is the same every run.
+   */
+  turnClock?: () => number;
   /** Called when the log is proven inconsistent (a damaged record): the node cannot go on. */
   onFatal: (error: unknown) => void;
   /**
@@ -313,6 +318,7 @@ export class Shard {
         foldInTurns(this.options.log, this.deciders, p, this.into(p), {
           turnMs: WARM_TURN_MS,
           cancelled: () => this.stopped,
+          ...(this.options.turnClock === undefined ? {} : { now: this.options.turnClock }),
         }),
       )
       .then((folded) => {
@@ -573,6 +579,14 @@ export class Shard {
   }
 
   /** The state of one aggregate (tests and diagnostics). */
+  /**
+   * Whether the states of partition `p` are in memory as the log holds them: folded, not given
+   * away, not waiting to be folded again (a doubted partition is folded by its next command).
+   */
+  holdsFolded(p: number): boolean {
+    return this.installed.has(p) && !this.doubted.has(p) && !this.released.has(p);
+  }
+
   stateOf(key: string): unknown {
     return this.slots.get(partitionOf(key))?.get(key)?.state ?? null;
   }

@@ -1,0 +1,333 @@
+// What clients ask of the node in a run, what they were answered, and the invariants that hold
+// between those answers and what the log says. The workload is small on purpose (a few keys of
+// each kind), so that requests race on the same aggregates, the same idempotency keys and the same
+// ceilings.
+import { isDeepStrictEqual } from 'node:util';
+import type { RoutedCommand } from '../src/actors/types.js';
+import type { InstructionState } from '../src/domain/instruction/instruction.js';
+import type { ReceiptState } from '../src/domain/receipt/receipt.js';
+import type { BudgetState } from '../src/domain/budget/budget.js';
+import { decodeView, encodeView } from '../src/reads/views.js';
+import { addressInfoKey, type AddressInfo } from '../src/domain/subject/resolver.js';
+import { isoTime, parseTime } from '../src/protocol/time.js';
+import type { Random } from './random.js';
+import { SIM_LIMITS, type Answer, type World } from './world.js';
+
+const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
+const ADDRESS = 'path:0123456789ABCDEFabcdef';
+const OPERATOR = { member: 'local', local: true };
+const PAYER = { member: 'beta', local: false };
+const MEMBERS = ['m1', 'm2'];
+const RECEIPTS = 12;
+const INSTRUCTIONS = 6;
+/** A receipt naming an instruction this long before its expiry must find it used (follow-ups). */
+const FOLLOW_UP_MARGIN_MS = 60_000;
+/** A deadline may fire this late (a restart, a retry) and no later. */
+const DEADLINE_SLACK_MS = 30_000;
+
+/** The statuses a receipt or an instruction can move to from each (SPEC's state machines). */
+const NEXT: Record<string, string[]> = {
+  pending: ['settled', 'failed', 'reversed'],
+  settled: ['reversed'],
+  open: ['used', 'expired', 'revoked'],
+};
+
+const ref = (prefix: string, n: number) => `${prefix}_${n.toString(16).padStart(32, '0')}`;
+const receiptRef = (n: number) => ref('rcp', 0xa000 + n);
+const instructionRef = (n: number) => ref('ins', 0xb000 + n);
+
+/** The address the instructions are issued for, as its subject publishes it (seeded once). */
+export function addressView(): { key: string; bytes: Buffer } {
+  const info: AddressInfo = {
+    id: ref('adr', 1),
+    address: ADDRESS,
+    revoked: false,
+    intent_version: 1,
+    accepts: [EUR],
+    targets: [{ ...EUR, is_default: true, beneficiary_format: null, beneficiary: null }],
+  };
+  const body = JSON.stringify(info);
+  const bytes = encodeView({ status: 200, body, signed: false }, { partition: 0, seq: 1 });
+  return { key: addressInfoKey(ADDRESS), bytes };
+}
+
+type Op =
+  | { kind: 'issue-receipt'; reference: string; instruction: string | null }
+  | { kind: 'settle-receipt'; reference: string }
+  | { kind: 'issue-instruction'; reference: string }
+  | { kind: 'charge'; member: string };
+
+/** One request a client sent, and what became of it. */
+interface Sent {
+  op: Op;
+  routed: RoutedCommand;
+  answer?: Answer | null;
+  /** The instance's time when it was sent. */
+  at: number;
+}
+
+export interface Violation {
+  invariant: string;
+  detail: string;
+}
+
+/** Durable states, as a fresh fold of the log holds them. */
+export type States = (key: string) => unknown;
+
+export class Model {
+  readonly sent: Sent[] = [];
+  /** Reads clients made of in-memory states: what they saw must stay true (committed). */
+  private readonly seen: { key: string; status: string }[] = [];
+  private marks = 0;
+  private scopes = 0;
+
+  constructor(private readonly random: Random) {}
+
+  /** Every key a run can touch. */
+  keys(): string[] {
+    return [
+      ...Array.from({ length: RECEIPTS }, (_, n) => receiptRef(n)),
+      ...Array.from({ length: INSTRUCTIONS }, (_, n) => instructionRef(n)),
+      ...MEMBERS.map((m) => `budget/${m}`),
+    ];
+  }
+
+  /** The next request, as the seed chooses it: a new one, or one sent before sent again. */
+  next(now: number): Sent {
+    const r = this.random;
+    if (this.sent.length > 0 && r.chance(0.08)) {
+      // A client that did not hear its answer sends the same request again: same idempotency
+      // key and body, same signature and timestamp (so the same replay mark).
+      const again = r.pick(this.sent.slice(-20));
+      const sent = { op: again.op, routed: again.routed, at: now };
+      this.sent.push(sent);
+      return sent;
+    }
+    const op = r.weighted<() => Op>([
+      [4, () => this.issueReceipt()],
+      [2, () => ({ kind: 'settle-receipt', reference: receiptRef(r.int(0, RECEIPTS - 1)) })],
+      [2, () => ({ kind: 'issue-instruction', reference: instructionRef(r.int(0, INSTRUCTIONS - 1)) })],
+      [3, () => ({ kind: 'charge', member: r.pick(MEMBERS) })],
+    ])();
+    const routed = this.routedOf(op);
+    if (r.chance(0.5)) routed.idempotency = { scope: `s${++this.scopes}`, requestHash: 'h' };
+    routed.replay = { key: `m${++this.marks}`, keyId: 'k1', until: now + 600_000 };
+    const sent = { op, routed, at: now };
+    this.sent.push(sent);
+    return sent;
+  }
+
+  private issueReceipt(): Op {
+    const r = this.random;
+    const instruction = r.chance(0.5) ? instructionRef(r.int(0, INSTRUCTIONS - 1)) : null;
+    return { kind: 'issue-receipt', reference: receiptRef(r.int(0, RECEIPTS - 1)), instruction };
+  }
+
+  private routedOf(op: Op): RoutedCommand {
+    switch (op.kind) {
+      case 'issue-receipt': {
+        const input = {
+          reference: op.reference,
+          issued_by: 'payer',
+          via: EUR,
+          ...(op.instruction === null ? {} : { instruction: op.instruction }),
+        };
+        return { aggregate: 'receipt', key: op.reference, command: { name: 'issue', input, caller: OPERATOR } };
+      }
+      case 'settle-receipt': {
+        const input = { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] };
+        return { aggregate: 'receipt', key: op.reference, command: { name: 'transition', input, caller: OPERATOR } };
+      }
+      case 'issue-instruction': {
+        const input = { reference: op.reference, address: ADDRESS, via: EUR };
+        return { aggregate: 'instruction', key: op.reference, command: { name: 'issue', input, caller: PAYER } };
+      }
+      case 'charge':
+        return {
+          aggregate: 'budget',
+          key: `budget/${op.member}`,
+          command: { name: 'charge-payee-check', input: {}, caller: { member: op.member, local: false } },
+        };
+    }
+  }
+
+  /** A client read an aggregate's state in memory (a receipt's status). */
+  saw(key: string, state: unknown): void {
+    const status = (state as { status?: string } | null)?.status;
+    if (status !== undefined) this.seen.push({ key, status });
+  }
+
+  // ---- Invariants. Each returns its violations; none is a pass. ----
+
+  /**
+   * no acknowledged write lost or changed: every answer that said "committed" is in the log
+   * (a receipt issued or settled, an instruction issued, a charge counted), and so is every
+   * state a client read.
+   */
+  acknowledgedKept(durable: States): Violation[] {
+    const out: Violation[] = [];
+    const charged = new Map<string, number>();
+    for (const s of this.sent) {
+      if (s.answer?.committed !== true || s.answer.status >= 300) continue;
+      const state = durable(s.routed.key) as { status?: string } | null;
+      const lost = (what: string) =>
+        out.push({ invariant: 'acknowledged-kept', detail: `${what} ${s.routed.key} answered ${s.answer!.status}, not in the log` });
+      if (s.op.kind === 'charge') charged.set(s.routed.key, (charged.get(s.routed.key) ?? 0) + 1);
+      else if (state === null) lost(s.op.kind);
+      else if (s.op.kind === 'settle-receipt' && state.status !== 'settled') lost('settle');
+    }
+    for (const [key, n] of charged) {
+      const budget = durable(key) as BudgetState | null;
+      if ((budget?.payee_checks ?? 0) < n)
+        out.push({ invariant: 'acknowledged-kept', detail: `${key}: ${n} charges answered, ${budget?.payee_checks ?? 0} in the log` });
+    }
+    for (const { key, status } of this.seen) {
+      const state = durable(key) as { status?: string } | null;
+      const later = [status, ...(NEXT[status] ?? [])];
+      if (state === null || !later.includes(state.status ?? ''))
+        out.push({ invariant: 'reads-committed', detail: `${key} was read as ${status}, the log holds ${state?.status ?? 'nothing'}` });
+    }
+    return out;
+  }
+
+  /** one winner per race: one receipt or instruction per reference was ever answered created. */
+  oneWinner(): Violation[] {
+    const created = new Map<string, Set<string>>();
+    for (const s of this.sent) {
+      if (s.answer?.status !== 201 || s.op.kind === 'charge' || s.op.kind === 'settle-receipt') continue;
+      const bodies = created.get(s.routed.key) ?? new Set();
+      bodies.add(s.answer.body);
+      created.set(s.routed.key, bodies);
+    }
+    return [...created]
+      .filter(([, bodies]) => bodies.size > 1)
+      .map(([key, bodies]) => ({ invariant: 'one-winner', detail: `${key} created ${bodies.size} times` }));
+  }
+
+  /**
+   * one answer per idempotency key (P7): a key commits once, and once it has, every answer to it
+   * is the committed one, byte for byte. (A refusal commits nothing and stores nothing: a retry
+   * before the key committed runs again.)
+   */
+  oneAnswerPerKey(): Violation[] {
+    const committed = new Map<string, string>();
+    const out: Violation[] = [];
+    for (const s of this.sent) {
+      const scope = s.routed.idempotency?.scope;
+      const a = s.answer;
+      if (scope === undefined || a == null || a.status >= 500 || a.status === 401) continue;
+      const said = `${a.status} ${a.body}`;
+      const first = committed.get(scope);
+      if (first === undefined) {
+        if (a.committed) committed.set(scope, said);
+      } else if (a.committed || first !== said)
+        out.push({
+          invariant: 'one-answer-per-key',
+          detail: `${scope} answered ${first.slice(0, 60)}, then ${a.committed ? 'committed ' : ''}${said.slice(0, 60)}`,
+        });
+    }
+    return out;
+  }
+
+  /**
+   * a replayed request refused (P5): once a request was answered (run, refused or committed,
+   * not 503), the same signed request is refused as replayed, also after a restart; or, for a
+   * request whose commit stored its answer, answered that stored answer (P7).
+   */
+  replayRefused(): Violation[] {
+    const answered = new Map<string, { n: number; committed: string | null }>();
+    const out: Violation[] = [];
+    this.sent.forEach((s, n) => {
+      const mark = s.routed.replay?.key;
+      const a = s.answer;
+      if (mark === undefined || a == null || a.status === 503) return;
+      const first = answered.get(mark);
+      const said = `${a.status} ${a.body}`;
+      if (first === undefined) {
+        answered.set(mark, { n, committed: a.committed ? said : null });
+        return;
+      }
+      if (a.status === 401 || said === first.committed) return;
+      out.push({
+        invariant: 'replay-refused',
+        detail: `#${n} replays #${first.n} (mark ${mark}) and was answered ${a.status}${a.committed ? ' committed' : ''}`,
+      });
+    });
+    return out;
+  }
+
+  /**
+   * every ceiling exact: no member was charged past its daily allowance, and none was refused
+   * for it while the log held less than the allowance.
+   */
+  ceilingExact(durable: States): Violation[] {
+    const out: Violation[] = [];
+    const max = SIM_LIMITS.payee_check_daily_max;
+    for (const member of MEMBERS) {
+      const key = `budget/${member}`;
+      const budget = durable(key) as BudgetState | null;
+      const count = budget?.payee_checks ?? 0;
+      if (count > max) out.push({ invariant: 'ceiling-exact', detail: `${key} charged ${count} of ${max}` });
+      const refused = this.sent.some(
+        (s) => s.routed.key === key && s.answer?.status === 429,
+      );
+      if (refused && count < max)
+        out.push({ invariant: 'ceiling-exact', detail: `${key} refused at ${count} of ${max}` });
+    }
+    return out;
+  }
+
+  /**
+   * every committed receipt's instruction used (follow-ups, STYLE 12): no follow-up left, and an
+   * instruction named by a receipt committed well before its expiry is used.
+   */
+  followUpsDone(world: World, durable: States): Violation[] {
+    const out: Violation[] = [];
+    const left = [...world.disk.store.scan('followups')].length;
+    if (left > 0) out.push({ invariant: 'follow-ups-done', detail: `${left} follow-ups never carried out` });
+    for (let n = 0; n < RECEIPTS; n++) {
+      const reference = receiptRef(n);
+      const bytes = world.disk.store.get('views', reference);
+      const view = bytes === undefined ? null : decodeView(bytes);
+      if (view === null || view.status !== 200) continue;
+      const receipt = JSON.parse(view.body.toString()) as { instruction: string | null };
+      const state = durable(reference) as ReceiptState | null;
+      if (receipt.instruction === null || state === null) continue;
+      const instruction = durable(receipt.instruction) as InstructionState | null;
+      if (instruction === null) continue;
+      // Only a receipt issued while the instruction surely was open (the instances' clocks may
+      // disagree by the margin): one issued before it, or near its expiry, may find it otherwise.
+      const issuedAt = parseTime(state.steps[0]!.occurred_at)!;
+      const expiresAt = parseTime(instruction.expires_at)!;
+      const openedAt = expiresAt - SIM_LIMITS.instruction_lifetime_ms;
+      if (issuedAt < openedAt + FOLLOW_UP_MARGIN_MS || issuedAt > expiresAt - FOLLOW_UP_MARGIN_MS)
+        continue;
+      if (instruction.status !== 'used')
+        out.push({ invariant: 'follow-ups-done', detail: `${receipt.instruction} named by ${reference} is ${instruction.status}` });
+    }
+    return out;
+  }
+
+  /** deadlines fire: no instruction open past its expiry (with its slack). */
+  deadlinesFired(now: number, durable: States): Violation[] {
+    const out: Violation[] = [];
+    for (let n = 0; n < INSTRUCTIONS; n++) {
+      const state = durable(instructionRef(n)) as InstructionState | null;
+      if (state?.status === 'open' && parseTime(state.expires_at)! + DEADLINE_SLACK_MS < now)
+        out.push({ invariant: 'deadline-fired', detail: `${state.reference} open at ${isoTime(now)}, past ${state.expires_at}` });
+    }
+    return out;
+  }
+
+  /** after recovery, state equal to a fresh fold of the log. */
+  foldEqual(memory: States, durable: States): Violation[] {
+    const out: Violation[] = [];
+    for (const key of this.keys()) {
+      const a = memory(key);
+      const b = durable(key);
+      if (!isDeepStrictEqual(a, b))
+        out.push({ invariant: 'fresh-fold', detail: `${key}: memory ${JSON.stringify(a)?.slice(0, 80)} log ${JSON.stringify(b)?.slice(0, 80)}` });
+    }
+    return out;
+  }
+}

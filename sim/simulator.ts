@@ -1,0 +1,441 @@
+// One run of the simulator (issue 30): the node's real shards, deciders, follow-ups, deadlines,
+// claims and (cluster mode) lease moves, over the simulated store, driven step by step by one
+// seed. Nothing inside a run waits on real time, a thread or a socket: the node's clock is the
+// world's, which moves only when a step moves it; the store answers when a step flushes it; and
+// between steps the event loop is drained a fixed number of turns, so that the same seed takes
+// the same steps in the same order, and prints the same trace and digest.
+import { createHash } from 'node:crypto';
+import { SimulatedClock } from '../src/clock.js';
+import { DECIDERS } from '../src/domain/index.js';
+import { plant, type Plant } from '../src/actors/planted.js';
+import { Shard } from '../src/actors/shard.js';
+import { partitionOf } from '../src/log/log.js';
+import { Model, addressView, type States, type Violation } from './model.js';
+import { Random } from './random.js';
+import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
+import type { Damage } from './disk.js';
+
+export interface RunOptions {
+  seed: number;
+  cluster: boolean;
+  /** Steps before the run heals its faults and checks every invariant. */
+  steps: number;
+  /** A known bug planted for this run alone (the simulator's own test). */
+  plant?: Plant | null;
+  /** Told every line of the trace as it is written (--trace). */
+  onLine?: (line: string) => void;
+}
+
+export interface RunResult {
+  seed: number;
+  cluster: boolean;
+  steps: number;
+  /** SHA-256 of the whole trace: the same seed prints the same digest. */
+  digest: string;
+  violation: Violation | null;
+  /** The last steps before the end (or the violation). */
+  tail: string[];
+  /** Simulated time the run covered, ms. */
+  simulatedMs: number;
+  /** How many of each fault the run injected. */
+  faults: Record<string, number>;
+}
+
+/** Event-loop turns between two steps: enough for a command to run to its next wait. */
+const DRAIN_TURNS = 12;
+/** Rounds of flushing and moving time at the end, until everything is answered. */
+const QUIESCE_ROUNDS = 300;
+const TAIL_LINES = 40;
+
+const drain = async () => {
+  for (let i = 0; i < DRAIN_TURNS; i++) await new Promise<void>((r) => setImmediate(r));
+};
+
+/** A key as the trace shows it: its kind and its last digits. */
+const short = (key: string) => key.slice(0, 4) + key.slice(-3);
+
+class Trace {
+  private readonly hash = createHash('sha256');
+  readonly tail: string[] = [];
+
+  constructor(private readonly onLine?: (line: string) => void) {}
+
+  line(text: string): void {
+    this.onLine?.(text);
+    this.hash.update(text + '\n');
+    this.tail.push(text);
+    if (this.tail.length > TAIL_LINES) this.tail.shift();
+  }
+
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+export async function simulate(options: RunOptions): Promise<RunResult> {
+  plant(options.plant ?? null);
+  try {
+    return await new Run(options).go();
+  } finally {
+    plant(null);
+  }
+}
+
+class Run {
+  private readonly random: Random;
+  private readonly world: World;
+  private readonly model: Model;
+  private readonly trace: Trace;
+  private readonly faults: Record<string, number> = {};
+  private violation: Violation | null = null;
+  private step = 0;
+  /** Requests whose answer has not come, by instance incarnation. */
+  private readonly unanswered = new Map<number, { instance: SimInstance; incarnation: number }>();
+  private dead: SimInstance[] = [];
+
+  constructor(private readonly options: RunOptions) {
+    this.trace = new Trace(options.onLine);
+    this.random = new Random(options.seed);
+    this.world = new World(options.cluster, this.random);
+    this.model = new Model(this.random);
+  }
+
+  private fault(name: string, detail = ''): void {
+    this.faults[name] = (this.faults[name] ?? 0) + 1;
+    this.trace.line(`${this.step} fault ${name}${detail === '' ? '' : ' ' + detail}`);
+  }
+
+  private fail(violation: Violation): void {
+    this.violation ??= violation;
+    this.trace.line(`${this.step} VIOLATION ${violation.invariant}: ${violation.detail}`);
+  }
+
+  async go(): Promise<RunResult> {
+    const { key, bytes } = addressView();
+    await this.world.disk.store.write([{ table: 'views', key, bytes }]);
+    await this.world.start();
+    for (this.step = 1; this.step <= this.options.steps && this.violation === null; this.step++) {
+      await this.act();
+      await drain();
+      this.watch();
+    }
+    if (this.violation === null) await this.heal();
+    return {
+      seed: this.options.seed,
+      cluster: this.options.cluster,
+      steps: Math.min(this.step, this.options.steps),
+      digest: this.trace.digest(),
+      violation: this.violation,
+      tail: this.trace.tail,
+      simulatedMs: this.world.clock.now() - Date.parse('2026-11-21T12:00:00Z'),
+      faults: this.faults,
+    };
+  }
+
+  private live(): SimInstance[] {
+    return this.world.instances.filter((i) => i.alive);
+  }
+
+  private async act(): Promise<void> {
+    const r = this.random;
+    const cluster = this.options.cluster;
+    const paused = this.world.instances.filter((i) => i.alive && i.paused);
+    const action = r.weighted<string>([
+      [40, 'request'],
+      [22, 'flush'],
+      [12, 'time'],
+      [5, 'read'],
+      [2, 'kill'],
+      [1, 'power-loss'],
+      [1, 'damage'],
+      [1, 'damaged-read'],
+      [this.dead.length > 0 ? 6 : 0, 'restart'],
+      ...(cluster
+        ? ([
+            [3, 'move'],
+            [1, 'pause'],
+            [paused.length > 0 ? 4 : 0, 'resume'],
+            [this.world.disk.down ? 6 : 1, 'database'],
+            [1, 'skew'],
+          ] as const)
+        : []),
+    ]);
+    switch (action) {
+      case 'request':
+        return this.request();
+      case 'flush':
+        if (this.world.disk.unflushed > 0) this.trace.line(`${this.step} flush ${this.world.disk.unflushed}`);
+        this.world.disk.flush();
+        return;
+      case 'time': {
+        const ms = r.weighted([
+          [6, r.int(1, 500)],
+          [3, r.int(500, 10_000)],
+          [1, r.int(10_000, 120_000)],
+        ]);
+        this.trace.line(`${this.step} time +${ms}`);
+        this.world.clock.advance(ms);
+        return;
+      }
+      case 'read': {
+        const key = r.pick(this.model.keys());
+        const holder = this.world.holderOf(key);
+        if (holder === null || !holder.alive || holder.paused) return;
+        const state = holder.shard.stateOf(key);
+        this.model.saw(key, state);
+        this.trace.line(`${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`);
+        return;
+      }
+      case 'kill':
+        return this.kill(r.pick(this.world.instances), false);
+      case 'power-loss':
+        return this.kill(null, true);
+      case 'damage':
+        return this.damage();
+      case 'damaged-read':
+        return this.damagedRead();
+      case 'restart':
+        return this.restart(r.pick(this.dead));
+      case 'move': {
+        const p = r.pick(ALL_PARTITIONS);
+        const to = r.pick(this.world.instances);
+        if (!to.alive || to.paused) return;
+        this.trace.line(`${this.step} move ${p} to ${to.name}`);
+        void this.world.move(p, to);
+        return;
+      }
+      case 'pause': {
+        const live = this.live().filter((i) => !i.paused);
+        if (live.length < 2) return;
+        const instance = r.pick(live);
+        instance.pause();
+        const taken = this.world.lapse(instance);
+        this.fault('pause', `${instance.name} (${taken.length} leases lapse)`);
+        return;
+      }
+      case 'resume': {
+        const instance = r.pick(paused);
+        instance.resume();
+        this.world.renew(instance);
+        this.trace.line(`${this.step} resume ${instance.name}`);
+        return;
+      }
+      case 'database':
+        this.world.disk.down = !this.world.disk.down;
+        this.fault(this.world.disk.down ? 'database-down' : 'database-up');
+        return;
+      case 'skew': {
+        const instance = r.pick(this.world.instances);
+        const ms = r.int(-30_000, 30_000);
+        instance.setSkew(ms);
+        this.fault('clock-skew', `${instance.name} ${ms}`);
+        return;
+      }
+    }
+  }
+
+  private request(): void {
+    const live = this.live();
+    if (live.length === 0) return;
+    const instance = this.random.pick(live);
+    const sent = this.model.next(instance.now());
+    const n = this.model.sent.length - 1;
+    const { incarnation } = instance;
+    this.unanswered.set(n, { instance, incarnation });
+    const scope = sent.routed.idempotency?.scope;
+    this.trace.line(
+      `${this.step} send #${n} ${sent.op.kind} ${short(sent.routed.key)} via ${instance.name}` +
+        `${scope === undefined ? '' : ` key ${scope}`} mark ${sent.routed.replay?.key ?? '-'}`,
+    );
+    instance.request(sent.routed).then(
+      (answer) => {
+        this.unanswered.delete(n);
+        // A process that died meanwhile answers nobody: its client saw the connection drop.
+        const heard = instance.alive && instance.incarnation === incarnation ? answer : null;
+        sent.answer = heard;
+        this.trace.line(`${this.step} answer #${n} ${heard === null ? 'none' : `${heard.status}${heard.committed ? ' committed' : ''}`}`);
+        if (heard !== null && heard.status >= 500 && heard.status !== 503)
+          this.fail({ invariant: 'no-internal-error', detail: `#${n} answered ${heard.status} ${heard.body.slice(0, 120)}` });
+      },
+      (error: unknown) => {
+        this.unanswered.delete(n);
+        sent.answer = null;
+        // What a process's leftovers run into once it is gone is nobody's answer.
+        if (instance.alive && instance.incarnation === incarnation)
+          this.fail({ invariant: 'no-internal-error', detail: `#${n} threw ${String(error)}` });
+        else this.trace.line(`${this.step} answer #${n} none`);
+      },
+    );
+  }
+
+  /** Fatal errors raised where no damage was made: the node stopped on sound data. */
+  private watch(): void {
+    for (const i of this.world.instances)
+      if (i.alive && i.fatal.length > 0)
+        this.fail({ invariant: 'no-fatal', detail: `${i.name}: ${String(i.fatal[0])}` });
+  }
+
+  /** kill -9 of one instance, or the power lost under all of them (unflushed commits lost). */
+  private async kill(instance: SimInstance | null, power: boolean): Promise<void> {
+    const victims = instance === null ? this.live() : instance.alive ? [instance] : [];
+    if (victims.length === 0) return;
+    for (const v of victims) v.kill();
+    // A process that dies leaves its commits to the system, which flushes them; a power loss
+    // drops them.
+    if (power) this.fault('power-loss', `${this.world.disk.powerLoss()} commits lost`);
+    else {
+      this.world.disk.flush();
+      this.fault('kill', victims.map((v) => v.name).join(','));
+    }
+    for (const v of victims) {
+      if (this.world.cluster) this.world.lapse(v);
+      this.dead.push(v);
+    }
+    // One process in most runs: it restarts at once, recovering from the store.
+    if (!this.world.cluster) await this.restart(victims[0]!);
+    else if (power) for (const v of victims) await this.restart(v);
+  }
+
+  private async restart(instance: SimInstance): Promise<void> {
+    // A cluster instance does not start while its database is away: it is started again later.
+    if (this.world.cluster && this.world.disk.down) return;
+    this.dead = this.dead.filter((i) => i !== instance);
+    if (this.world.cluster) {
+      // A new process holds nothing: it takes its share from the live ones (a rebalance).
+      instance.holding!.epochs.fill(0n);
+      if (this.live().length === 0) this.world.owner.fill(null);
+      const orphaned = ALL_PARTITIONS.filter((p) => this.world.owner[p] === null || this.world.owner[p] === instance);
+      for (const p of orphaned) this.world.grant(p, instance);
+    }
+    if (!(await instance.start())) {
+      this.fail({ invariant: 'no-fatal', detail: `${instance.name} refused to start: ${String(instance.fatal[0])}` });
+      return;
+    }
+    this.trace.line(`${this.step} restart ${instance.name} #${instance.incarnation}`);
+    if (this.world.cluster)
+      for (const p of ALL_PARTITIONS)
+        if (this.random.chance(0.2)) void this.world.move(p, instance);
+    if (!this.world.cluster) await this.checkDurable('restart');
+  }
+
+  /**
+   * Damage at rest: a start (every partition checked, P14) must refuse the damaged log, never
+   * serve it. The damage is then undone, as a restore from backup would.
+   */
+  private async damage(): Promise<void> {
+    const kind = this.random.pick(['flipped', 'torn', 'misdirected', 'snapshot'] as const);
+    const damage: Damage | null = this.world.disk.damage(kind, (items) => this.random.pick(items));
+    if (damage === null) return;
+    this.fault(`damage-${kind}`, `p${damage.partition} seq ${damage.seq}`);
+    if ((await this.freshFold()) !== null)
+      this.fail({ invariant: 'damage-refused', detail: `a start served a log with a ${kind} record (p${damage.partition} seq ${damage.seq})` });
+    this.world.disk.repair(damage);
+  }
+
+  /** A read that hands damaged bytes to a start must be refused, the stored bytes being sound. */
+  private async damagedRead(): Promise<void> {
+    if (this.world.disk.writtenPartitions().length === 0) return;
+    const log = this.world.disk.connect(null, true);
+    log.damageNextRead = true;
+    this.fault('damaged-read');
+    const served = await this.freshFold(log);
+    if (log.damagedReads > 0 && served !== null)
+      this.fail({ invariant: 'damage-refused', detail: 'a start served a record read damaged' });
+  }
+
+  /**
+   * A fresh start's fold of the store (a new process, every partition checked and folded): its
+   * states, or null where it refused the log.
+   */
+  private async freshFold(log = this.world.disk.connect(null, true)): Promise<States | null> {
+    let refused = false;
+    const shard = new Shard({
+      partitions: ALL_PARTITIONS,
+      log,
+      deciders: DECIDERS,
+      clock: new SimulatedClock(this.world.clock.now()),
+      member: MEMBER,
+      signer: () => {
+        throw new Error('a fold signs nothing');
+      },
+      newId: (prefix) => this.world.newId(prefix),
+      snapshotEveryRecords: Number.MAX_SAFE_INTEGER,
+      mailboxDepthMax: 1,
+      limits: SIM_LIMITS,
+      turnClock: () => 0,
+      onFatal: () => {
+        refused = true;
+      },
+    });
+    await shard.recover().catch(() => {
+      refused = true;
+    });
+    shard.stop();
+    return refused ? null : (key) => shard.stateOf(key);
+  }
+
+  /** No acknowledged write lost, nothing read that is not in the log (after a restart, at the end). */
+  private async checkDurable(when: string): Promise<void> {
+    const durable = await this.freshFold();
+    if (durable === null) {
+      this.fail({ invariant: 'no-fatal', detail: `the store could not be folded (${when})` });
+      return;
+    }
+    for (const v of this.model.acknowledgedKept(durable)) this.fail(v);
+  }
+
+  /**
+   * The end of a run: every fault healed (the database back, paused instances running, dead ones
+   * restarted), then the store flushed and time moved on until every request is answered; then
+   * every invariant is checked against a fresh fold of the log.
+   */
+  private async heal(): Promise<void> {
+    this.trace.line(`${this.step} heal`);
+    if (this.world.disk.down) this.fault('database-up');
+    this.world.disk.down = false;
+    for (const i of this.world.instances)
+      if (i.alive && i.paused) {
+        i.resume();
+        this.world.renew(i);
+      }
+    for (const i of [...this.dead]) await this.restart(i);
+    for (let round = 0; round < QUIESCE_ROUNDS; round++) {
+      this.world.disk.flush();
+      this.world.clock.advance(1_000);
+      await drain();
+      const waiting = [...this.unanswered.values()].filter(
+        (u) => u.instance.alive && u.instance.incarnation === u.incarnation,
+      ).length;
+      const followUps = [...this.world.disk.store.scan('followups')].length;
+      if (waiting === 0 && followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0)
+        break;
+    }
+    this.watch();
+    if (this.violation !== null) return;
+    for (const [n, u] of this.unanswered)
+      if (u.instance.alive && u.instance.incarnation === u.incarnation)
+        this.fail({ invariant: 'answered', detail: `#${n} sent to ${u.instance.name} never answered` });
+    const durable = await this.freshFold();
+    if (durable === null) return this.fail({ invariant: 'no-fatal', detail: 'the store could not be folded at the end' });
+    // Partitions a holder has folded: one left doubted (the database was away) is folded again
+    // by its next command, and holds nothing until then.
+    const memory = (key: string) => {
+      const holder = this.world.holderOf(key);
+      if (holder === null || !holder.shard.holdsFolded(partitionOf(key))) return durable(key);
+      return holder.shard.stateOf(key);
+    };
+    const now = this.world.clock.now();
+    for (const v of [
+      ...this.model.acknowledgedKept(durable),
+      ...this.model.oneWinner(),
+      ...this.model.oneAnswerPerKey(),
+      ...this.model.replayRefused(),
+      ...this.model.ceilingExact(durable),
+      ...this.model.followUpsDone(this.world, durable),
+      ...this.model.deadlinesFired(now, durable),
+      ...this.model.foldEqual(memory, durable),
+    ])
+      this.fail(v);
+    this.trace.line(`${this.step} checked`);
+  }
+}

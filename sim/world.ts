@@ -1,0 +1,353 @@
+// The simulated deployment: one store, one or more instances of the node over it, the leases that
+// say which instance holds which partition (cluster mode, P22), and the front end each request
+// comes through. An instance is the node's real Shard, with every decider, over a connection to
+// the store, on a clock of its own (skewed as the seed says) that moves only with the world's.
+// A crash (kill -9) leaves nothing of an instance's memory; its restart recovers as the node does:
+// every partition checked and folded, then the follow-ups its log holds carried out again.
+import { SimulatedClock, type Clock, type Timer } from '../src/clock.js';
+import { DEFAULT_LIMITS, WARM_TURN_MS, type Limits } from '../src/config.js';
+import { DECIDERS } from '../src/domain/index.js';
+import { carryOut, unfinishedFollowUps } from '../src/actors/follow-ups.js';
+import { MovedError, Shard } from '../src/actors/shard.js';
+import { planted } from '../src/actors/planted.js';
+import type { CommandResult, PendingFollowUp, RoutedCommand } from '../src/actors/types.js';
+import { PARTITION_COUNT, partitionOf, type Holding } from '../src/log/log.js';
+import { idempotencyRows, replayRows } from '../src/reads/rows.js';
+import { signingKeyFromSeed } from '../src/protocol/signing.js';
+import type { ReferencePrefix } from '../src/protocol/ids.js';
+import { SimDisk, type SimLog } from './disk.js';
+import type { Random } from './random.js';
+import { unreachable } from '../src/log/unavailable.js';
+
+export const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
+export const T0 = Date.parse('2026-11-21T12:00:00Z');
+const SIGNER = signingKeyFromSeed(
+  '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+);
+export const MEMBER = 'local';
+
+/** The node's limits in a run: small ceilings, so that runs reach them. */
+export const SIM_LIMITS: Limits = { ...DEFAULT_LIMITS, payee_check_daily_max: 6 };
+
+/** An instance's clock: the world's, skewed; its timers die with its incarnation. */
+class InstanceClock implements Clock {
+  alive = true;
+
+  constructor(
+    private readonly world: SimulatedClock,
+    readonly skew: number,
+  ) {}
+
+  now(): number {
+    return this.world.now() + this.skew;
+  }
+
+  setTimer(callback: () => void, delayMs: number): Timer {
+    return this.world.setTimer(() => {
+      if (this.alive) callback();
+    }, delayMs);
+  }
+}
+
+/** What a client was answered. */
+export interface Answer {
+  status: number;
+  body: string;
+  committed: boolean;
+}
+
+const answerOf = (r: CommandResult): Answer => ({
+  status: r.reply.status,
+  body: String(r.reply.body),
+  committed: r.committed,
+});
+
+const UNAVAILABLE: Answer = { status: 503, body: '', committed: false };
+const REPLAYED: Answer = { status: 401, body: 'replayed', committed: false };
+
+export class SimInstance {
+  readonly holding: Holding | null;
+  alive = false;
+  paused = false;
+  incarnation = 0;
+  skew = 0;
+  /** Fatal errors the shard raised (the node would exit): expected only of damaged data. */
+  readonly fatal: unknown[] = [];
+  /** Replay marks this process has seen (the authenticator's memory, lost with the process). */
+  private marks = new Set<string>();
+  private clock!: InstanceClock;
+  log!: SimLog;
+  shard!: Shard;
+
+  constructor(
+    readonly name: string,
+    private readonly world: World,
+  ) {
+    this.holding = world.cluster
+      ? { holder: name, epochs: new BigInt64Array(PARTITION_COUNT) }
+      : null;
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Starts (again): recovers from the store; false where the node refused to start. */
+  async start(): Promise<boolean> {
+    const incarnation = ++this.incarnation;
+    this.marks = new Set();
+    this.clock = new InstanceClock(this.world.clock, this.skew);
+    this.log = this.world.disk.connect(this.holding);
+    let turns = 0;
+    const released =
+      this.holding === null ? [] : ALL_PARTITIONS.filter((p) => this.holding!.epochs[p] === 0n);
+    this.shard = new Shard({
+      partitions: ALL_PARTITIONS,
+      log: this.log,
+      deciders: DECIDERS,
+      clock: this.clock,
+      member: MEMBER,
+      signer: () => SIGNER,
+      newId: (prefix: ReferencePrefix) => this.world.newId(prefix),
+      snapshotEveryRecords: 16,
+      mailboxDepthMax: 64,
+      limits: SIM_LIMITS,
+      released,
+      turnClock: () => (turns++ * WARM_TURN_MS) / 8,
+      // A process killed meanwhile is gone: what its leftovers run into is nobody's.
+      onFatal: (error) => {
+        if (this.incarnation === incarnation && !this.log.dead) this.fatal.push(error);
+      },
+    });
+    try {
+      await this.shard.recover();
+    } catch (error) {
+      if (!this.log.dead) this.fatal.push(error);
+    }
+    if (this.fatal.length > 0) {
+      this.kill();
+      return false;
+    }
+    this.alive = true;
+    if (!planted('drop-follow-up-after-crash'))
+      for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
+    return true;
+  }
+
+  /** kill -9: nothing of the process is left; its statements in flight never answer. */
+  kill(): void {
+    this.alive = false;
+    this.paused = false;
+    if (this.log !== undefined) this.log.dead = true;
+    if (this.clock !== undefined) this.clock.alive = false;
+    this.shard?.stop();
+  }
+
+  pause(): void {
+    this.paused = true;
+    this.log.pause();
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.log.resume();
+  }
+
+  setSkew(ms: number): void {
+    this.skew = ms;
+    // The running clock follows at once (a clock stepped under the process).
+    if (this.clock !== undefined) (this.clock as { skew: number }).skew = ms;
+  }
+
+  /** A command run here, its follow-ups carried out before it is answered (pool.ts). */
+  async run(routed: RoutedCommand): Promise<CommandResult | null> {
+    if (!this.alive) return null;
+    const incarnation = this.incarnation;
+    let result: CommandResult;
+    const gone = () => !this.alive || this.incarnation !== incarnation;
+    try {
+      result = await this.shard.submit(routed);
+    } catch (error) {
+      // Moved away, or the process died under the call: its caller hears no answer (router.ts).
+      if (error instanceof MovedError || gone()) return null;
+      throw error;
+    }
+    if (gone()) return null;
+    await Promise.all(result.followUps.map((f) => this.carryOut(f)));
+    return result;
+  }
+
+  carryOut(f: PendingFollowUp): Promise<void> {
+    const incarnation = this.incarnation;
+    return carryOut(f, {
+      submit: async (routed) => {
+        const result = await this.world.route(routed);
+        return result ?? this.world.unavailableResult();
+      },
+      retryMs: SIM_LIMITS.follow_up_retry_ms,
+      retryMaxMs: SIM_LIMITS.follow_up_retry_max_ms,
+      stopped: () => !this.alive || this.incarnation !== incarnation,
+      wait: (ms) => new Promise((resolve) => this.clock.setTimer(resolve, ms)),
+    });
+  }
+
+  /**
+   * A client's request as the front end takes it: its replay mark and idempotency answer checked
+   * (in one process, before the run; in cluster mode, claimed in the commit, server.ts).
+   */
+  async request(routed: RoutedCommand): Promise<Answer | null> {
+    if (!this.alive) return null;
+    const scope = routed.idempotency?.scope;
+    if (!this.world.cluster) {
+      const mark = routed.replay?.key;
+      if (mark !== undefined) {
+        if (this.marks.has(mark) || this.log.get('replay', mark) !== undefined) return REPLAYED;
+        this.marks.add(mark);
+      }
+      const stored = scope === undefined ? undefined : this.log.get('idempotency', scope);
+      if (stored !== undefined) return storedAnswer(scope!, stored);
+    }
+    const result = await this.world.route(routed);
+    if (result === null) return UNAVAILABLE;
+    if (result.taken === 'replay') return REPLAYED;
+    if (result.taken === 'idempotency') {
+      const stored = this.world.disk.store.get('idempotency', scope!);
+      return stored === undefined ? UNAVAILABLE : storedAnswer(scope!, stored);
+    }
+    const answer = answerOf(result);
+    if (!this.world.cluster || answer.committed || answer.status >= 500) return answer;
+    // The database away: 503, as the server answers an unreachable database.
+    return this.settle(routed, answer).catch((error: unknown) => {
+      if (unreachable(error)) return UNAVAILABLE;
+      throw error;
+    });
+  }
+
+  /**
+   * Cluster mode: a run that committed nothing claimed neither the request's mark nor its answer;
+   * both are settled before it is answered (server.ts, settling; deployment.ts, claimedInCommits).
+   */
+  private async settle(routed: RoutedCommand, answer: Answer): Promise<Answer> {
+    const mark = routed.replay;
+    if (mark !== undefined) {
+      if (this.world.disk.store.get('replay', mark.key) !== undefined) return REPLAYED;
+      await this.log.write([replayRows.claim(mark)]);
+    }
+    const scope = routed.idempotency?.scope;
+    const stored = scope === undefined ? undefined : this.world.disk.store.get('idempotency', scope);
+    return stored === undefined ? answer : storedAnswer(scope!, stored);
+  }
+}
+
+function storedAnswer(scope: string, bytes: Buffer): Answer {
+  const entry = idempotencyRows.read(scope, bytes);
+  return { status: entry.status, body: String(entry.body), committed: false };
+}
+
+export class World {
+  readonly clock = new SimulatedClock(T0);
+  readonly disk: SimDisk;
+  readonly instances: SimInstance[];
+  /** Cluster mode: the instance holding each partition, as the leases table says. */
+  readonly owner: (SimInstance | null)[] = new Array<SimInstance | null>(PARTITION_COUNT).fill(null);
+  /** Partitions being moved (one move at a time each). */
+  readonly moving = new Set<number>();
+  private made = 0;
+
+  constructor(
+    readonly cluster: boolean,
+    readonly random: Random,
+  ) {
+    this.disk = new SimDisk(cluster, random, () => this.clock.now());
+    const count = cluster ? 3 : 1;
+    this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
+  }
+
+  newId(prefix: string): string {
+    return `${prefix}_${(++this.made).toString(16).padStart(32, '0')}`;
+  }
+
+  /** Starts every instance; in cluster mode the partitions are first shared out. */
+  async start(): Promise<void> {
+    if (this.cluster)
+      for (const p of ALL_PARTITIONS) this.grant(p, this.instances[p % this.instances.length]!);
+    for (const instance of this.instances)
+      if (!(await instance.start())) throw new Error(`${instance.name} did not start on a new store`);
+  }
+
+  /** The lease of `p` granted to `to` at a new epoch (the store's leases table and its holding). */
+  grant(p: number, to: SimInstance): void {
+    const epoch = this.disk.leaseEpochs[p]! + 1n;
+    this.disk.leaseEpochs[p] = epoch;
+    this.owner[p] = to;
+    to.holding!.epochs[p] = epoch;
+  }
+
+  /** Where a command runs: the holder of its partition (cluster mode), or the one instance. */
+  holderOf(key: string): SimInstance | null {
+    if (!this.cluster) return this.instances[0]!;
+    return this.owner[partitionOf(key)] ?? null;
+  }
+
+  /** Routes a command to its holder; null where it could not be run there (moved, gone). */
+  async route(routed: RoutedCommand): Promise<CommandResult | null> {
+    const holder = this.holderOf(routed.key);
+    if (holder === null || !holder.alive) return null;
+    return holder.run(routed);
+  }
+
+  unavailableResult(): CommandResult {
+    const reply = { status: 503, body: '', signed: false };
+    return { reply, committed: false, outbox: [], directory: [], followUps: [] };
+  }
+
+  /**
+   * An orderly move of `p` (a rebalance): its holder drains and releases it, the lease moves on
+   * at a new epoch, and the new holder adopts it, folded from the log.
+   */
+  async move(p: number, to: SimInstance): Promise<void> {
+    const from = this.owner[p];
+    if (from === to || this.moving.has(p) || !to.alive) return;
+    this.moving.add(p);
+    try {
+      if (from !== null && from.alive && !from.paused) {
+        await from.shard.release(p).catch(() => undefined);
+        from.holding!.epochs[p] = 0n;
+      }
+      this.grant(p, to);
+      await to.shard.adopt(p).catch((error: unknown) => to.alive && to.fatal.push(error));
+    } finally {
+      this.moving.delete(p);
+    }
+  }
+
+  /**
+   * The leases of `from` lapse (it is paused, or gone): each of its partitions is taken over by
+   * a live instance at a new epoch, while `from` still believes it holds them.
+   */
+  lapse(from: SimInstance): number[] {
+    const taken: number[] = [];
+    const live = this.instances.filter((i) => i !== from && i.alive && !i.paused);
+    if (live.length === 0) return taken;
+    for (const p of ALL_PARTITIONS) {
+      if (this.owner[p] !== from || this.moving.has(p)) continue;
+      const to = live[p % live.length]!;
+      this.grant(p, to);
+      taken.push(p);
+      void to.shard.adopt(p).catch((error: unknown) => to.alive && to.fatal.push(error));
+    }
+    return taken;
+  }
+
+  /**
+   * An instance that runs again finds, at its next renewal, the leases it lost: it lets go of
+   * each (instance.ts, onLost), where an append refused by the fence has not already.
+   */
+  renew(instance: SimInstance): void {
+    for (const p of ALL_PARTITIONS) {
+      if (instance.holding!.epochs[p] === 0n || this.owner[p] === instance) continue;
+      instance.holding!.epochs[p] = 0n;
+      void instance.shard.release(p).catch(() => undefined);
+    }
+  }
+}
