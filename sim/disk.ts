@@ -107,6 +107,18 @@ export class SimDisk {
     return null;
   }
 
+  /**
+   * A claim on its own (deployment.ts, claimedInCommits): written, and true, where its key holds
+   * no claim still in force; false, nothing written, where another holds it.
+   */
+  claim(write: TableWrite & { until: number }): boolean {
+    const held = this.claimHeld(write.table, write.key);
+    if (held !== undefined && held > this.now()) return false;
+    void this.store.write([write]);
+    this.claims.set(`${write.table}/${write.key}`, write.until);
+    return true;
+  }
+
   /** Until when a row's claim holds: a row written without one holds for good. */
   private claimHeld(table: Table, key: string): number | undefined {
     const id = `${table}/${key}`;
@@ -282,6 +294,14 @@ export class SimLog extends ReadsInPlace implements Log {
     return this.statement(async () => {
       this.reachable();
       return this.disk.store.write(writes);
+    });
+  }
+
+  /** A claim on its own, atomic in the store (SimDisk.claim). */
+  claim(write: TableWrite & { until: number }): Promise<boolean> {
+    return this.statement(async () => {
+      this.reachable();
+      return this.disk.claim(write);
     });
   }
 

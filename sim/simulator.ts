@@ -74,9 +74,15 @@ class Trace {
 
 export async function simulate(options: RunOptions): Promise<RunResult> {
   plant(options.plant ?? null);
+  const run = new Run(options);
+  // A promise rejected with nobody to hear it ends the node's process (or its worker thread).
+  const crash = (error: unknown) =>
+    run.crashed(error instanceof Error ? (error.stack ?? String(error)) : String(error));
+  process.on('unhandledRejection', crash);
   try {
-    return await new Run(options).go();
+    return await run.go();
   } finally {
+    process.off('unhandledRejection', crash);
     plant(null);
   }
 }
@@ -103,6 +109,12 @@ class Run {
   private fault(name: string, detail = ''): void {
     this.faults[name] = (this.faults[name] ?? 0) + 1;
     this.trace.line(`${this.step} fault ${name}${detail === '' ? '' : ' ' + detail}`);
+  }
+
+  /** An unhandled rejection: the process would have ended there. */
+  crashed(stack: string): void {
+    const where = stack.split('\n').slice(0, 4).map((l) => l.trim()).join(' | ');
+    this.fail({ invariant: 'no-crash', detail: where });
   }
 
   private fail(violation: Violation): void {

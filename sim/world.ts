@@ -9,7 +9,6 @@ import { DEFAULT_LIMITS, WARM_TURN_MS, type Limits } from '../src/config.js';
 import { DECIDERS } from '../src/domain/index.js';
 import { carryOut, unfinishedFollowUps } from '../src/actors/follow-ups.js';
 import { MovedError, Shard } from '../src/actors/shard.js';
-import { planted } from '../src/actors/planted.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from '../src/actors/types.js';
 import { PARTITION_COUNT, partitionOf, type Holding } from '../src/log/log.js';
 import { idempotencyRows, replayRows } from '../src/reads/rows.js';
@@ -129,8 +128,7 @@ export class SimInstance {
       return false;
     }
     this.alive = true;
-    if (!planted('drop-follow-up-after-crash'))
-      for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
+    for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
     return true;
   }
 
@@ -215,7 +213,7 @@ export class SimInstance {
       return stored === undefined ? UNAVAILABLE : storedAnswer(scope!, stored);
     }
     const answer = answerOf(result);
-    if (!this.world.cluster || answer.committed || answer.status >= 500) return answer;
+    if (answer.committed || answer.status >= 500) return answer;
     // The database away: 503, as the server answers an unreachable database.
     return this.settle(routed, answer).catch((error: unknown) => {
       if (unreachable(error)) return UNAVAILABLE;
@@ -229,10 +227,7 @@ export class SimInstance {
    */
   private async settle(routed: RoutedCommand, answer: Answer): Promise<Answer> {
     const mark = routed.replay;
-    if (mark !== undefined) {
-      if (this.world.disk.store.get('replay', mark.key) !== undefined) return REPLAYED;
-      await this.log.write([replayRows.claim(mark)]);
-    }
+    if (mark !== undefined && !(await this.log.claim(replayRows.claim(mark)))) return REPLAYED;
     const scope = routed.idempotency?.scope;
     const stored = scope === undefined ? undefined : this.world.disk.store.get('idempotency', scope);
     return stored === undefined ? answer : storedAnswer(scope!, stored);

@@ -5,6 +5,7 @@
 import type { Log } from '../log/log.js';
 import { followUpRows } from '../reads/rows.js';
 import { storedFollowUp } from './decision.js';
+import { planted } from './planted.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
 
 export interface FollowUpOptions {
@@ -38,6 +39,7 @@ export async function carryOut(f: PendingFollowUp, options: FollowUpOptions): Pr
 
 /** The follow-ups written by commits and not yet decided by their aggregates (at start). */
 export function* unfinishedFollowUps(log: Log): Iterable<PendingFollowUp> {
+  if (planted('drop-follow-up-after-crash')) return;
   for (const { key, bytes } of log.scan('followups'))
     yield storedFollowUp(key, followUpRows.read(key, bytes));
 }
