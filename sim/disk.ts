@@ -38,12 +38,12 @@ export interface Damage {
 }
 
 interface Commit {
-  entries: LogEntry[];
-  writes: TableWrite[];
   /** Answered in doubt (UnavailableError) once flushed, instead of resolved. */
   doubted: boolean;
   resolve: () => void;
   reject: (error: unknown) => void;
+  /** How to take the commit back out of the store, should the power fail before its flush. */
+  undo: { records: [partition: number, seq: number][]; rows: TableWrite[] };
 }
 
 /** What the store's faults depend on: the run's chance and the clock of the database. */
@@ -53,9 +53,13 @@ export interface DiskChance {
 }
 
 export class SimDisk {
-  /** What is durable: records, snapshots and rows, as a disk that has flushed them holds them. */
+  /**
+   * What readers see: every commit, from the moment it is made (LMDB's readers see a commit
+   * before its flush; PostgreSQL's commit is its flush). Power loss takes back what was not
+   * flushed (embedded mode).
+   */
   readonly store = new MemoryLog({ autoFlush: false });
-  /** Committed and not yet durable, in commit order. */
+  /** Committed and not yet answered, in commit order: in embedded mode, not yet durable. */
   private committed: Commit[] = [];
   /** Per partition, the epoch of its lease (cluster mode's leases table; 0: none yet). */
   readonly leaseEpochs: bigint[] = new Array<bigint>(PARTITION_COUNT).fill(0n);
@@ -78,12 +82,9 @@ export class SimDisk {
     return new SimLog(this, holding, observer);
   }
 
-  /** The seq the next record of `p` must take: after what is durable and what is committed. */
+  /** The seq the next record of `p` must take. */
   private nextSeq(p: number): number {
-    let last = this.store.lastSeq(p);
-    for (const c of this.committed)
-      for (const e of c.entries) if (e.partition === p) last = Math.max(last, e.seq);
-    return last + 1;
+    return this.store.lastSeq(p) + 1;
   }
 
   /** The database's checks of one append (path_append), or null where it commits. */
@@ -121,20 +122,25 @@ export class SimDisk {
 
   /** Until when a row's claim holds: a row written without one holds for good. */
   private claimHeld(table: Table, key: string): number | undefined {
-    const id = `${table}/${key}`;
-    const pending = this.committed.some((c) =>
-      c.writes.some((w) => w.table === table && w.key === key && w.bytes !== null),
-    );
-    if (pending) return Infinity;
     if (this.store.get(table, key) === undefined) return undefined;
-    return this.claims.get(id) ?? Infinity;
+    return this.claims.get(`${table}/${key}`) ?? Infinity;
   }
 
+  /**
+   * Makes a commit: seen by readers at once, answered at the next flush. In embedded mode it is
+   * durable only then; the cluster's database has made it durable before it answers.
+   */
   commit(entries: readonly LogEntry[], writes: readonly TableWrite[], doubted: boolean) {
+    const undo: Commit['undo'] = {
+      records: entries.map((e) => [e.partition, e.seq]),
+      rows: writes.map((w) => ({ table: w.table, key: w.key, bytes: this.store.get(w.table, w.key) ?? null })),
+    };
+    void this.store.append(entries, writes);
+    this.store.flush();
+    for (const w of writes)
+      if (w.until !== undefined) this.claims.set(`${w.table}/${w.key}`, w.until);
     return new Promise<void>((resolve, reject) => {
-      this.committed.push({ entries: [...entries], writes: [...writes], doubted, resolve, reject });
-      for (const w of writes)
-        if (w.until !== undefined) this.claims.set(`${w.table}/${w.key}`, w.until);
+      this.committed.push({ doubted, resolve, reject, undo: this.cluster ? { records: [], rows: [] } : undo });
     });
   }
 
@@ -147,18 +153,23 @@ export class SimDisk {
   flush(): void {
     const batch = this.committed;
     this.committed = [];
-    for (const c of batch) void this.store.append(c.entries, c.writes);
-    this.store.flush();
     for (const c of batch)
       if (c.doubted) c.reject(new UnavailableError('the connection was lost after the commit'));
       else c.resolve();
   }
 
-  /** Power loss: what was committed and not flushed is gone; its appends never answer. */
+  /**
+   * Power loss: in embedded mode what was committed and not flushed is gone (taken back out of
+   * the store, last first); the appends of all of it never answer.
+   */
   powerLoss(): number {
-    const lost = this.committed.length;
+    const lost = this.committed;
     this.committed = [];
-    return lost;
+    for (const c of [...lost].reverse()) {
+      for (const [partition, seq] of c.undo.records) this.store.remove(partition, seq);
+      void this.store.write(c.undo.rows);
+    }
+    return this.cluster ? 0 : lost.length;
   }
 
   /** Partitions holding at least one durable record. */

@@ -6,11 +6,12 @@ import { isDeepStrictEqual } from 'node:util';
 import type { RoutedCommand } from '../src/actors/types.js';
 import type { InstructionState } from '../src/domain/instruction/instruction.js';
 import type { ReceiptState } from '../src/domain/receipt/receipt.js';
-import type { BudgetState } from '../src/domain/budget/budget.js';
 import { decodeView, encodeView } from '../src/reads/views.js';
 import { addressInfoKey, type AddressInfo } from '../src/domain/subject/resolver.js';
 import { isoTime, parseTime } from '../src/protocol/time.js';
 import { partitionOf } from '../src/log/log.js';
+import { unframeRecord } from '../src/log/record.js';
+import type { LogRecord } from '../src/actors/fold.js';
 import type { Random } from './random.js';
 import { SIM_LIMITS, type Answer, type World } from './world.js';
 
@@ -25,6 +26,27 @@ const INSTRUCTIONS = 6;
 const FOLLOW_UP_MARGIN_MS = 60_000;
 /** A deadline may fire this late (a restart, a retry) and no later. */
 const DEADLINE_SLACK_MS = 30_000;
+
+/** How far the instances' clocks may be apart (the simulator's skews stay within it). */
+export const SKEW_MAX_MS = 60_000;
+
+/** The UTC day a time range falls in, or null where it spans two. */
+function dayWithin(from: number, to: number): string | null {
+  const day = isoTime(from).slice(0, 10);
+  return isoTime(to).slice(0, 10) === day ? day : null;
+}
+
+/** Per UTC day, the payee-check charges of a member the log holds (its records' events, P12). */
+function chargesInLog(world: World, key: string): Map<string, number> {
+  const days = new Map<string, number>();
+  for (const { bytes } of world.disk.store.read(partitionOf(key), 0)) {
+    const record = unframeRecord<LogRecord>(bytes);
+    if (record.k !== key) continue;
+    for (const e of record.e as { type: string; day?: string }[])
+      if (e.type === 'payee_check_charged') days.set(e.day!, (days.get(e.day!) ?? 0) + 1);
+  }
+  return days;
+}
 
 /** The statuses a receipt or an instruction can move to from each (SPEC's state machines). */
 const NEXT: Record<string, string[]> = {
@@ -80,8 +102,9 @@ interface Sent {
   op: Op;
   routed: RoutedCommand;
   answer?: Answer | null;
-  /** The instance's time when it was sent. */
+  /** The instance's time when it was sent, and when its answer came. */
   at: number;
+  answeredAt?: number;
 }
 
 export interface Violation {
@@ -182,7 +205,7 @@ export class Model {
    * (a receipt issued or settled, an instruction issued, a charge counted), and so is every
    * state a client read.
    */
-  acknowledgedKept(durable: States): Violation[] {
+  acknowledgedKept(world: World, durable: States): Violation[] {
     const out: Violation[] = [];
     const charged = new Map<string, number>();
     for (const s of this.sent) {
@@ -195,9 +218,9 @@ export class Model {
       else if (s.op.kind === 'settle-receipt' && state.status !== 'settled') lost('settle');
     }
     for (const [key, n] of charged) {
-      const budget = durable(key) as BudgetState | null;
-      if ((budget?.payee_checks ?? 0) < n)
-        out.push({ invariant: 'acknowledged-kept', detail: `${key}: ${n} charges answered, ${budget?.payee_checks ?? 0} in the log` });
+      const logged = [...chargesInLog(world, key).values()].reduce((a, b) => a + b, 0);
+      if (logged < n)
+        out.push({ invariant: 'acknowledged-kept', detail: `${key}: ${n} charges answered, ${logged} in the log` });
     }
     for (const { key, status } of this.seen) {
       const state = durable(key) as { status?: string } | null;
@@ -277,19 +300,23 @@ export class Model {
    * every ceiling exact: no member was charged past its daily allowance, and none was refused
    * for it while the log held less than the allowance.
    */
-  ceilingExact(durable: States): Violation[] {
+  ceilingExact(world: World): Violation[] {
     const out: Violation[] = [];
     const max = SIM_LIMITS.payee_check_daily_max;
     for (const member of MEMBERS) {
       const key = `budget/${member}`;
-      const budget = durable(key) as BudgetState | null;
-      const count = budget?.payee_checks ?? 0;
-      if (count > max) out.push({ invariant: 'ceiling-exact', detail: `${key} charged ${count} of ${max}` });
-      const refused = this.sent.some(
-        (s) => s.routed.key === key && s.answer?.status === 429,
-      );
-      if (refused && count < max)
-        out.push({ invariant: 'ceiling-exact', detail: `${key} refused at ${count} of ${max}` });
+      const days = chargesInLog(world, key);
+      for (const [day, count] of days)
+        if (count > max) out.push({ invariant: 'ceiling-exact', detail: `${key} charged ${count} of ${max} on ${day}` });
+      // A refusal for the allowance, answered on a day whose charges the log holds below it.
+      for (const s of this.sent) {
+        if (s.routed.key !== key || s.answer?.status !== 429) continue;
+        // Decided between its sending and its answer, on the holder's clock (skewed by a
+        // minute at most): on the day both fall on, well inside it.
+        const day = dayWithin(s.at - SKEW_MAX_MS, s.answeredAt! + SKEW_MAX_MS);
+        if (day !== null && (days.get(day) ?? 0) < max)
+          out.push({ invariant: 'ceiling-exact', detail: `${key} refused on ${day} at ${days.get(day) ?? 0} of ${max}` });
+      }
     }
     return out;
   }

@@ -10,7 +10,7 @@ import { DECIDERS } from '../src/domain/index.js';
 import { plant, type Plant } from '../src/actors/planted.js';
 import { Shard } from '../src/actors/shard.js';
 import { partitionOf } from '../src/log/log.js';
-import { Model, addressView, type States, type Violation } from './model.js';
+import { Model, SKEW_MAX_MS, addressView, type States, type Violation } from './model.js';
 import { Random } from './random.js';
 import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
 import type { Damage } from './disk.js';
@@ -104,6 +104,10 @@ class Run {
     this.random = new Random(options.seed);
     this.world = new World(options.cluster, this.random);
     this.model = new Model(this.random);
+    const watched = new Set(this.model.keys().map((key) => partitionOf(key)));
+    this.world.onGrant = (p, to, epoch) => {
+      if (watched.has(p)) this.trace.line(`${this.step} lease ${p} to ${to.name} at ${epoch}`);
+    };
   }
 
   private fault(name: string, detail = ''): void {
@@ -180,17 +184,21 @@ class Run {
         this.world.disk.flush();
         return;
       case 'time': {
+        // Now and then hours pass: deadlines fall due, a new day's allowances start.
         const ms = r.weighted([
-          [6, r.int(1, 500)],
-          [3, r.int(500, 10_000)],
-          [1, r.int(10_000, 120_000)],
+          [60, r.int(1, 500)],
+          [30, r.int(500, 10_000)],
+          [10, r.int(10_000, 120_000)],
+          [1, r.int(3 * 3600_000, 9 * 3600_000)],
         ]);
         this.trace.line(`${this.step} time +${ms}`);
         this.world.clock.advance(ms);
         return;
       }
       case 'read': {
-        const key = r.pick(this.model.keys());
+        // Mostly a key just written to: a read while its commit is under way.
+        const recent = this.model.sent.slice(-4).map((s) => s.routed.key);
+        const key = recent.length > 0 && r.chance(0.6) ? r.pick(recent) : r.pick(this.model.keys());
         const holder = this.world.holderOf(key);
         if (holder === null || !holder.alive || holder.paused) return;
         const state = holder.shard.stateOf(key);
@@ -238,7 +246,7 @@ class Run {
         return;
       case 'skew': {
         const instance = r.pick(this.world.instances);
-        const ms = r.int(-30_000, 30_000);
+        const ms = r.int(-SKEW_MAX_MS / 2, SKEW_MAX_MS / 2);
         instance.setSkew(ms);
         this.fault('clock-skew', `${instance.name} ${ms}`);
         return;
@@ -265,6 +273,7 @@ class Run {
         // A process that died meanwhile answers nobody: its client saw the connection drop.
         const heard = instance.alive && instance.incarnation === incarnation ? answer : null;
         sent.answer = heard;
+        sent.answeredAt = instance.now();
         this.trace.line(`${this.step} answer #${n} ${heard === null ? 'none' : `${heard.status}${heard.committed ? ' committed' : ''}`}`);
         if (heard !== null && heard.status >= 500 && heard.status !== 503)
           this.fail({ invariant: 'no-internal-error', detail: `#${n} answered ${heard.status} ${heard.body.slice(0, 120)}` });
@@ -393,7 +402,7 @@ class Run {
       this.fail({ invariant: 'no-fatal', detail: `the store could not be folded (${when})` });
       return;
     }
-    for (const v of this.model.acknowledgedKept(durable)) this.fail(v);
+    for (const v of this.model.acknowledgedKept(this.world, durable)) this.fail(v);
   }
 
   /**
@@ -438,11 +447,11 @@ class Run {
     };
     const now = this.world.clock.now();
     for (const v of [
-      ...this.model.acknowledgedKept(durable),
+      ...this.model.acknowledgedKept(this.world, durable),
       ...this.model.oneWinner(),
       ...this.model.oneAnswerPerKey(),
       ...this.model.replayRefused(),
-      ...this.model.ceilingExact(durable),
+      ...this.model.ceilingExact(this.world),
       ...this.model.followUpsDone(this.world, durable),
       ...this.model.deadlinesFired(now, durable),
       ...this.model.foldEqual(memory, durable),

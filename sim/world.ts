@@ -26,7 +26,7 @@ const SIGNER = signingKeyFromSeed(
 export const MEMBER = 'local';
 
 /** The node's limits in a run: small ceilings, so that runs reach them. */
-export const SIM_LIMITS: Limits = { ...DEFAULT_LIMITS, payee_check_daily_max: 6 };
+export const SIM_LIMITS: Limits = { ...DEFAULT_LIMITS, payee_check_daily_max: 12 };
 
 /** An instance's clock: the world's, skewed; its timers die with its incarnation. */
 class InstanceClock implements Clock {
@@ -63,6 +63,7 @@ const answerOf = (r: CommandResult): Answer => ({
 
 const UNAVAILABLE: Answer = { status: 503, body: '', committed: false };
 const REPLAYED: Answer = { status: 401, body: 'replayed', committed: false };
+const STALE: Answer = { status: 401, body: 'stale', committed: false };
 
 export class SimInstance {
   readonly holding: Holding | null;
@@ -195,6 +196,8 @@ export class SimInstance {
    */
   async request(routed: RoutedCommand): Promise<Answer | null> {
     if (!this.alive) return null;
+    // A request whose timestamp is no longer fresh is refused before anything (P5, auth.ts).
+    if (routed.replay !== undefined && routed.replay.until < this.now()) return STALE;
     const scope = routed.idempotency?.scope;
     if (!this.world.cluster) {
       const mark = routed.replay?.key;
@@ -276,7 +279,11 @@ export class World {
     this.disk.leaseEpochs[p] = epoch;
     this.owner[p] = to;
     to.holding!.epochs[p] = epoch;
+    this.onGrant?.(p, to, epoch);
   }
+
+  /** Told of every lease granted (the trace shows those of the partitions a run writes to). */
+  onGrant?: (p: number, to: SimInstance, epoch: bigint) => void;
 
   /** Where a command runs: the holder of its partition (cluster mode), or the one instance. */
   holderOf(key: string): SimInstance | null {
