@@ -14,7 +14,14 @@ import type { Config } from './config.js';
 import type { LocalDirectory } from './directory/directory.js';
 import type { WebhookDelivery } from './events/delivery.js';
 import type { RequestClaims, StoredAnswer } from './http/server.js';
-import { holdsLog, PARTITION_COUNT, type Holding, type Log, type Table } from './log/log.js';
+import {
+  holdsLog,
+  PARTITION_COUNT,
+  type Holding,
+  type Log,
+  type Table,
+  type TableWrite,
+} from './log/log.js';
 import { HeldStoreTables, type StoreTable, type StoreTables } from './log/node-tables.js';
 import { openStore } from './log/open.js';
 import type { LmdbEnvironment } from './log/lmdb-log.js';
@@ -130,7 +137,6 @@ function embedded(opened: {
   retentionMs: number;
 }): Deployment {
   const { log, tables, env, store } = opened;
-  const answer = answerWithin(opened.retentionMs);
   return {
     log,
     tables,
@@ -139,12 +145,7 @@ function embedded(opened: {
     startsWithout: [],
     health: null,
     refreshes: null,
-    claims: {
-      stored: (scope) => answer(scope, log.get('idempotency', scope)),
-      // One process: its authenticator's memory and the read before the run checked both.
-      settle: () => null,
-      taken: async (scope) => answer(scope, await log.load('idempotency', scope)),
-    },
+    claims: claimedInProcess(log, opened.retentionMs),
     feedWriting: null,
     delivers: null,
     changes: {
@@ -167,6 +168,36 @@ const answerWithin =
     return entry.at + retentionMs < Date.now() ? undefined : entry;
   };
 
+/** What embedded mode's claims use of the log: reads in place, and a durable write. */
+export type ProcessClaimsLog = Pick<Log, 'get' | 'load' | 'write'>;
+
+/**
+ * Embedded mode: one process checks a request before its run, the stored answer read in place
+ * and the mark in its authenticator's memory, and its command's commit writes both. A call whose
+ * commits wrote neither (a refusal, a read) has its mark written on its own, durable before it
+ * is answered, so that the next start takes it back even after a kill -9 (P5; node.ts restores
+ * the `replay` table). Its answer needs no second look: no other call of its scope ran meanwhile
+ * (server.ts keeps a scope in flight), and none other wrote its mark, which memory held first.
+ */
+export function claimedInProcess(log: ProcessClaimsLog, retentionMs: number): RequestClaims {
+  const answer = answerWithin(retentionMs);
+  return {
+    stored: (scope) => answer(scope, log.get('idempotency', scope)),
+    settle: (mark) =>
+      mark === undefined
+        ? null
+        : log.write([replayRows.mark(mark)]).then(() => ({ replayed: false, stored: undefined })),
+    taken: async (scope) => answer(scope, await log.load('idempotency', scope)),
+  };
+}
+
+/** What cluster mode's claims use of the database: a read, and a claim of a row (P22). */
+export interface CommitClaimsLog {
+  load: Log['load'];
+  /** Writes the row unless another holds it until a time not yet past; false: another's. */
+  claim(write: TableWrite & { bytes: Buffer; until: number }): Promise<boolean>;
+}
+
 /**
  * Cluster mode (issue 29): nothing is asked of the database before a request runs; its command's
  * commit claims the replay mark and the idempotency answer in the commit's one round trip. A call
@@ -174,7 +205,7 @@ const answerWithin =
  * sent at once, on two pools), so that a replay to another instance, or a call of a key another
  * instance has answered, is told apart before it is answered.
  */
-function claimedInCommits(log: PostgresLog, retentionMs: number): RequestClaims {
+export function claimedInCommits(log: CommitClaimsLog, retentionMs: number): RequestClaims {
   const answer = answerWithin(retentionMs);
   const stored = async (scope: string) => answer(scope, await log.load('idempotency', scope));
   return {

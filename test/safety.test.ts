@@ -98,6 +98,48 @@ describe('P5: a request accepted before a restart is refused after it while fres
   });
 });
 
+describe('P5: a request that committed nothing is refused after a kill -9', () => {
+  it('a move refused 409, kill -9, the move made possible: the same bytes replayed', async () => {
+    const { dir, local } = setup('replay-refused-kill');
+    let node = await boot(dir);
+    const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
+    const issued = await new Client(node.baseUrl, local).post(
+      '/receipts', { issued_by: 'payer', via: EUR }, { timestamp: stamp() },
+    );
+    expect(issued.status, issued.text).toBe(201);
+    const reference = issued.json.reference as string;
+    // A pending receipt cannot be reversed: this run commits nothing, its answer a refusal.
+    const target = `${PREFIX}/receipts/${reference}/transitions`;
+    const body = Buffer.from(JSON.stringify({ to: 'reversed' }));
+    const headers = {
+      'content-type': 'application/json',
+      ...signRequest(local, { method: 'POST', target, timestamp: stamp(), body }),
+    };
+    const reverse = async () => {
+      const res = await fetch(node.baseUrl + target, { method: 'POST', headers, body });
+      return { status: res.status, json: await res.json() as any };
+    };
+    const refused = await reverse();
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.code).toBe('path.settlement.transition_invalid');
+    // Gone without a word: only what was durable before the answer is taken back.
+    await node.kill9();
+    node = await boot(dir);
+    const settle = { to: 'settled', rail_references: [{ type: 'book_entry', value: 'BE-1' }] };
+    const settled = await new Client(node.baseUrl, local).post(
+      `/receipts/${reference}/transitions`, settle, { timestamp: stamp() },
+    );
+    expect(settled.status, settled.text).toBe(201);
+    // The same bytes, still fresh, would now reverse the settled receipt: refused as replayed.
+    const again = await reverse();
+    expect(again.status).toBe(401);
+    expect(again.json.error.code).toBe('path.auth.unauthenticated');
+    expect(again.json.error.detail.reason).toBe('replayed');
+    const read = await new Client(node.baseUrl).get(`/receipts/${reference}`);
+    expect(read.json.status).toBe('settled');
+  });
+});
+
 describe('P5: each credential has its own share of the replay memory', () => {
   it('a member that fills its share is refused with 503 alone; the local member goes on', async () => {
     const { dir, local, beta } = setup('replay-share');

@@ -80,15 +80,18 @@ export interface StoredAnswer {
  * read in place, the mark in the authenticator's memory) and its commit writes them. In cluster
  * mode nothing is asked of the database before the run: the command's commit claims both
  * (log.ts, TableWrite.until) in its one round trip, and a claim another commit holds refuses it
- * (the request then answers as a replay, or with the stored answer). A call whose commits
- * claimed neither (it committed nothing) is settled before it is answered.
+ * (the request then answers as a replay, or with the stored answer). In both, a signed call whose
+ * commits claimed neither (a refusal, a read: it committed nothing) is settled before it is
+ * answered, its mark durable by then, so that no restart, orderly or kill -9, forgets it: written
+ * on its own (embedded), or claimed, which also tells a replay another instance ran (cluster).
  */
 export interface RequestClaims {
   /** The stored answer of a scope, before the run; undefined where the commit checks it. */
   stored(scope: string): StoredAnswer | undefined | Promise<StoredAnswer | undefined>;
   /**
-   * After a run whose commits claimed neither: whether its mark was another request's already,
-   * and the answer stored for its scope now; null where the run's own process checked both.
+   * After a run whose commits claimed neither, once its mark is durable: whether the mark was
+   * another request's already, and the answer stored for its scope now; null where nothing is
+   * left to settle (embedded: no mark, the scope checked by this process before the run).
    */
   settle(mark: ReplayMark | undefined, scope: string | undefined): Promise<Settled> | null;
   /** The answer stored for a scope whose claim a commit found taken. */
