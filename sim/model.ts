@@ -22,10 +22,11 @@ const PAYER = { member: 'beta', local: false };
 const MEMBERS = ['m1', 'm2'];
 const RECEIPTS = 12;
 const INSTRUCTIONS = 6;
-/** A receipt naming an instruction this long before its expiry must find it used (follow-ups). */
-const FOLLOW_UP_MARGIN_MS = 60_000;
 /** A deadline may fire this late (a restart, a retry) and no later. */
 const DEADLINE_SLACK_MS = 30_000;
+
+/** Refused by the front end before any run: replayed, stale, its key in flight. */
+const notRun = (a: Answer) => a.kind !== undefined && a.kind !== 'stored';
 
 /** How far the instances' clocks may be apart (the simulator's skews stay within it). */
 export const SKEW_MAX_MS = 60_000;
@@ -98,13 +99,16 @@ type Op =
   | { kind: 'charge'; member: string };
 
 /** One request a client sent, and what became of it. */
-interface Sent {
+export interface Sent {
   op: Op;
   routed: RoutedCommand;
   answer?: Answer | null;
   /** The instance's time when it was sent, and when its answer came. */
   at: number;
   answeredAt?: number;
+  /** Where its sending and its answer came among all sendings and answers of the run. */
+  sentOrder: number;
+  answeredOrder?: number;
 }
 
 export interface Violation {
@@ -121,6 +125,7 @@ export class Model {
   private readonly seen: { key: string; status: string }[] = [];
   private marks = 0;
   private scopes = 0;
+  private order = 0;
 
   constructor(private readonly random: Random) {}
 
@@ -140,7 +145,7 @@ export class Model {
       // A client that did not hear its answer sends the same request again: same idempotency
       // key and body, same signature and timestamp (so the same replay mark).
       const again = r.pick(this.sent.slice(-20));
-      const sent = { op: again.op, routed: again.routed, at: now };
+      const sent = { op: again.op, routed: again.routed, at: now, sentOrder: ++this.order };
       this.sent.push(sent);
       return sent;
     }
@@ -153,7 +158,7 @@ export class Model {
     const routed = this.routedOf(op);
     if (r.chance(0.5)) routed.idempotency = { scope: `s${++this.scopes}`, requestHash: 'h' };
     routed.replay = { key: `m${++this.marks}`, keyId: 'k1', until: now + 600_000 };
-    const sent = { op, routed, at: now };
+    const sent = { op, routed, at: now, sentOrder: ++this.order };
     this.sent.push(sent);
     return sent;
   }
@@ -190,6 +195,13 @@ export class Model {
           command: { name: 'charge-payee-check', input: {}, caller: { member: op.member, local: false } },
         };
     }
+  }
+
+  /** An answer came. */
+  answered(sent: Sent, answer: Answer | null, at: number): void {
+    sent.answer = answer;
+    sent.answeredAt = at;
+    sent.answeredOrder = ++this.order;
   }
 
   /** A client read an aggregate's state in memory (a receipt's status). */
@@ -256,7 +268,7 @@ export class Model {
     for (const s of this.sent) {
       const scope = s.routed.idempotency?.scope;
       const a = s.answer;
-      if (scope === undefined || a == null || a.status >= 500 || a.status === 401) continue;
+      if (scope === undefined || a == null || a.status >= 500 || notRun(a)) continue;
       const said = `${a.status} ${a.body}`;
       const first = committed.get(scope);
       if (first === undefined) {
@@ -271,27 +283,34 @@ export class Model {
   }
 
   /**
-   * a replayed request refused (P5): of all the answers one signed request got (sent again,
-   * concurrently or later, also across restarts), one at most is its run's; the others are
-   * refusals as replayed, or the answer its commit stored (P7). A 503 ran nothing.
+   * a replayed request refused (P5): a signed request sent again (also after a restart) once an
+   * earlier sending of it was answered is not run again: it is refused as replayed, or answered
+   * what its commit stored (P7); and of all its sendings one at most commits. (Sendings that
+   * overlap may each run where none commits: a run that commits nothing claims its mark when it
+   * is answered, server.ts.) A 503 ran nothing.
    */
   replayRefused(): Violation[] {
-    const runs = new Map<string, { n: number; said: string; committed: boolean }[]>();
-    this.sent.forEach((s, n) => {
+    const runs = new Map<string, Sent[]>();
+    for (const s of this.sent) {
       const mark = s.routed.replay?.key;
       const a = s.answer;
-      if (mark === undefined || a == null || a.status === 503 || a.status === 401) return;
-      runs.set(mark, [...(runs.get(mark) ?? []), { n, said: `${a.status} ${a.body}`, committed: a.committed }]);
-    });
+      if (mark === undefined || a == null || a.status === 503 || notRun(a) || a.kind === 'stored')
+        continue;
+      runs.set(mark, [...(runs.get(mark) ?? []), s]);
+    }
     const out: Violation[] = [];
-    for (const [mark, answers] of runs) {
-      const stored = answers.find((a) => a.committed)?.said;
-      const own = answers.filter((a) => a.committed || a.said !== stored);
-      if (own.length > 1)
-        out.push({
-          invariant: 'replay-refused',
-          detail: `mark ${mark} ran ${own.length} times: ${own.map((a) => `#${a.n} ${a.said.slice(0, 3)}`).join(', ')}`,
-        });
+    for (const [mark, sent] of runs) {
+      const committed = sent.filter((s) => s.answer!.committed);
+      if (committed.length > 1)
+        out.push({ invariant: 'replay-refused', detail: `mark ${mark} committed ${committed.length} times` });
+      for (const later of sent) {
+        const earlier = sent.find((s) => s !== later && s.answeredOrder! < later.sentOrder);
+        if (earlier !== undefined)
+          out.push({
+            invariant: 'replay-refused',
+            detail: `mark ${mark} ran again (answered ${later.answer!.status}) after its run was answered ${earlier.answer!.status}`,
+          });
+      }
     }
     return out;
   }
@@ -325,7 +344,7 @@ export class Model {
    * every committed receipt's instruction used (follow-ups, STYLE 12): no follow-up left, and an
    * instruction named by a receipt committed well before its expiry is used.
    */
-  followUpsDone(world: World, durable: States): Violation[] {
+  followUpsDone(world: World, durable: States, now: number): Violation[] {
     const out: Violation[] = [];
     const left = [...world.disk.store.scan('followups')].length;
     if (left > 0) out.push({ invariant: 'follow-ups-done', detail: `${left} follow-ups never carried out` });
@@ -339,13 +358,14 @@ export class Model {
       if (receipt.instruction === null || state === null) continue;
       const instruction = durable(receipt.instruction) as InstructionState | null;
       if (instruction === null) continue;
-      // Only a receipt issued while the instruction surely was open (the instances' clocks may
-      // disagree by the margin): one issued before it, or near its expiry, may find it otherwise.
+      // A receipt issued while the instruction was open (the instances' clocks may disagree by
+      // the margin), and the instruction still within its lifetime now: nothing but its
+      // follow-up decides it, and it must have. (One that expired meanwhile may have expired
+      // before its follow-up reached it: a race the node allows.)
       const issuedAt = parseTime(state.steps[0]!.occurred_at)!;
       const expiresAt = parseTime(instruction.expires_at)!;
       const openedAt = expiresAt - SIM_LIMITS.instruction_lifetime_ms;
-      if (issuedAt < openedAt + FOLLOW_UP_MARGIN_MS || issuedAt > expiresAt - FOLLOW_UP_MARGIN_MS)
-        continue;
+      if (issuedAt < openedAt + SKEW_MAX_MS || expiresAt <= now) continue;
       if (instruction.status !== 'used')
         out.push({ invariant: 'follow-ups-done', detail: `${receipt.instruction} named by ${reference} is ${instruction.status}` });
     }

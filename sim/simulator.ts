@@ -272,15 +272,14 @@ class Run {
         this.unanswered.delete(n);
         // A process that died meanwhile answers nobody: its client saw the connection drop.
         const heard = instance.alive && instance.incarnation === incarnation ? answer : null;
-        sent.answer = heard;
-        sent.answeredAt = instance.now();
+        this.model.answered(sent, heard, instance.now());
         this.trace.line(`${this.step} answer #${n} ${heard === null ? 'none' : `${heard.status}${heard.committed ? ' committed' : ''}`}`);
         if (heard !== null && heard.status >= 500 && heard.status !== 503)
           this.fail({ invariant: 'no-internal-error', detail: `#${n} answered ${heard.status} ${heard.body.slice(0, 120)}` });
       },
       (error: unknown) => {
         this.unanswered.delete(n);
-        sent.answer = null;
+        this.model.answered(sent, null, instance.now());
         // What a process's leftovers run into once it is gone is nobody's answer.
         if (instance.alive && instance.incarnation === incarnation)
           this.fail({ invariant: 'no-internal-error', detail: `#${n} threw ${String(error)}` });
@@ -452,7 +451,7 @@ class Run {
       ...this.model.oneAnswerPerKey(),
       ...this.model.replayRefused(),
       ...this.model.ceilingExact(this.world),
-      ...this.model.followUpsDone(this.world, durable),
+      ...this.model.followUpsDone(this.world, durable, now),
       ...this.model.deadlinesFired(now, durable),
       ...this.model.foldEqual(memory, durable),
     ])

@@ -11,7 +11,8 @@ import { carryOut, unfinishedFollowUps } from '../src/actors/follow-ups.js';
 import { MovedError, Shard } from '../src/actors/shard.js';
 import type { CommandResult, PendingFollowUp, RoutedCommand } from '../src/actors/types.js';
 import { PARTITION_COUNT, partitionOf, type Holding } from '../src/log/log.js';
-import { idempotencyRows, replayRows } from '../src/reads/rows.js';
+import { claimedInCommits, claimedInProcess } from '../src/deployment.js';
+import type { RequestClaims, StoredAnswer } from '../src/http/server.js';
 import { signingKeyFromSeed } from '../src/protocol/signing.js';
 import type { ReferencePrefix } from '../src/protocol/ids.js';
 import { SimDisk, type SimLog } from './disk.js';
@@ -53,6 +54,8 @@ export interface Answer {
   status: number;
   body: string;
   committed: boolean;
+  /** An answer the front end gave without a run of its own (none: the run's answer). */
+  kind?: 'stored' | 'replayed' | 'stale' | 'in-progress';
 }
 
 const answerOf = (r: CommandResult): Answer => ({
@@ -62,8 +65,9 @@ const answerOf = (r: CommandResult): Answer => ({
 });
 
 const UNAVAILABLE: Answer = { status: 503, body: '', committed: false };
-const REPLAYED: Answer = { status: 401, body: 'replayed', committed: false };
-const STALE: Answer = { status: 401, body: 'stale', committed: false };
+const REPLAYED: Answer = { status: 401, body: 'replayed', committed: false, kind: 'replayed' };
+const STALE: Answer = { status: 401, body: 'stale', committed: false, kind: 'stale' };
+const IN_PROGRESS: Answer = { status: 409, body: 'in progress', committed: false, kind: 'in-progress' };
 
 export class SimInstance {
   readonly holding: Holding | null;
@@ -73,8 +77,14 @@ export class SimInstance {
   skew = 0;
   /** Fatal errors the shard raised (the node would exit): expected only of damaged data. */
   readonly fatal: unknown[] = [];
-  /** Replay marks this process has seen (the authenticator's memory, lost with the process). */
+  /**
+   * Replay marks this process has seen (the authenticator's memory: lost with the process, taken
+   * back from the `replay` table at start).
+   */
   private marks = new Set<string>();
+  /** Idempotency scopes of calls running here (server.ts). */
+  private readonly inFlight = new Set<string>();
+  private claims!: RequestClaims;
   private clock!: InstanceClock;
   log!: SimLog;
   shard!: Shard;
@@ -95,9 +105,14 @@ export class SimInstance {
   /** Starts (again): recovers from the store; false where the node refused to start. */
   async start(): Promise<boolean> {
     const incarnation = ++this.incarnation;
-    this.marks = new Set();
     this.clock = new InstanceClock(this.world.clock, this.skew);
     this.log = this.world.disk.connect(this.holding);
+    this.inFlight.clear();
+    const retention = SIM_LIMITS.idempotency_retention_ms;
+    const now = () => this.now();
+    this.claims = this.world.cluster
+      ? claimedInCommits(this.log, retention, now)
+      : claimedInProcess(this.log, retention, now);
     let turns = 0;
     const released =
       this.holding === null ? [] : ALL_PARTITIONS.filter((p) => this.holding!.epochs[p] === 0n);
@@ -129,6 +144,7 @@ export class SimInstance {
       return false;
     }
     this.alive = true;
+    this.marks = new Set([...this.log.scan('replay')].map((row) => row.key));
     for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
     return true;
   }
@@ -191,55 +207,56 @@ export class SimInstance {
   }
 
   /**
-   * A client's request as the front end takes it: its replay mark and idempotency answer checked
-   * (in one process, before the run; in cluster mode, claimed in the commit, server.ts).
+   * A client's request as the front end takes it (server.ts): the authenticator's replay memory,
+   * then the node's own RequestClaims (deployment.ts: in one process, the stored answer read
+   * before the run; in cluster mode, both claimed in the commit), a key in flight refused as in
+   * progress, and a run that committed nothing settled before it is answered.
    */
   async request(routed: RoutedCommand): Promise<Answer | null> {
     if (!this.alive) return null;
+    const mark = routed.replay;
     // A request whose timestamp is no longer fresh is refused before anything (P5, auth.ts).
-    if (routed.replay !== undefined && routed.replay.until < this.now()) return STALE;
+    if (mark !== undefined && mark.until < this.now()) return STALE;
+    if (mark !== undefined) {
+      if (this.marks.has(mark.key)) return REPLAYED;
+      this.marks.add(mark.key);
+    }
     const scope = routed.idempotency?.scope;
-    if (!this.world.cluster) {
-      const mark = routed.replay?.key;
-      if (mark !== undefined) {
-        if (this.marks.has(mark) || this.log.get('replay', mark) !== undefined) return REPLAYED;
-        this.marks.add(mark);
-      }
-      const stored = scope === undefined ? undefined : this.log.get('idempotency', scope);
-      if (stored !== undefined) return storedAnswer(scope!, stored);
+    if (scope !== undefined) {
+      const found = await this.claims.stored(scope);
+      if (found !== undefined) return storedAnswer(found);
+      if (this.inFlight.has(scope)) return IN_PROGRESS;
+      this.inFlight.add(scope);
     }
-    const result = await this.world.route(routed);
-    if (result === null) return UNAVAILABLE;
-    if (result.taken === 'replay') return REPLAYED;
-    if (result.taken === 'idempotency') {
-      const stored = this.world.disk.store.get('idempotency', scope!);
-      return stored === undefined ? UNAVAILABLE : storedAnswer(scope!, stored);
-    }
-    const answer = answerOf(result);
-    if (answer.committed || answer.status >= 500) return answer;
-    // The database away: 503, as the server answers an unreachable database.
-    return this.settle(routed, answer).catch((error: unknown) => {
+    try {
+      return await this.world.route(routed).then(async (result) => {
+        if (result === null) return UNAVAILABLE;
+        if (result.taken === 'replay' || (result.taken !== undefined && scope === undefined))
+          return REPLAYED;
+        if (result.taken === 'idempotency') {
+          const stored = await this.claims.taken(scope!);
+          return stored === undefined ? IN_PROGRESS : storedAnswer(stored);
+        }
+        const answer = answerOf(result);
+        if (answer.committed || answer.status >= 500) return answer;
+        const settled = this.claims.settle(mark, scope, false);
+        if (settled === null) return answer;
+        const { replayed, stored } = await settled;
+        if (replayed) return REPLAYED;
+        return stored === undefined ? answer : storedAnswer(stored);
+      });
+    } catch (error) {
+      // The database away: 503, as the server answers an unreachable database.
       if (unreachable(error)) return UNAVAILABLE;
       throw error;
-    });
-  }
-
-  /**
-   * Cluster mode: a run that committed nothing claimed neither the request's mark nor its answer;
-   * both are settled before it is answered (server.ts, settling; deployment.ts, claimedInCommits).
-   */
-  private async settle(routed: RoutedCommand, answer: Answer): Promise<Answer> {
-    const mark = routed.replay;
-    if (mark !== undefined && !(await this.log.claim(replayRows.claim(mark)))) return REPLAYED;
-    const scope = routed.idempotency?.scope;
-    const stored = scope === undefined ? undefined : this.world.disk.store.get('idempotency', scope);
-    return stored === undefined ? answer : storedAnswer(scope!, stored);
+    } finally {
+      if (scope !== undefined) this.inFlight.delete(scope);
+    }
   }
 }
 
-function storedAnswer(scope: string, bytes: Buffer): Answer {
-  const entry = idempotencyRows.read(scope, bytes);
-  return { status: entry.status, body: String(entry.body), committed: false };
+function storedAnswer(entry: StoredAnswer): Answer {
+  return { status: entry.status, body: String(entry.body), committed: false, kind: 'stored' };
 }
 
 export class World {

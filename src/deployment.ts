@@ -159,13 +159,13 @@ function embedded(opened: {
   };
 }
 
-/** The stored answer of a scope still within its retention (P7), or none. */
+/** The stored answer of a scope still within its retention (P7) at `now`, or none. */
 const answerWithin =
-  (retentionMs: number) =>
+  (retentionMs: number, now: () => number) =>
   (scope: string, bytes: Buffer | undefined): StoredAnswer | undefined => {
     if (bytes === undefined) return undefined;
     const entry = idempotencyRows.read(scope, bytes);
-    return entry.at + retentionMs < Date.now() ? undefined : entry;
+    return entry.at + retentionMs < now() ? undefined : entry;
   };
 
 /** What embedded mode's claims use of the log: reads in place, and a durable write. */
@@ -174,17 +174,22 @@ export type ProcessClaimsLog = Pick<Log, 'get' | 'load' | 'write'>;
 /**
  * Embedded mode: one process checks a request before its run, the stored answer read in place
  * and the mark in its authenticator's memory, and its command's commit writes both. A call whose
- * commits wrote neither (a refusal, a read) has its mark written on its own, durable before it
- * is answered, so that the next start takes it back even after a kill -9 (P5; node.ts restores
- * the `replay` table). Its answer needs no second look: no other call of its scope ran meanwhile
+ * commits wrote neither (a refusal) has its mark written on its own, durable before it is
+ * answered, so that the next start takes it back even after a kill -9 (P5; node.ts restores
+ * the `replay` table). A read's (GET, HEAD) stays in memory: replayed after a kill -9 it changes
+ * nothing, and a durable write would cost every signed read more than its own work. Its answer needs no second look: no other call of its scope ran meanwhile
  * (server.ts keeps a scope in flight), and none other wrote its mark, which memory held first.
  */
-export function claimedInProcess(log: ProcessClaimsLog, retentionMs: number): RequestClaims {
-  const answer = answerWithin(retentionMs);
+export function claimedInProcess(
+  log: ProcessClaimsLog,
+  retentionMs: number,
+  now: () => number = Date.now,
+): RequestClaims {
+  const answer = answerWithin(retentionMs, now);
   return {
     stored: (scope) => answer(scope, log.get('idempotency', scope)),
-    settle: (mark) =>
-      mark === undefined
+    settle: (mark, _scope, read) =>
+      mark === undefined || read
         ? null
         : log.write([replayRows.mark(mark)]).then(() => ({ replayed: false, stored: undefined })),
     taken: async (scope) => answer(scope, await log.load('idempotency', scope)),
@@ -205,8 +210,12 @@ export interface CommitClaimsLog {
  * sent at once, on two pools), so that a replay to another instance, or a call of a key another
  * instance has answered, is told apart before it is answered.
  */
-export function claimedInCommits(log: CommitClaimsLog, retentionMs: number): RequestClaims {
-  const answer = answerWithin(retentionMs);
+export function claimedInCommits(
+  log: CommitClaimsLog,
+  retentionMs: number,
+  now: () => number = Date.now,
+): RequestClaims {
+  const answer = answerWithin(retentionMs, now);
   const stored = async (scope: string) => answer(scope, await log.load('idempotency', scope));
   return {
     stored: () => undefined,

@@ -550,8 +550,8 @@ async function stopNode(
     listeners.server.close(config.limits.shutdown_drain_ms),
     listeners.external.close(config.limits.shutdown_drain_ms),
   ]);
-  // What memory holds beyond the marks already durable (a call answered 5xx is not settled,
-  // server.ts) is remembered too, once no new request can arrive.
+  // What memory holds beyond the marks already durable (reads; a call answered 5xx is not
+  // settled, server.ts) is remembered too, once no new request can arrive.
   await log.write([...access.authenticator.remembered()].map(replayRows.mark));
   // Cluster mode: each partition's commands answered and its snapshot written, then given back.
   await parts.joined?.leave();

@@ -81,9 +81,10 @@ export interface StoredAnswer {
  * mode nothing is asked of the database before the run: the command's commit claims both
  * (log.ts, TableWrite.until) in its one round trip, and a claim another commit holds refuses it
  * (the request then answers as a replay, or with the stored answer). In both, a signed call whose
- * commits claimed neither (a refusal, a read: it committed nothing) is settled before it is
- * answered, its mark durable by then, so that no restart, orderly or kill -9, forgets it: written
- * on its own (embedded), or claimed, which also tells a replay another instance ran (cluster).
+ * commits claimed neither (a refusal: it committed nothing) is settled before it is answered, its
+ * mark durable by then, so that no restart, orderly or kill -9, forgets it: written on its own
+ * (embedded), or claimed, which also tells a replay another instance ran (cluster). Embedded mode
+ * keeps a read's mark (GET, HEAD) in memory alone: replayed after a kill -9, it changes nothing.
  */
 export interface RequestClaims {
   /** The stored answer of a scope, before the run; undefined where the commit checks it. */
@@ -93,7 +94,11 @@ export interface RequestClaims {
    * another request's already, and the answer stored for its scope now; null where nothing is
    * left to settle (embedded: no mark, the scope checked by this process before the run).
    */
-  settle(mark: ReplayMark | undefined, scope: string | undefined): Promise<Settled> | null;
+  settle(
+    mark: ReplayMark | undefined,
+    scope: string | undefined,
+    read: boolean,
+  ): Promise<Settled> | null;
   /** The answer stored for a scope whose claim a commit found taken. */
   taken(scope: string): Promise<StoredAnswer | undefined>;
 }
@@ -961,7 +966,8 @@ export class HttpServer {
     if (context.claimed === true || reply.status >= 500) return null;
     const own = context.idempotency;
     if (context.replay === undefined && own === undefined) return null;
-    const settled = this.options.claims.settle(context.replay, own?.scope);
+    const read = context.method === 'GET' || context.method === 'HEAD';
+    const settled = this.options.claims.settle(context.replay, own?.scope, read);
     if (settled === null) return null;
     return settled.then(({ replayed, stored }) => {
       if (replayed) return failure(this.options.authenticator.replayed());
