@@ -91,7 +91,7 @@ export class SimDisk {
   refusal(holding: Holding | null, entries: readonly LogEntry[], writes: readonly TableWrite[]) {
     if (!this.cluster) return null;
     const partitions = [...new Set(entries.map((e) => e.partition))];
-    if (holding !== null && !planted('skip-fence'))
+    if (holding !== null && !planted('skip-held-check'))
       for (const p of partitions)
         if (holding.epochs[p] !== this.leaseEpochs[p] || holding.epochs[p] === 0n)
           return new NotHeldError(`partition ${p} is held at another epoch`);
@@ -142,6 +142,19 @@ export class SimDisk {
     return new Promise<void>((resolve, reject) => {
       this.committed.push({ doubted, resolve, reject, undo: this.cluster ? { records: [], rows: [] } : undo });
     });
+  }
+
+  /** Feed entries written over with other bytes (P2: a sequence says one thing for good). */
+  readonly rewrites: string[] = [];
+
+  /** Rows written outside any record, durable at once; a feed entry is never written over. */
+  write(writes: readonly TableWrite[]): Promise<void> {
+    for (const w of writes) {
+      if (w.table !== 'feed') continue;
+      const before = this.store.get('feed', w.key);
+      if (before !== undefined && (w.bytes === null || !before.equals(w.bytes))) this.rewrites.push(w.key);
+    }
+    return this.store.write(writes);
   }
 
   /** Commits waiting for a flush. */
@@ -304,7 +317,22 @@ export class SimLog extends ReadsInPlace implements Log {
   write(writes: readonly TableWrite[]): Promise<void> {
     return this.statement(async () => {
       this.reachable();
-      return this.disk.store.write(writes);
+      return this.disk.write(writes);
+    });
+  }
+
+  /**
+   * Rows written only while this instance holds `partition` (postgres-log.ts): refused at once
+   * where it holds none, and by the database where its lease moved on.
+   */
+  writeHolding(partition: number, writes: readonly TableWrite[]): Promise<void> {
+    return this.statement(async () => {
+      this.reachable();
+      const epoch = this.holding?.epochs[partition] ?? 0n;
+      if (epoch === 0n) throw new NotHeldError(`partition ${partition} is not held here`);
+      if (epoch !== this.disk.leaseEpochs[partition] && !planted('skip-held-check'))
+        throw new NotHeldError(`partition ${partition} is held at another epoch`);
+      return this.disk.write(writes);
     });
   }
 

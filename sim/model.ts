@@ -283,11 +283,10 @@ export class Model {
   }
 
   /**
-   * a replayed request refused (P5): a signed request sent again (also after a restart) once an
-   * earlier sending of it was answered is not run again: it is refused as replayed, or answered
-   * what its commit stored (P7); and of all its sendings one at most commits. (Sendings that
-   * overlap may each run where none commits: a run that commits nothing claims its mark when it
-   * is answered, server.ts.) A 503 ran nothing.
+   * a replayed request refused (P5): one signed request has one effect at most. Of all its
+   * sendings (concurrent, later, across restarts) one at most commits, and none commits once an
+   * earlier sending was answered: it is refused as replayed, or answered what its commit stored
+   * (P7). (A run that commits nothing has no effect: sendings that overlap may each run.)
    */
   replayRefused(): Violation[] {
     const runs = new Map<string, Sent[]>();
@@ -303,7 +302,7 @@ export class Model {
       const committed = sent.filter((s) => s.answer!.committed);
       if (committed.length > 1)
         out.push({ invariant: 'replay-refused', detail: `mark ${mark} committed ${committed.length} times` });
-      for (const later of sent) {
+      for (const later of committed) {
         const earlier = sent.find((s) => s !== later && s.answeredOrder! < later.sentOrder);
         if (earlier !== undefined)
           out.push({

@@ -10,6 +10,7 @@ import { DECIDERS } from '../src/domain/index.js';
 import { plant, type Plant } from '../src/actors/planted.js';
 import { Shard } from '../src/actors/shard.js';
 import { partitionOf } from '../src/log/log.js';
+import { FEED_PARTITION } from '../src/network/feed.js';
 import { Model, SKEW_MAX_MS, addressView, type States, type Violation } from './model.js';
 import { Random } from './random.js';
 import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
@@ -161,6 +162,7 @@ class Run {
       [22, 'flush'],
       [12, 'time'],
       [5, 'read'],
+      [4, 'directory'],
       [2, 'kill'],
       [1, 'power-loss'],
       [1, 'damage'],
@@ -206,6 +208,9 @@ class Run {
         this.trace.line(`${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`);
         return;
       }
+      case 'directory':
+        this.trace.line(`${this.step} directory ${this.world.feed.change()}`);
+        return;
       case 'kill':
         return this.kill(r.pick(this.world.instances), false);
       case 'power-loss':
@@ -290,6 +295,9 @@ class Run {
 
   /** Fatal errors raised where no damage was made: the node stopped on sound data. */
   private watch(): void {
+    const rewritten = this.world.disk.rewrites[0];
+    if (rewritten !== undefined)
+      this.fail({ invariant: 'feed-append-only', detail: `feed entry ${Number(rewritten)} was written over` });
     for (const i of this.world.instances)
       if (i.alive && i.fatal.length > 0)
         this.fail({ invariant: 'no-fatal', detail: `${i.name}: ${String(i.fatal[0])}` });
@@ -430,6 +438,11 @@ class Run {
       if (waiting === 0 && followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0)
         break;
     }
+    // The feed's writer brought level with the directory, as a start or a takeover brings it.
+    const writer = this.world.cluster ? this.world.owner[FEED_PARTITION] : this.world.instances[0]!;
+    if (writer !== null && writer !== undefined) await this.world.feed.republish(writer);
+    await this.world.feed.settled();
+    await drain();
     this.watch();
     if (this.violation !== null) return;
     for (const [n, u] of this.unanswered)
@@ -454,6 +467,7 @@ class Run {
       ...this.model.followUpsDone(this.world, durable, now),
       ...this.model.deadlinesFired(now, durable),
       ...this.model.foldEqual(memory, durable),
+      ...this.world.feed.converged(),
     ])
       this.fail(v);
     this.trace.line(`${this.step} checked`);

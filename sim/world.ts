@@ -17,6 +17,8 @@ import { signingKeyFromSeed } from '../src/protocol/signing.js';
 import type { ReferencePrefix } from '../src/protocol/ids.js';
 import { SimDisk, type SimLog } from './disk.js';
 import type { Random } from './random.js';
+import { SimFeed } from './feed.js';
+import { FEED_PARTITION } from '../src/network/feed.js';
 import { unreachable } from '../src/log/unavailable.js';
 
 export const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
@@ -82,6 +84,8 @@ export class SimInstance {
    * back from the `replay` table at start).
    */
   private marks = new Set<string>();
+  /** Callers waiting on a command here, told when this process dies. */
+  private readonly dying: (() => void)[] = [];
   /** Idempotency scopes of calls running here (server.ts). */
   private readonly inFlight = new Set<string>();
   private claims!: RequestClaims;
@@ -100,6 +104,11 @@ export class SimInstance {
 
   now(): number {
     return this.clock.now();
+  }
+
+  /** Resolves after `ms` on this instance's clock (never, once it is gone). */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimer(resolve, ms));
   }
 
   /** Starts (again): recovers from the store; false where the node refused to start. */
@@ -145,6 +154,7 @@ export class SimInstance {
     }
     this.alive = true;
     this.marks = new Set([...this.log.scan('replay')].map((row) => row.key));
+    this.world.feed.attach(this);
     for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
     return true;
   }
@@ -152,6 +162,7 @@ export class SimInstance {
   /** kill -9: nothing of the process is left; its statements in flight never answer. */
   kill(): void {
     this.alive = false;
+    for (const hear of this.dying.splice(0)) hear();
     this.paused = false;
     if (this.log !== undefined) this.log.dead = true;
     if (this.clock !== undefined) this.clock.alive = false;
@@ -181,7 +192,11 @@ export class SimInstance {
     let result: CommandResult;
     const gone = () => !this.alive || this.incarnation !== incarnation;
     try {
-      result = await this.shard.submit(routed);
+      // A caller on another instance hears the connection drop when this process dies.
+      const died = new Promise<null>((resolve) => this.dying.push(() => resolve(null)));
+      const answered = await Promise.race([this.shard.submit(routed), died]);
+      if (answered === null) return null;
+      result = answered;
     } catch (error) {
       // Moved away, or the process died under the call: its caller hears no answer (router.ts).
       if (error instanceof MovedError || gone()) return null;
@@ -202,7 +217,7 @@ export class SimInstance {
       retryMs: SIM_LIMITS.follow_up_retry_ms,
       retryMaxMs: SIM_LIMITS.follow_up_retry_max_ms,
       stopped: () => !this.alive || this.incarnation !== incarnation,
-      wait: (ms) => new Promise((resolve) => this.clock.setTimer(resolve, ms)),
+      wait: (ms) => this.sleep(ms),
     });
   }
 
@@ -268,12 +283,14 @@ export class World {
   /** Partitions being moved (one move at a time each). */
   readonly moving = new Set<number>();
   private made = 0;
+  readonly feed: SimFeed;
 
   constructor(
     readonly cluster: boolean,
     readonly random: Random,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
+    this.feed = new SimFeed(this, random);
     const count = cluster ? 3 : 1;
     this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
   }
@@ -334,7 +351,7 @@ export class World {
         from.holding!.epochs[p] = 0n;
       }
       this.grant(p, to);
-      await to.shard.adopt(p).catch((error: unknown) => to.alive && to.fatal.push(error));
+      await this.takeUp(p, to);
     } finally {
       this.moving.delete(p);
     }
@@ -353,9 +370,20 @@ export class World {
       const to = live[p % live.length]!;
       this.grant(p, to);
       taken.push(p);
-      void to.shard.adopt(p).catch((error: unknown) => to.alive && to.fatal.push(error));
+      void this.takeUp(p, to);
     }
     return taken;
+  }
+
+  /** A partition taken up (instance.ts, takeUp): folded, and for the feed's, the feed republished. */
+  private async takeUp(p: number, to: SimInstance): Promise<void> {
+    try {
+      await to.shard.adopt(p);
+    } catch (error) {
+      if (to.alive) to.fatal.push(error);
+      return;
+    }
+    if (p === FEED_PARTITION) await this.feed.republish(to);
   }
 
   /**

@@ -177,8 +177,9 @@ export type ProcessClaimsLog = Pick<Log, 'get' | 'load' | 'write'>;
  * commits wrote neither (a refusal) has its mark written on its own, durable before it is
  * answered, so that the next start takes it back even after a kill -9 (P5; node.ts restores
  * the `replay` table). A read's (GET, HEAD) stays in memory: replayed after a kill -9 it changes
- * nothing, and a durable write would cost every signed read more than its own work. Its answer needs no second look: no other call of its scope ran meanwhile
- * (server.ts keeps a scope in flight), and none other wrote its mark, which memory held first.
+ * nothing, and a durable write would cost every signed read more than its own work. Its answer
+ * needs no second look: no other call of its scope ran meanwhile (server.ts keeps a scope in
+ * flight), and none other wrote its mark, which memory held first.
  */
 export function claimedInProcess(
   log: ProcessClaimsLog,

@@ -18,7 +18,7 @@ export interface FollowUpOptions {
   retryMaxMs: number;
   /** True once the node is stopping: what is left is carried out at the next start. */
   stopped: () => boolean;
-  /** Waits `ms` before the next attempt; absent: a timer of the thread (the simulator: its clock). */
+  /** Waits `ms` before the next attempt; absent: a timer of the thread (sim/: its clock). */
   wait?: (ms: number) => Promise<void>;
 }
 

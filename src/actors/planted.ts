@@ -3,19 +3,25 @@
 // rule of the node it breaks.
 
 export type Plant =
-  /** The log's fence (P22): an append of a partition whose lease moved on is written anyway. */
-  | 'skip-fence'
+  /**
+   * P22: the store writes what an instance sends for a partition it no longer holds (the check
+   * cluster mode's database makes of every write, postgres-schema.ts; sim/disk.ts models it).
+   */
+  | 'skip-held-check'
   /** P14: a command is answered before its commit is durable. */
   | 'answer-before-flush'
   /** P14: a command's new state is adopted before its commit is durable. */
   | 'evolve-before-commit'
   /** STYLE 12: the follow-ups a crash left unfinished are not carried out at the next start. */
   | 'drop-follow-up-after-crash'
-  /** P22: a partition's new holder decides on what it held before, without folding it again. */
+  /**
+   * P22: the feed's new writer appends from the sequence it knew before it took the feed over,
+   * without reading the feed as the earlier writer left it (network/feed.ts, resync).
+   */
   | 'append-before-resync';
 
 export const PLANTS: readonly Plant[] = [
-  'skip-fence',
+  'skip-held-check',
   'answer-before-flush',
   'evolve-before-commit',
   'drop-follow-up-after-crash',

@@ -17,6 +17,7 @@ import { frame, unframeRow } from '../log/record.js';
 import type { IndexVisibility } from '../directory/index.js';
 import { envelopeFields, signObject, type SigningKey } from '../protocol/signing.js';
 import { isoTime } from '../protocol/time.js';
+import { planted } from '../actors/planted.js';
 
 export interface FeedEntry {
   seq: number;
@@ -58,6 +59,8 @@ interface StateWalk {
   after: string | null;
   done: boolean;
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const SEQ_DIGITS = 16;
 const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
@@ -108,6 +111,8 @@ export class FeedPublisher {
     private readonly log: Reads,
     private readonly now: () => number,
     private readonly writing: FeedWriting | null = null,
+    /** Waits before a retry; absent: a timer of the thread (sim/: its clock). */
+    private readonly wait: (ms: number) => Promise<void> = sleep,
   ) {
     this.enqueue({ kind: 'last' });
   }
@@ -126,7 +131,7 @@ export class FeedPublisher {
   private writes(): boolean {
     if (this.writing === null) return true;
     const epoch = this.writing.epoch();
-    return epoch > 0n && epoch === this.resyncedUnder;
+    return epoch > 0n && (epoch === this.resyncedUnder || planted('append-before-resync'));
   }
 
   /**
@@ -205,7 +210,7 @@ export class FeedPublisher {
             baseMs: FRONT_RETRY_BASE_MS,
             maxMs: FRONT_RETRY_MAX_MS,
           });
-          await new Promise((resolve) => setTimeout(resolve, waitMs));
+          await this.wait(waitMs);
         }
       }
     }
@@ -334,7 +339,7 @@ export class FeedPublisher {
           baseMs: FRONT_RETRY_BASE_MS,
           maxMs: FRONT_RETRY_MAX_MS,
         });
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        await this.wait(waitMs);
       }
     }
     for (const { hash, state } of round)

@@ -1,0 +1,118 @@
+// The network feed in a run (P2, network/feed.ts): each instance runs the node's own
+// FeedPublisher over its connection, told of every change of the directory's keys as its index
+// would tell it; in cluster mode the holder of the feed's partition writes it, brought level with
+// the directory (republished) whenever it takes that partition, and its writes are refused once
+// it holds it no more. The directory here is the simulator's: hashes and their visibility.
+import { FeedPublisher, FEED_PARTITION } from '../src/network/feed.js';
+import type { IndexVisibility } from '../src/directory/index.js';
+import { unframeRow } from '../src/log/record.js';
+import type { Violation } from './model.js';
+import type { Random } from './random.js';
+import type { SimInstance, World } from './world.js';
+
+const HASHES = 8;
+const TYPES = ['phone', 'email'] as const;
+const hashOf = (n: number) => (0xfeed00 + n).toString(16).padStart(64, '0');
+
+interface Entry {
+  type: string;
+  visibility: IndexVisibility;
+}
+
+/** What a feed row says: its type, hash and visibility (null: gone). */
+interface FeedRow {
+  t: string;
+  h: string;
+  v: 'network' | 'public' | null;
+}
+
+export class SimFeed {
+  /** The directory's keys as the index holds them (visibility `none`: not held). */
+  readonly directory = new Map<string, Entry>();
+  private readonly publishers = new Map<SimInstance, FeedPublisher>();
+
+  constructor(
+    private readonly world: World,
+    private readonly random: Random,
+  ) {}
+
+  /** A started instance's publisher, and the load that follows its start (network.ts). */
+  attach(instance: SimInstance): void {
+    const cluster = this.world.cluster;
+    const publisher = new FeedPublisher(
+      instance.log,
+      () => instance.now(),
+      cluster
+        ? {
+            epoch: () => instance.holding!.epochs[FEED_PARTITION]!,
+            write: (writes) => instance.log.writeHolding(FEED_PARTITION, writes),
+          }
+        : null,
+      (ms) => instance.sleep(ms),
+    );
+    this.publishers.set(instance, publisher);
+    this.load(publisher);
+    if (cluster && instance.holding!.epochs[FEED_PARTITION]! > 0n) void this.republish(instance);
+  }
+
+  /** Every key of the directory observed in hash order, beside the feed's state (a load). */
+  private load(publisher: FeedPublisher): void {
+    publisher.beginLoad();
+    for (const [hash, entry] of [...this.directory].sort(([a], [b]) => (a < b ? -1 : 1)))
+      publisher.observe(hash, entry.type, entry.visibility);
+    publisher.endLoad();
+  }
+
+  /** The instance has taken the feed's partition: the feed brought level (network.republish). */
+  async republish(instance: SimInstance): Promise<void> {
+    const publisher = this.publishers.get(instance);
+    if (publisher === undefined || !instance.alive) return;
+    publisher.resync();
+    this.load(publisher);
+    await publisher.flush().catch(() => undefined);
+  }
+
+  /** A key of the directory changes (a subject's identifier added, made public, withdrawn). */
+  change(): string {
+    const hash = hashOf(this.random.int(0, HASHES - 1));
+    const visibility = this.random.pick(['none', 'network', 'public'] as const);
+    const type = this.directory.get(hash)?.type ?? this.random.pick(TYPES);
+    if (visibility === 'none') this.directory.delete(hash);
+    else this.directory.set(hash, { type, visibility });
+    for (const [instance, publisher] of this.publishers)
+      if (instance.alive) publisher.observe(hash, type, visibility);
+    return `${hash.slice(-3)} ${visibility}`;
+  }
+
+  /** Every publisher's writes taken (a heal's last step). */
+  async settled(): Promise<void> {
+    for (const [instance, publisher] of this.publishers)
+      if (instance.alive) await publisher.flush().catch(() => undefined);
+  }
+
+  /**
+   * the feed converges on the directory: what it last says of each key, and the state it keeps
+   * of it, are the directory's visibility (none: gone, or never said).
+   */
+  converged(): Violation[] {
+    const out: Violation[] = [];
+    const last = new Map<string, FeedRow['v']>();
+    for (const { key, bytes } of this.world.disk.store.scan('feed')) {
+      const row = unframeRow<FeedRow>('feed', key, bytes);
+      last.set(row.h, row.v);
+    }
+    const hashes = new Set([...last.keys(), ...this.directory.keys()]);
+    for (const hash of hashes) {
+      const expected = this.directory.get(hash)?.visibility ?? null;
+      const said = last.get(hash) ?? null;
+      const bytes = this.world.disk.store.get('feed_state', hash);
+      const state = bytes === undefined ? null : unframeRow<{ v: FeedRow['v'] }>('feed_state', hash, bytes).v;
+      if (said !== expected || state !== expected)
+        out.push({
+          invariant: 'feed-converges',
+          detail: `${hash.slice(-3)} is ${expected ?? 'gone'}, the feed says ${said ?? 'nothing'} (state ${state ?? 'none'})`,
+        });
+    }
+    return out;
+  }
+}
