@@ -377,6 +377,10 @@ export class World {
 
   /** A partition taken up (instance.ts, takeUp): folded, and for the feed's, the feed republished. */
   private async takeUp(p: number, to: SimInstance): Promise<void> {
+    // The lease is held from now (its epoch in the holding), the partition taken up once the
+    // instance's lease round has told its workers: a while later.
+    await to.sleep(this.random.int(0, 3_000));
+    if (!to.alive || this.owner[p] !== to) return;
     try {
       await to.shard.adopt(p);
     } catch (error) {
