@@ -9,6 +9,7 @@ import { unframeRow } from '../src/log/record.js';
 import type { Violation } from './model.js';
 import type { Random } from './random.js';
 import type { SimInstance, World } from './world.js';
+import type { SimPart } from './part.js';
 
 const HASHES = 8;
 const TYPES = ['phone', 'email'] as const;
@@ -26,7 +27,8 @@ interface FeedRow {
   v: 'network' | 'public' | null;
 }
 
-export class SimFeed {
+export class SimFeed implements SimPart {
+  readonly name = 'feed';
   /** The directory's keys as the index holds them (visibility `none`: not held). */
   readonly directory = new Map<string, Entry>();
   private readonly publishers = new Map<SimInstance, FeedPublisher>();
@@ -37,7 +39,7 @@ export class SimFeed {
   ) {}
 
   /** A started instance's publisher, and the load that follows its start (network.ts). */
-  attach(instance: SimInstance): void {
+  started(instance: SimInstance): void {
     const cluster = this.world.cluster;
     const publisher = new FeedPublisher(
       instance.log,
@@ -63,6 +65,11 @@ export class SimFeed {
     publisher.endLoad();
   }
 
+  /** The feed's partition taken up: the feed brought level (network.republish). */
+  async tookUp(instance: SimInstance, p: number): Promise<void> {
+    if (p === FEED_PARTITION) await this.republish(instance);
+  }
+
   /** The instance has taken the feed's partition: the feed brought level (network.republish). */
   async republish(instance: SimInstance): Promise<void> {
     const publisher = this.publishers.get(instance);
@@ -70,6 +77,28 @@ export class SimFeed {
     publisher.resync();
     this.load(publisher);
     await publisher.flush().catch(() => undefined);
+  }
+
+  steps() {
+    return [[4, () => `directory ${this.change()}`]] as const;
+  }
+
+  /** P2: a sequence says one thing for good. */
+  watch(): Violation[] {
+    const rewritten = this.world.disk.rewrites[0];
+    if (rewritten === undefined) return [];
+    return [{ invariant: 'feed-append-only', detail: `feed entry ${Number(rewritten)} was written over` }];
+  }
+
+  /** The feed's writer brought level with the directory, as a start or a takeover brings it. */
+  async heal(): Promise<void> {
+    const writer = this.world.cluster ? this.world.owner[FEED_PARTITION] : this.world.instances[0]!;
+    if (writer !== null && writer !== undefined) await this.republish(writer);
+    await this.settled();
+  }
+
+  check(): Violation[] {
+    return this.converged();
   }
 
   /** A key of the directory changes (a subject's identifier added, made public, withdrawn). */

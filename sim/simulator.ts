@@ -10,7 +10,6 @@ import { DECIDERS } from '../src/domain/index.js';
 import { plant, type Plant } from '../src/actors/planted.js';
 import { Shard } from '../src/actors/shard.js';
 import { partitionOf } from '../src/log/log.js';
-import { FEED_PARTITION } from '../src/network/feed.js';
 import { Model, SKEW_MAX_MS, addressView, type States, type Violation } from './model.js';
 import { Random } from './random.js';
 import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
@@ -157,12 +156,13 @@ class Run {
     const r = this.random;
     const cluster = this.options.cluster;
     const paused = this.world.instances.filter((i) => i.alive && i.paused);
-    const action = r.weighted<string>([
+    const own = this.world.parts.flatMap((part) => part.steps?.() ?? []);
+    const action = r.weighted<string | number>([
+      ...own.map(([weight], i) => [weight, i] as const),
       [40, 'request'],
       [22, 'flush'],
       [12, 'time'],
       [5, 'read'],
-      [4, 'directory'],
       [2, 'kill'],
       [1, 'power-loss'],
       [1, 'damage'],
@@ -178,6 +178,11 @@ class Run {
           ] as const)
         : []),
     ]);
+    if (typeof action === 'number') {
+      const line = await own[action]![1]();
+      if (line !== null) this.trace.line(`${this.step} ${line}`);
+      return;
+    }
     switch (action) {
       case 'request':
         return this.request();
@@ -208,9 +213,6 @@ class Run {
         this.trace.line(`${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`);
         return;
       }
-      case 'directory':
-        this.trace.line(`${this.step} directory ${this.world.feed.change()}`);
-        return;
       case 'kill':
         return this.kill(r.pick(this.world.instances), false);
       case 'power-loss':
@@ -295,9 +297,7 @@ class Run {
 
   /** Fatal errors raised where no damage was made: the node stopped on sound data. */
   private watch(): void {
-    const rewritten = this.world.disk.rewrites[0];
-    if (rewritten !== undefined)
-      this.fail({ invariant: 'feed-append-only', detail: `feed entry ${Number(rewritten)} was written over` });
+    for (const part of this.world.parts) for (const v of part.watch?.() ?? []) this.fail(v);
     for (const i of this.world.instances)
       if (i.alive && i.fatal.length > 0)
         this.fail({ invariant: 'no-fatal', detail: `${i.name}: ${String(i.fatal[0])}` });
@@ -438,10 +438,12 @@ class Run {
       if (waiting === 0 && followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0)
         break;
     }
-    // The feed's writer brought level with the directory, as a start or a takeover brings it.
-    const writer = this.world.cluster ? this.world.owner[FEED_PARTITION] : this.world.instances[0]!;
-    if (writer !== null && writer !== undefined) await this.world.feed.republish(writer);
-    await this.world.feed.settled();
+    for (const part of this.world.parts) await part.heal?.();
+    for (let round = 0; round < QUIESCE_ROUNDS && this.world.parts.some((p) => p.busy?.()); round++) {
+      this.world.disk.flush();
+      this.world.clock.advance(1_000);
+      await drain();
+    }
     await drain();
     this.watch();
     if (this.violation !== null) return;
@@ -467,7 +469,7 @@ class Run {
       ...this.model.followUpsDone(this.world, durable, now),
       ...this.model.deadlinesFired(now, durable),
       ...this.model.foldEqual(memory, durable),
-      ...this.world.feed.converged(),
+      ...this.world.parts.flatMap((part) => part.check?.() ?? []),
     ])
       this.fail(v);
     this.trace.line(`${this.step} checked`);

@@ -18,7 +18,7 @@ import type { ReferencePrefix } from '../src/protocol/ids.js';
 import { SimDisk, type SimLog } from './disk.js';
 import type { Random } from './random.js';
 import { SimFeed } from './feed.js';
-import { FEED_PARTITION } from '../src/network/feed.js';
+import type { SimPart } from './part.js';
 import { unreachable } from '../src/log/unavailable.js';
 
 export const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
@@ -154,7 +154,7 @@ export class SimInstance {
     }
     this.alive = true;
     this.marks = new Set([...this.log.scan('replay')].map((row) => row.key));
-    this.world.feed.attach(this);
+    for (const part of this.world.parts) part.started?.(this);
     for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
     return true;
   }
@@ -283,14 +283,15 @@ export class World {
   /** Partitions being moved (one move at a time each). */
   readonly moving = new Set<number>();
   private made = 0;
-  readonly feed: SimFeed;
+  /** The parts driven beside the shards (part.ts); the feed among them. */
+  readonly parts: SimPart[];
 
   constructor(
     readonly cluster: boolean,
     readonly random: Random,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
-    this.feed = new SimFeed(this, random);
+    this.parts = [new SimFeed(this, random)];
     const count = cluster ? 3 : 1;
     this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
   }
@@ -375,7 +376,7 @@ export class World {
     return taken;
   }
 
-  /** A partition taken up (instance.ts, takeUp): folded, and for the feed's, the feed republished. */
+  /** A partition taken up (instance.ts, takeUp): folded, then told to the parts (the feed's). */
   private async takeUp(p: number, to: SimInstance): Promise<void> {
     // The lease is held from now (its epoch in the holding), the partition taken up once the
     // instance's lease round has told its workers: a while later.
@@ -387,7 +388,7 @@ export class World {
       if (to.alive) to.fatal.push(error);
       return;
     }
-    if (p === FEED_PARTITION) await this.feed.republish(to);
+    for (const part of this.parts) await part.tookUp?.(to, p);
   }
 
   /**
