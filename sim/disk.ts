@@ -133,14 +133,23 @@ export class SimDisk {
   commit(entries: readonly LogEntry[], writes: readonly TableWrite[], doubted: boolean) {
     const undo: Commit['undo'] = {
       records: entries.map((e) => [e.partition, e.seq]),
-      rows: writes.map((w) => ({ table: w.table, key: w.key, bytes: this.store.get(w.table, w.key) ?? null })),
+      rows: writes.map((w) => ({
+        table: w.table,
+        key: w.key,
+        bytes: this.store.get(w.table, w.key) ?? null,
+      })),
     };
     void this.store.append(entries, writes);
     this.store.flush();
     for (const w of writes)
       if (w.until !== undefined) this.claims.set(`${w.table}/${w.key}`, w.until);
     return new Promise<void>((resolve, reject) => {
-      this.committed.push({ doubted, resolve, reject, undo: this.cluster ? { records: [], rows: [] } : undo });
+      this.committed.push({
+        doubted,
+        resolve,
+        reject,
+        undo: this.cluster ? { records: [], rows: [] } : undo,
+      });
     });
   }
 
@@ -152,7 +161,8 @@ export class SimDisk {
     for (const w of writes) {
       if (w.table !== 'feed') continue;
       const before = this.store.get('feed', w.key);
-      if (before !== undefined && (w.bytes === null || !before.equals(w.bytes))) this.rewrites.push(w.key);
+      if (before !== undefined && (w.bytes === null || !before.equals(w.bytes)))
+        this.rewrites.push(w.key);
     }
     return this.store.write(writes);
   }
@@ -217,7 +227,8 @@ export class SimDisk {
     if (seqs.length === 0) return null;
     const seq = kind === 'torn' ? last : pick(seqs);
     const original = [...this.store.read(partition, seq - 1)][0]!.bytes;
-    if (kind === 'torn') this.store.replace(partition, seq, original.subarray(0, original.length - 7));
+    if (kind === 'torn')
+      this.store.replace(partition, seq, original.subarray(0, original.length - 7));
     else if (kind === 'flipped') this.store.corrupt(partition, seq);
     else {
       // Another partition's record, or the same partition's earlier one, written in its place.
@@ -232,7 +243,8 @@ export class SimDisk {
 
   /** Puts a damaged record back as it was (a restore of the operator's backup). */
   repair(damage: Damage): void {
-    if (damage.kind === 'snapshot') void this.store.writeSnapshot(damage.partition, damage.original);
+    if (damage.kind === 'snapshot')
+      void this.store.writeSnapshot(damage.partition, damage.original);
     else this.store.replace(damage.partition, damage.seq, damage.original);
   }
 
@@ -289,7 +301,8 @@ export class SimLog extends ReadsInPlace implements Log {
   /** Reads fail while the database is away (cluster mode) or the instance is gone. */
   private reachable(): void {
     if (this.dead) throw new Error('the instance is gone');
-    if (this.disk.down && !this.observer) throw new UnavailableError('the database does not answer');
+    if (this.disk.down && !this.observer)
+      throw new UnavailableError('the database does not answer');
   }
 
   /** A statement, run now or once the instance runs again; never, once it is gone. */
@@ -307,7 +320,8 @@ export class SimLog extends ReadsInPlace implements Log {
     return this.statement(async () => {
       this.reachable();
       const fault = this.disk.appendFault();
-      if (fault === 'before') throw new UnavailableError('the connection was lost before the commit');
+      if (fault === 'before')
+        throw new UnavailableError('the connection was lost before the commit');
       const refused = this.disk.refusal(this.holding, entries, writes);
       if (refused !== null) throw refused;
       return this.disk.commit(entries, writes, fault === 'after');
@@ -347,7 +361,10 @@ export class SimLog extends ReadsInPlace implements Log {
   writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     return this.statement(async () => {
       this.reachable();
-      if (this.holding !== null && this.holding.epochs[partition] !== this.disk.leaseEpochs[partition])
+      if (
+        this.holding !== null &&
+        this.holding.epochs[partition] !== this.disk.leaseEpochs[partition]
+      )
         throw new NotHeldError(`partition ${partition} is held at another epoch`);
       return this.disk.store.writeSnapshot(partition, bytes);
     });

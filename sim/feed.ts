@@ -87,7 +87,9 @@ export class SimFeed implements SimPart {
   watch(): Violation[] {
     const rewritten = this.world.disk.rewrites[0];
     if (rewritten === undefined) return [];
-    return [{ invariant: 'feed-append-only', detail: `feed entry ${Number(rewritten)} was written over` }];
+    return [
+      { invariant: 'feed-append-only', detail: `feed entry ${Number(rewritten)} was written over` },
+    ];
   }
 
   /** The feed's writer brought level with the directory, as a start or a takeover brings it. */
@@ -135,7 +137,8 @@ export class SimFeed implements SimPart {
       const expected = this.directory.get(hash)?.visibility ?? null;
       const said = last.get(hash) ?? null;
       const bytes = this.world.disk.store.get('feed_state', hash);
-      const state = bytes === undefined ? null : unframeRow<{ v: FeedRow['v'] }>('feed_state', hash, bytes).v;
+      const state =
+        bytes === undefined ? null : unframeRow<{ v: FeedRow['v'] }>('feed_state', hash, bytes).v;
       if (said !== expected || state !== expected)
         out.push({
           invariant: 'feed-converges',

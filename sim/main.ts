@@ -83,7 +83,9 @@ function report(result: RunResult, ms: number, quiet: boolean): void {
   }
   console.log(`seed ${result.seed} ${mode}: VIOLATION ${result.violation.invariant}`);
   console.log(`  ${result.violation.detail}`);
-  console.log(`  replay: npm run simulate -- --seed ${result.seed}${result.cluster ? ' --cluster' : ''}`);
+  console.log(
+    `  replay: npm run simulate -- --seed ${result.seed}${result.cluster ? ' --cluster' : ''}`,
+  );
   console.log('  the steps before it:');
   for (const line of result.tail) console.log(`    ${line}`);
   console.log(`  digest ${result.digest}`);

@@ -152,7 +152,13 @@ export class Model {
     const op = r.weighted<() => Op>([
       [4, () => this.issueReceipt()],
       [2, () => ({ kind: 'settle-receipt', reference: receiptRef(r.int(0, RECEIPTS - 1)) })],
-      [2, () => ({ kind: 'issue-instruction', reference: instructionRef(r.int(0, INSTRUCTIONS - 1)) })],
+      [
+        2,
+        () => ({
+          kind: 'issue-instruction',
+          reference: instructionRef(r.int(0, INSTRUCTIONS - 1)),
+        }),
+      ],
       [3, () => ({ kind: 'charge', member: r.pick(MEMBERS) })],
     ])();
     const routed = this.routedOf(op);
@@ -178,21 +184,37 @@ export class Model {
           via: EUR,
           ...(op.instruction === null ? {} : { instruction: op.instruction }),
         };
-        return { aggregate: 'receipt', key: op.reference, command: { name: 'issue', input, caller: OPERATOR } };
+        return {
+          aggregate: 'receipt',
+          key: op.reference,
+          command: { name: 'issue', input, caller: OPERATOR },
+        };
       }
       case 'settle-receipt': {
         const input = { to: 'settled', rail_references: [{ type: 'book_entry', value: 'x' }] };
-        return { aggregate: 'receipt', key: op.reference, command: { name: 'transition', input, caller: OPERATOR } };
+        return {
+          aggregate: 'receipt',
+          key: op.reference,
+          command: { name: 'transition', input, caller: OPERATOR },
+        };
       }
       case 'issue-instruction': {
         const input = { reference: op.reference, address: ADDRESS, via: EUR };
-        return { aggregate: 'instruction', key: op.reference, command: { name: 'issue', input, caller: PAYER } };
+        return {
+          aggregate: 'instruction',
+          key: op.reference,
+          command: { name: 'issue', input, caller: PAYER },
+        };
       }
       case 'charge':
         return {
           aggregate: 'budget',
           key: `budget/${op.member}`,
-          command: { name: 'charge-payee-check', input: {}, caller: { member: op.member, local: false } },
+          command: {
+            name: 'charge-payee-check',
+            input: {},
+            caller: { member: op.member, local: false },
+          },
         };
     }
   }
@@ -224,7 +246,10 @@ export class Model {
       if (s.answer?.committed !== true || s.answer.status >= 300) continue;
       const state = durable(s.routed.key) as { status?: string } | null;
       const lost = (what: string) =>
-        out.push({ invariant: 'acknowledged-kept', detail: `${what} ${s.routed.key} answered ${s.answer!.status}, not in the log` });
+        out.push({
+          invariant: 'acknowledged-kept',
+          detail: `${what} ${s.routed.key} answered ${s.answer!.status}, not in the log`,
+        });
       if (s.op.kind === 'charge') charged.set(s.routed.key, (charged.get(s.routed.key) ?? 0) + 1);
       else if (state === null) lost(s.op.kind);
       else if (s.op.kind === 'settle-receipt' && state.status !== 'settled') lost('settle');
@@ -232,13 +257,19 @@ export class Model {
     for (const [key, n] of charged) {
       const logged = [...chargesInLog(world, key).values()].reduce((a, b) => a + b, 0);
       if (logged < n)
-        out.push({ invariant: 'acknowledged-kept', detail: `${key}: ${n} charges answered, ${logged} in the log` });
+        out.push({
+          invariant: 'acknowledged-kept',
+          detail: `${key}: ${n} charges answered, ${logged} in the log`,
+        });
     }
     for (const { key, status } of this.seen) {
       const state = durable(key) as { status?: string } | null;
       const later = [status, ...(NEXT[status] ?? [])];
       if (state === null || !later.includes(state.status ?? ''))
-        out.push({ invariant: 'reads-committed', detail: `${key} was read as ${status}, the log holds ${state?.status ?? 'nothing'}` });
+        out.push({
+          invariant: 'reads-committed',
+          detail: `${key} was read as ${status}, the log holds ${state?.status ?? 'nothing'}`,
+        });
     }
     return out;
   }
@@ -247,14 +278,18 @@ export class Model {
   oneWinner(): Violation[] {
     const created = new Map<string, Set<string>>();
     for (const s of this.sent) {
-      if (s.answer?.status !== 201 || s.op.kind === 'charge' || s.op.kind === 'settle-receipt') continue;
+      if (s.answer?.status !== 201 || s.op.kind === 'charge' || s.op.kind === 'settle-receipt')
+        continue;
       const bodies = created.get(s.routed.key) ?? new Set();
       bodies.add(s.answer.body);
       created.set(s.routed.key, bodies);
     }
     return [...created]
       .filter(([, bodies]) => bodies.size > 1)
-      .map(([key, bodies]) => ({ invariant: 'one-winner', detail: `${key} created ${bodies.size} times` }));
+      .map(([key, bodies]) => ({
+        invariant: 'one-winner',
+        detail: `${key} created ${bodies.size} times`,
+      }));
   }
 
   /**
@@ -301,7 +336,10 @@ export class Model {
     for (const [mark, sent] of runs) {
       const committed = sent.filter((s) => s.answer!.committed);
       if (committed.length > 1)
-        out.push({ invariant: 'replay-refused', detail: `mark ${mark} committed ${committed.length} times` });
+        out.push({
+          invariant: 'replay-refused',
+          detail: `mark ${mark} committed ${committed.length} times`,
+        });
       for (const later of committed) {
         const earlier = sent.find((s) => s !== later && s.answeredOrder! < later.sentOrder);
         if (earlier !== undefined)
@@ -325,7 +363,11 @@ export class Model {
       const key = `budget/${member}`;
       const days = chargesInLog(world, key);
       for (const [day, count] of days)
-        if (count > max) out.push({ invariant: 'ceiling-exact', detail: `${key} charged ${count} of ${max} on ${day}` });
+        if (count > max)
+          out.push({
+            invariant: 'ceiling-exact',
+            detail: `${key} charged ${count} of ${max} on ${day}`,
+          });
       // A refusal for the allowance, answered on a day whose charges the log holds below it.
       for (const s of this.sent) {
         if (s.routed.key !== key || s.answer?.status !== 429) continue;
@@ -333,7 +375,10 @@ export class Model {
         // minute at most): on the day both fall on, well inside it.
         const day = dayWithin(s.at - SKEW_MAX_MS, s.answeredAt! + SKEW_MAX_MS);
         if (day !== null && (days.get(day) ?? 0) < max)
-          out.push({ invariant: 'ceiling-exact', detail: `${key} refused on ${day} at ${days.get(day) ?? 0} of ${max}` });
+          out.push({
+            invariant: 'ceiling-exact',
+            detail: `${key} refused on ${day} at ${days.get(day) ?? 0} of ${max}`,
+          });
       }
     }
     return out;
@@ -346,7 +391,8 @@ export class Model {
   followUpsDone(world: World, durable: States, now: number): Violation[] {
     const out: Violation[] = [];
     const left = [...world.disk.store.scan('followups')].length;
-    if (left > 0) out.push({ invariant: 'follow-ups-done', detail: `${left} follow-ups never carried out` });
+    if (left > 0)
+      out.push({ invariant: 'follow-ups-done', detail: `${left} follow-ups never carried out` });
     for (let n = 0; n < RECEIPTS; n++) {
       const reference = receiptRef(n);
       const bytes = world.disk.store.get('views', reference);
@@ -366,7 +412,10 @@ export class Model {
       const openedAt = expiresAt - SIM_LIMITS.instruction_lifetime_ms;
       if (issuedAt < openedAt + SKEW_MAX_MS || expiresAt <= now) continue;
       if (instruction.status !== 'used')
-        out.push({ invariant: 'follow-ups-done', detail: `${receipt.instruction} named by ${reference} is ${instruction.status}` });
+        out.push({
+          invariant: 'follow-ups-done',
+          detail: `${receipt.instruction} named by ${reference} is ${instruction.status}`,
+        });
     }
     return out;
   }
@@ -377,7 +426,10 @@ export class Model {
     for (let n = 0; n < INSTRUCTIONS; n++) {
       const state = durable(instructionRef(n)) as InstructionState | null;
       if (state?.status === 'open' && parseTime(state.expires_at)! + DEADLINE_SLACK_MS < now)
-        out.push({ invariant: 'deadline-fired', detail: `${state.reference} open at ${isoTime(now)}, past ${state.expires_at}` });
+        out.push({
+          invariant: 'deadline-fired',
+          detail: `${state.reference} open at ${isoTime(now)}, past ${state.expires_at}`,
+        });
     }
     return out;
   }
@@ -389,7 +441,10 @@ export class Model {
       const a = memory(key);
       const b = durable(key);
       if (!isDeepStrictEqual(a, b))
-        out.push({ invariant: 'fresh-fold', detail: `${key}: memory ${JSON.stringify(a)?.slice(0, 80)} log ${JSON.stringify(b)?.slice(0, 80)}` });
+        out.push({
+          invariant: 'fresh-fold',
+          detail: `${key}: memory ${JSON.stringify(a)?.slice(0, 80)} log ${JSON.stringify(b)?.slice(0, 80)}`,
+        });
     }
     return out;
   }

@@ -117,7 +117,11 @@ class Run {
 
   /** An unhandled rejection: the process would have ended there. */
   crashed(stack: string): void {
-    const where = stack.split('\n').slice(0, 4).map((l) => l.trim()).join(' | ');
+    const where = stack
+      .split('\n')
+      .slice(0, 4)
+      .map((l) => l.trim())
+      .join(' | ');
     this.fail({ invariant: 'no-crash', detail: where });
   }
 
@@ -187,7 +191,8 @@ class Run {
       case 'request':
         return this.request();
       case 'flush':
-        if (this.world.disk.unflushed > 0) this.trace.line(`${this.step} flush ${this.world.disk.unflushed}`);
+        if (this.world.disk.unflushed > 0)
+          this.trace.line(`${this.step} flush ${this.world.disk.unflushed}`);
         this.world.disk.flush();
         return;
       case 'time': {
@@ -210,7 +215,9 @@ class Run {
         if (holder === null || !holder.alive || holder.paused) return;
         const state = holder.shard.stateOf(key);
         this.model.saw(key, state);
-        this.trace.line(`${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`);
+        this.trace.line(
+          `${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`,
+        );
         return;
       }
       case 'kill':
@@ -280,9 +287,14 @@ class Run {
         // A process that died meanwhile answers nobody: its client saw the connection drop.
         const heard = instance.alive && instance.incarnation === incarnation ? answer : null;
         this.model.answered(sent, heard, instance.now());
-        this.trace.line(`${this.step} answer #${n} ${heard === null ? 'none' : `${heard.status}${heard.committed ? ' committed' : ''}`}`);
+        this.trace.line(
+          `${this.step} answer #${n} ${heard === null ? 'none' : `${heard.status}${heard.committed ? ' committed' : ''}`}`,
+        );
         if (heard !== null && heard.status >= 500 && heard.status !== 503)
-          this.fail({ invariant: 'no-internal-error', detail: `#${n} answered ${heard.status} ${heard.body.slice(0, 120)}` });
+          this.fail({
+            invariant: 'no-internal-error',
+            detail: `#${n} answered ${heard.status} ${heard.body.slice(0, 120)}`,
+          });
       },
       (error: unknown) => {
         this.unanswered.delete(n);
@@ -332,11 +344,16 @@ class Run {
       // A new process holds nothing: it takes its share from the live ones (a rebalance).
       instance.holding!.epochs.fill(0n);
       if (this.live().length === 0) this.world.owner.fill(null);
-      const orphaned = ALL_PARTITIONS.filter((p) => this.world.owner[p] === null || this.world.owner[p] === instance);
+      const orphaned = ALL_PARTITIONS.filter(
+        (p) => this.world.owner[p] === null || this.world.owner[p] === instance,
+      );
       for (const p of orphaned) this.world.grant(p, instance);
     }
     if (!(await instance.start())) {
-      this.fail({ invariant: 'no-fatal', detail: `${instance.name} refused to start: ${String(instance.fatal[0])}` });
+      this.fail({
+        invariant: 'no-fatal',
+        detail: `${instance.name} refused to start: ${String(instance.fatal[0])}`,
+      });
       return;
     }
     this.trace.line(`${this.step} restart ${instance.name} #${instance.incarnation}`);
@@ -356,7 +373,10 @@ class Run {
     if (damage === null) return;
     this.fault(`damage-${kind}`, `p${damage.partition} seq ${damage.seq}`);
     if ((await this.freshFold()) !== null)
-      this.fail({ invariant: 'damage-refused', detail: `a start served a log with a ${kind} record (p${damage.partition} seq ${damage.seq})` });
+      this.fail({
+        invariant: 'damage-refused',
+        detail: `a start served a log with a ${kind} record (p${damage.partition} seq ${damage.seq})`,
+      });
     this.world.disk.repair(damage);
   }
 
@@ -435,11 +455,20 @@ class Run {
         (u) => u.instance.alive && u.instance.incarnation === u.incarnation,
       ).length;
       const followUps = [...this.world.disk.store.scan('followups')].length;
-      if (waiting === 0 && followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0)
+      if (
+        waiting === 0 &&
+        followUps === 0 &&
+        this.world.disk.unflushed === 0 &&
+        this.world.moving.size === 0
+      )
         break;
     }
     for (const part of this.world.parts) await part.heal?.();
-    for (let round = 0; round < QUIESCE_ROUNDS && this.world.parts.some((p) => p.busy?.()); round++) {
+    for (
+      let round = 0;
+      round < QUIESCE_ROUNDS && this.world.parts.some((p) => p.busy?.());
+      round++
+    ) {
       this.world.disk.flush();
       this.world.clock.advance(1_000);
       await drain();
@@ -449,9 +478,16 @@ class Run {
     if (this.violation !== null) return;
     for (const [n, u] of this.unanswered)
       if (u.instance.alive && u.instance.incarnation === u.incarnation)
-        this.fail({ invariant: 'answered', detail: `#${n} sent to ${u.instance.name} never answered` });
+        this.fail({
+          invariant: 'answered',
+          detail: `#${n} sent to ${u.instance.name} never answered`,
+        });
     const durable = await this.freshFold();
-    if (durable === null) return this.fail({ invariant: 'no-fatal', detail: 'the store could not be folded at the end' });
+    if (durable === null)
+      return this.fail({
+        invariant: 'no-fatal',
+        detail: 'the store could not be folded at the end',
+      });
     // Partitions a holder has folded: one left doubted (the database was away) is folded again
     // by its next command, and holds nothing until then.
     const memory = (key: string) => {

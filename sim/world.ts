@@ -69,7 +69,12 @@ const answerOf = (r: CommandResult): Answer => ({
 const UNAVAILABLE: Answer = { status: 503, body: '', committed: false };
 const REPLAYED: Answer = { status: 401, body: 'replayed', committed: false, kind: 'replayed' };
 const STALE: Answer = { status: 401, body: 'stale', committed: false, kind: 'stale' };
-const IN_PROGRESS: Answer = { status: 409, body: 'in progress', committed: false, kind: 'in-progress' };
+const IN_PROGRESS: Answer = {
+  status: 409,
+  body: 'in progress',
+  committed: false,
+  kind: 'in-progress',
+};
 
 export class SimInstance {
   readonly holding: Holding | null;
@@ -279,7 +284,9 @@ export class World {
   readonly disk: SimDisk;
   readonly instances: SimInstance[];
   /** Cluster mode: the instance holding each partition, as the leases table says. */
-  readonly owner: (SimInstance | null)[] = new Array<SimInstance | null>(PARTITION_COUNT).fill(null);
+  readonly owner: (SimInstance | null)[] = new Array<SimInstance | null>(PARTITION_COUNT).fill(
+    null,
+  );
   /** Partitions being moved (one move at a time each). */
   readonly moving = new Set<number>();
   private made = 0;
@@ -305,7 +312,8 @@ export class World {
     if (this.cluster)
       for (const p of ALL_PARTITIONS) this.grant(p, this.instances[p % this.instances.length]!);
     for (const instance of this.instances)
-      if (!(await instance.start())) throw new Error(`${instance.name} did not start on a new store`);
+      if (!(await instance.start()))
+        throw new Error(`${instance.name} did not start on a new store`);
   }
 
   /** The lease of `p` granted to `to` at a new epoch (the store's leases table and its holding). */
