@@ -7,13 +7,17 @@ import type { RoutedCommand } from '../src/actors/types.js';
 import type { InstructionState } from '../src/domain/instruction/instruction.js';
 import type { ReceiptState } from '../src/domain/receipt/receipt.js';
 import { decodeView, encodeView } from '../src/reads/views.js';
-import { addressInfoKey, type AddressInfo } from '../src/domain/subject/resolver.js';
+import {
+  addressInfoKey,
+  subjectViewKey,
+  type AddressInfo,
+} from '../src/domain/subject/resolver.js';
 import { isoTime, parseTime } from '../src/protocol/time.js';
 import { partitionOf } from '../src/log/log.js';
 import { unframeRecord } from '../src/log/record.js';
 import type { LogRecord } from '../src/actors/fold.js';
 import type { Random } from './random.js';
-import { SIM_LIMITS, type Answer, type World } from './world.js';
+import { SIM_LIMITS, T0, type Answer, type World } from './world.js';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const ADDRESS = 'path:0123456789ABCDEFabcdef';
@@ -27,6 +31,35 @@ const DEADLINE_SLACK_MS = 30_000;
 
 /** Refused by the front end before any run: replayed, stale, its key in flight. */
 const notRun = (a: Answer) => a.kind !== undefined && a.kind !== 'stored';
+
+const connectionCommand = (
+  key: string,
+  name: string,
+  input: unknown,
+  caller: { member: string; local: boolean },
+): RoutedCommand => ({ aggregate: 'connection', key, command: { name, input, caller } });
+
+/** What the log holds of a connection's consumption: its total, and each delegation's. */
+function consumedInLog(
+  world: World,
+  key: string,
+): { total: number; delegations: Map<string, number> } {
+  const consumed = { total: 0, delegations: new Map<string, number>() };
+  for (const { bytes } of world.disk.store.read(partitionOf(key), 0)) {
+    const record = unframeRecord<LogRecord>(bytes);
+    if (record.k !== key) continue;
+    for (const e of record.e as { type: string; amount?: string; delegation?: string | null }[]) {
+      if (e.type !== 'consumed') continue;
+      consumed.total += cents(e.amount!);
+      if (e.delegation != null)
+        consumed.delegations.set(
+          e.delegation,
+          (consumed.delegations.get(e.delegation) ?? 0) + cents(e.amount!),
+        );
+    }
+  }
+  return consumed;
+}
 
 /** How far the instances' clocks may be apart (the simulator's skews stay within it). */
 export const SKEW_MAX_MS = 60_000;
@@ -73,9 +106,28 @@ function keysOf(prefix: string, count: number, base: number): string[] {
 }
 
 const RECEIPT_KEYS = keysOf('rcp', RECEIPTS, 0xa000);
+/**
+ * Two connections of one subject, granted to PAYER: a per-operation one and a standing mandate
+ * (persistent consent), each with its ceilings (SPEC K); the first cuts delegations to DELEGATE.
+ */
+const CONNECTION_KEYS = keysOf('con', 2, 0xc000);
+const DELEGATION_KEYS = [ref('dlg', 0xd000), ref('dlg', 0xd001)];
+const SUBJECT = ref('sub', 0xe000);
+const DELEGATE = { member: 'gamma', local: false };
+const CEILINGS = { max_single: '20.00', max_total: '60.00' };
+const DELEGATION = { amount: '10.00', max_total: '30.00', commitment: 'iban-commitment-1' };
+const AMOUNTS = ['5.00', '10.00', '20.00', '25.00'];
+/** An amount in cents. */
+const cents = (amount: string) => Math.round(Number(amount) * 100);
 const INSTRUCTION_KEYS = keysOf('ins', INSTRUCTIONS, 0xb000);
 const receiptRef = (n: number) => RECEIPT_KEYS[n]!;
 const instructionRef = (n: number) => INSTRUCTION_KEYS[n]!;
+
+/** What a run starts from: the address instructions name, the subject connections are for. */
+export function seededViews(): { key: string; bytes: Buffer }[] {
+  const subject = encodeView({ status: 200, body: '{}', signed: false }, { partition: 0, seq: 1 });
+  return [addressView(), { key: subjectViewKey(SUBJECT), bytes: subject }];
+}
 
 /** The address the instructions are issued for, as its subject publishes it (seeded once). */
 export function addressView(): { key: string; bytes: Buffer } {
@@ -96,7 +148,13 @@ type Op =
   | { kind: 'issue-receipt'; reference: string; instruction: string | null }
   | { kind: 'settle-receipt'; reference: string }
   | { kind: 'issue-instruction'; reference: string }
-  | { kind: 'charge'; member: string };
+  | { kind: 'charge'; member: string }
+  | { kind: 'create-connection'; reference: string; mode: Mode }
+  | { kind: 'consume'; reference: string; amount: string; op: string }
+  | { kind: 'create-delegation'; reference: string; delegation: string }
+  | { kind: 'consume-delegation'; reference: string; delegation: string; op: string };
+
+type Mode = 'per_operation_signature' | 'persistent_consent';
 
 /** One request a client sent, and what became of it. */
 export interface Sent {
@@ -126,6 +184,7 @@ export class Model {
   private marks = 0;
   private scopes = 0;
   private order = 0;
+  private operations = 0;
 
   constructor(private readonly random: Random) {}
 
@@ -135,6 +194,7 @@ export class Model {
       ...Array.from({ length: RECEIPTS }, (_, n) => receiptRef(n)),
       ...Array.from({ length: INSTRUCTIONS }, (_, n) => instructionRef(n)),
       ...MEMBERS.map((m) => `budget/${m}`),
+      ...CONNECTION_KEYS,
     ];
   }
 
@@ -160,6 +220,10 @@ export class Model {
         }),
       ],
       [3, () => ({ kind: 'charge', member: r.pick(MEMBERS) })],
+      [1, () => this.connectionOp('create-connection')],
+      [3, () => this.connectionOp('consume')],
+      [1, () => this.connectionOp('create-delegation')],
+      [2, () => this.connectionOp('consume-delegation')],
     ])();
     const routed = this.routedOf(op);
     if (r.chance(0.5)) routed.idempotency = { scope: `s${++this.scopes}`, requestHash: 'h' };
@@ -167,6 +231,29 @@ export class Model {
     const sent = { op, routed, at: now, sentOrder: ++this.order };
     this.sent.push(sent);
     return sent;
+  }
+
+  private connectionOp(
+    kind: 'create-connection' | 'consume' | 'create-delegation' | 'consume-delegation',
+  ): Op {
+    const r = this.random;
+    const n = r.int(0, CONNECTION_KEYS.length - 1);
+    const reference = CONNECTION_KEYS[n]!;
+    const op = `op${++this.operations}`;
+    switch (kind) {
+      case 'create-connection':
+        return {
+          kind,
+          reference,
+          mode: n === 0 ? 'per_operation_signature' : 'persistent_consent',
+        };
+      case 'consume':
+        return { kind, reference, amount: r.pick(AMOUNTS), op };
+      case 'create-delegation':
+        return { kind, reference: CONNECTION_KEYS[0]!, delegation: r.pick(DELEGATION_KEYS) };
+      case 'consume-delegation':
+        return { kind, reference: CONNECTION_KEYS[0]!, delegation: r.pick(DELEGATION_KEYS), op };
+    }
   }
 
   private issueReceipt(): Op {
@@ -206,6 +293,52 @@ export class Model {
           command: { name: 'issue', input, caller: PAYER },
         };
       }
+      case 'create-connection': {
+        const input = {
+          reference: op.reference,
+          grantee: PAYER.member,
+          subject_id: SUBJECT,
+          capabilities: { pay: true },
+          mode: op.mode,
+          ...CEILINGS,
+          currency: 'EUR',
+          expires_at: isoTime(T0 + 30 * 86_400_000),
+        };
+        return connectionCommand(op.reference, 'create', input, OPERATOR);
+      }
+      case 'consume': {
+        const input = {
+          capability: 'pay',
+          amount: op.amount,
+          currency: 'EUR',
+          operation_ref: op.op,
+        };
+        return connectionCommand(op.reference, 'consume', input, PAYER);
+      }
+      case 'create-delegation': {
+        const input = {
+          reference: op.delegation,
+          delegate: DELEGATE.member,
+          capability: 'pay',
+          amount: DELEGATION.amount,
+          currency: 'EUR',
+          destination_commitment: DELEGATION.commitment,
+          max_total: DELEGATION.max_total,
+          expires_at: isoTime(T0 + 30 * 86_400_000),
+        };
+        return connectionCommand(op.reference, 'create-delegation', input, OPERATOR);
+      }
+      case 'consume-delegation': {
+        const input = {
+          delegation: op.delegation,
+          capability: 'pay',
+          amount: DELEGATION.amount,
+          currency: 'EUR',
+          destination_commitment: DELEGATION.commitment,
+          operation_ref: op.op,
+        };
+        return connectionCommand(op.reference, 'consume-delegation', input, DELEGATE);
+      }
       case 'charge':
         return {
           aggregate: 'budget',
@@ -242,6 +375,7 @@ export class Model {
   acknowledgedKept(world: World, durable: States): Violation[] {
     const out: Violation[] = [];
     const charged = new Map<string, number>();
+    const consumed = new Map<string, number>();
     for (const s of this.sent) {
       if (s.answer?.committed !== true || s.answer.status >= 300) continue;
       const state = durable(s.routed.key) as { status?: string } | null;
@@ -251,8 +385,23 @@ export class Model {
           detail: `${what} ${s.routed.key} answered ${s.answer!.status}, not in the log`,
         });
       if (s.op.kind === 'charge') charged.set(s.routed.key, (charged.get(s.routed.key) ?? 0) + 1);
+      else if (s.op.kind === 'consume' || s.op.kind === 'consume-delegation')
+        consumed.set(
+          s.routed.key,
+          (consumed.get(s.routed.key) ?? 0) +
+            cents((s.routed.command.input as { amount: string }).amount),
+        );
+      else if (s.op.kind === 'create-delegation') continue;
       else if (state === null) lost(s.op.kind);
       else if (s.op.kind === 'settle-receipt' && state.status !== 'settled') lost('settle');
+    }
+    for (const [key, n] of consumed) {
+      const logged = consumedInLog(world, key).total;
+      if (logged < n)
+        out.push({
+          invariant: 'acknowledged-kept',
+          detail: `${key}: ${n} consumed as answered, ${logged} in the log`,
+        });
     }
     for (const [key, n] of charged) {
       const logged = [...chargesInLog(world, key).values()].reduce((a, b) => a + b, 0);
@@ -278,8 +427,8 @@ export class Model {
   oneWinner(): Violation[] {
     const created = new Map<string, Set<string>>();
     for (const s of this.sent) {
-      if (s.answer?.status !== 201 || s.op.kind === 'charge' || s.op.kind === 'settle-receipt')
-        continue;
+      const creates = ['issue-receipt', 'issue-instruction', 'create-connection'];
+      if (s.answer?.status !== 201 || !creates.includes(s.op.kind)) continue;
       const bodies = created.get(s.routed.key) ?? new Set();
       bodies.add(s.answer.body);
       created.set(s.routed.key, bodies);
@@ -357,7 +506,7 @@ export class Model {
    * for it while the log held less than the allowance.
    */
   ceilingExact(world: World): Violation[] {
-    const out: Violation[] = [];
+    const out: Violation[] = [...this.connectionCeilings(world)];
     const max = SIM_LIMITS.payee_check_daily_max;
     for (const member of MEMBERS) {
       const key = `budget/${member}`;
@@ -378,6 +527,44 @@ export class Model {
           out.push({
             invariant: 'ceiling-exact',
             detail: `${key} refused on ${day} at ${days.get(day) ?? 0} of ${max}`,
+          });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * every ceiling exact, for connections, mandates and delegations (SPEC K): what the log holds
+   * consumed stays within max_total (each delegation's within its own); and a consume refused
+   * for a ceiling was above one even by the log's final totals.
+   */
+  private connectionCeilings(world: World): Violation[] {
+    const out: Violation[] = [];
+    const max = cents(CEILINGS.max_total);
+    for (const key of CONNECTION_KEYS) {
+      const { total, delegations } = consumedInLog(world, key);
+      if (total > max)
+        out.push({ invariant: 'ceiling-exact', detail: `${key} consumed ${total} of ${max}` });
+      for (const [d, used] of delegations)
+        if (used > cents(DELEGATION.max_total))
+          out.push({
+            invariant: 'ceiling-exact',
+            detail: `${d} consumed ${used} of ${cents(DELEGATION.max_total)}`,
+          });
+      for (const s of this.sent) {
+        if (s.routed.key !== key || s.answer == null || s.answer.kind !== undefined) continue;
+        if (!s.answer.body.includes('path.connect.delegation_limit_reached')) continue;
+        const amount = cents((s.routed.command.input as { amount: string }).amount);
+        const delegation = s.op.kind === 'consume-delegation' ? s.op.delegation : null;
+        const above =
+          amount > cents(CEILINGS.max_single) ||
+          total + amount > max ||
+          (delegation !== null &&
+            (delegations.get(delegation) ?? 0) + amount > cents(DELEGATION.max_total));
+        if (!above)
+          out.push({
+            invariant: 'ceiling-exact',
+            detail: `${key}: ${amount} refused at ${total} of ${max}`,
           });
       }
     }

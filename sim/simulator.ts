@@ -10,7 +10,7 @@ import { DECIDERS } from '../src/domain/index.js';
 import { plant, type Plant } from '../src/actors/planted.js';
 import { Shard } from '../src/actors/shard.js';
 import { partitionOf } from '../src/log/log.js';
-import { Model, SKEW_MAX_MS, addressView, type States, type Violation } from './model.js';
+import { Model, SKEW_MAX_MS, seededViews, type States, type Violation } from './model.js';
 import { Random } from './random.js';
 import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
 import type { Damage } from './disk.js';
@@ -131,8 +131,9 @@ class Run {
   }
 
   async go(): Promise<RunResult> {
-    const { key, bytes } = addressView();
-    await this.world.disk.store.write([{ table: 'views', key, bytes }]);
+    await this.world.disk.store.write(
+      seededViews().map(({ key, bytes }) => ({ table: 'views' as const, key, bytes })),
+    );
     await this.world.start();
     for (this.step = 1; this.step <= this.options.steps && this.violation === null; this.step++) {
       await this.act();

@@ -32,6 +32,13 @@ const REGRESSIONS = [
       'embedded mode forgot, at a kill -9, the replay mark of a signed request that committed ' +
       'nothing; sent again once it could succeed, it committed (P5, claimedInProcess)',
   },
+  {
+    seed: 3,
+    cluster: true,
+    defect:
+      'a delegation cut again under its reference replaced the first with its usage forgotten, ' +
+      'and was consumed past its ceiling (createDelegation)',
+  },
 ];
 
 /**

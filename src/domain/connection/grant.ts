@@ -11,6 +11,7 @@ import { isoTime, parseTime } from '../../protocol/time.js';
 import { parseSchedule } from './schedule.js';
 import type { connectionCommands } from './schema.js';
 import {
+  delegationsOf,
   scopeRefusal,
   type BindsTo,
   type ConnectionEvent,
@@ -142,6 +143,10 @@ export function createDelegation(
   input: InputOf<Commands, 'create-delegation'>,
   context: DecideContext,
 ): Result {
+  // References are the route's, fresh (P9); one already cut would be cut again with its usage
+  // forgotten, past its ceiling: refused, as every aggregate refuses a reference in use.
+  if (delegationsOf(state).has(input.reference))
+    return invalid('reference', 'reference already in use');
   const refused = delegationRefusal(state, input, context.now);
   if (refused !== null) return refused;
   const maxTotal = input.max_total ?? input.amount;
