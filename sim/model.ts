@@ -2,7 +2,6 @@
 // between those answers and what the log says. The workload is small on purpose (a few keys of
 // each kind), so that requests race on the same aggregates, the same idempotency keys and the same
 // ceilings.
-import { isDeepStrictEqual } from 'node:util';
 import type { RoutedCommand } from '../src/actors/types.js';
 import type { InstructionState } from '../src/domain/instruction/instruction.js';
 import type { ReceiptState } from '../src/domain/receipt/receipt.js';
@@ -28,6 +27,19 @@ const RECEIPTS = 12;
 const INSTRUCTIONS = 6;
 /** A deadline may fire this late (a restart, a retry) and no later. */
 const DEADLINE_SLACK_MS = 30_000;
+
+/**
+ * A state as text, the same for equal states however they were built: persistent collections
+ * (an aggregate's children) as their entries, object keys sorted.
+ */
+function canonical(value: unknown): string | undefined {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}
 
 /** Refused by the front end before any run: replayed, stale, its key in flight. */
 const notRun = (a: Answer) => a.kind !== undefined && a.kind !== 'stored';
@@ -518,7 +530,7 @@ export class Model {
             detail: `${key} charged ${count} of ${max} on ${day}`,
           });
       // A refusal for the allowance, answered on a day whose charges the log holds below it.
-      for (const s of this.sent) {
+      for (const [n, s] of this.sent.entries()) {
         if (s.routed.key !== key || s.answer?.status !== 429) continue;
         // Decided between its sending and its answer, on the holder's clock (skewed by a
         // minute at most): on the day both fall on, well inside it.
@@ -526,7 +538,7 @@ export class Model {
         if (day !== null && (days.get(day) ?? 0) < max)
           out.push({
             invariant: 'ceiling-exact',
-            detail: `${key} refused on ${day} at ${days.get(day) ?? 0} of ${max}`,
+            detail: `${key} #${n} refused on ${day} at ${days.get(day) ?? 0} of ${max}`,
           });
       }
     }
@@ -627,7 +639,7 @@ export class Model {
     for (const key of this.keys()) {
       const a = memory(key);
       const b = durable(key);
-      if (!isDeepStrictEqual(a, b))
+      if (canonical(a) !== canonical(b))
         out.push({
           invariant: 'fresh-fold',
           detail: `${key}: memory ${JSON.stringify(a)?.slice(0, 80)} log ${JSON.stringify(b)?.slice(0, 80)}`,

@@ -104,6 +104,10 @@ class Run {
     this.random = new Random(options.seed);
     this.world = new World(options.cluster, this.random);
     this.model = new Model(this.random);
+    this.world.onChannel = (fault) => {
+      if (fault !== 'none')
+        this.faults[`channel-${fault}`] = (this.faults[`channel-${fault}`] ?? 0) + 1;
+    };
     const watched = new Set(this.model.keys().map((key) => partitionOf(key)));
     this.world.onGrant = (p, to, epoch) => {
       if (watched.has(p)) this.trace.line(`${this.step} lease ${p} to ${to.name} at ${epoch}`);

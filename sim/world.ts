@@ -216,7 +216,7 @@ export class SimInstance {
     const incarnation = this.incarnation;
     return carryOut(f, {
       submit: async (routed) => {
-        const result = await this.world.route(routed);
+        const result = await this.world.route(routed, this);
         return result ?? this.world.unavailableResult();
       },
       retryMs: SIM_LIMITS.follow_up_retry_ms,
@@ -249,7 +249,7 @@ export class SimInstance {
       this.inFlight.add(scope);
     }
     try {
-      return await this.world.route(routed).then(async (result) => {
+      return await this.world.route(routed, this).then(async (result) => {
         if (result === null) return UNAVAILABLE;
         if (result.taken === 'replay' || (result.taken !== undefined && scope === undefined))
           return REPLAYED;
@@ -335,11 +335,27 @@ export class World {
   }
 
   /** Routes a command to its holder; null where it could not be run there (moved, gone). */
-  async route(routed: RoutedCommand): Promise<CommandResult | null> {
+  async route(routed: RoutedCommand, from?: SimInstance): Promise<CommandResult | null> {
     const holder = this.holderOf(routed.key);
     if (holder === null || !holder.alive) return null;
-    return holder.run(routed);
+    if (from === undefined || from === holder || !this.cluster) return holder.run(routed);
+    // The internal channel between two instances (router.ts), as the seed has it: a call
+    // delayed (and so reordered), sent twice, or its answer lost after the holder ran it.
+    const fault = this.random.weighted([
+      [90, 'none'],
+      [5, 'delay'],
+      [3, 'duplicate'],
+      [2, 'lost'],
+    ] as const);
+    this.onChannel?.(fault);
+    if (fault === 'delay') await from.sleep(this.random.int(1, 2_000));
+    if (fault === 'duplicate') void holder.run(routed).catch(() => undefined);
+    const result = await (this.holderOf(routed.key) ?? holder).run(routed);
+    return fault === 'lost' ? null : result;
   }
+
+  /** Told of each fault of the internal channel (the run counts them). */
+  onChannel?: (fault: 'none' | 'delay' | 'duplicate' | 'lost') => void;
 
   unavailableResult(): CommandResult {
     const reply = { status: 503, body: '', signed: false };

@@ -7,6 +7,7 @@ import { SimulatedClock } from '../clock.js';
 import { receiptDecider, type ReceiptState } from '../domain/receipt/receipt.js';
 import { PARTITION_COUNT, partitionOf } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
+import { UnavailableError } from '../log/unavailable.js';
 import { decodeView } from '../reads/views.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
@@ -606,6 +607,65 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     }
     await releasing;
     expect(log.readSnapshot(partitionOf(reference))).toBeDefined();
+  });
+
+  it('an adopt while a release of its partition still drains folds once (issue 30)', async () => {
+    // A lease lost and regained at once: the release waits on a commit in flight, the adopt
+    // must wait for it, or the fold lays the records again onto the states still held.
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = shardOver(log);
+    const recovering = shard.recover();
+    log.flush();
+    await recovering;
+    const reference = newReference('rcp');
+    const issuing = issue(shard, reference);
+    await turn();
+    log.flush();
+    await issuing;
+    const p = partitionOf(reference);
+    const settling = settle(shard, reference);
+    await turn();
+    const releasing = shard.release(p);
+    const adopting = shard.adopt(p);
+    for (let i = 0; i < 10; i++) {
+      await turn();
+      log.flush();
+    }
+    expect((await settling).reply.status).toBe(201);
+    await releasing;
+    await adopting;
+    const fresh = shardOver(log);
+    const folding = fresh.recover();
+    log.flush();
+    await folding;
+    expect(shard.stateOf(reference)).toEqual(fresh.stateOf(reference));
+    expect((shard.stateOf(reference) as { steps: unknown[] }).steps).toHaveLength(2);
+  });
+
+  it('a release whose snapshot the database refused forgets all the same (issue 30)', async () => {
+    // The database away when a partition is given up: its snapshot fails, and what the shard
+    // held of it must go all the same, or taking it back folds every record onto it again.
+    class SnapshotsFail extends MemoryLog {
+      failing = false;
+      override async writeSnapshot(partition: number, bytes: Buffer) {
+        if (this.failing) throw new UnavailableError('the database does not answer');
+        return super.writeSnapshot(partition, bytes);
+      }
+    }
+    const log = new SnapshotsFail();
+    const shard = shardOver(log);
+    await shard.recover();
+    const { reference } = await issue(shard);
+    await settle(shard, reference);
+    const p = partitionOf(reference);
+    log.failing = true;
+    await expect(shard.release(p)).rejects.toThrow(UnavailableError);
+    expect(shard.stateOf(reference)).toBeNull();
+    await shard.adopt(p);
+    const fresh = shardOver(log);
+    await fresh.recover();
+    expect(shard.stateOf(reference)).toEqual(fresh.stateOf(reference));
+    expect((shard.stateOf(reference) as { steps: unknown[] }).steps).toHaveLength(2);
   });
 
   it("a moved partition's deadlines fire once, on the shard that adopted it", async () => {
