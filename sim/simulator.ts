@@ -12,7 +12,7 @@ import { Shard } from '../src/actors/shard.js';
 import { partitionOf } from '../src/log/log.js';
 import { Model, SKEW_MAX_MS, seededViews, type States, type Violation } from './model.js';
 import { Random } from './random.js';
-import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, World, type SimInstance } from './world.js';
+import { ALL_PARTITIONS, MEMBER, SIM_LIMITS, T0, World, type SimInstance } from './world.js';
 import type { Damage } from './disk.js';
 
 export interface RunOptions {
@@ -152,7 +152,7 @@ class Run {
       digest: this.trace.digest(),
       violation: this.violation,
       tail: this.trace.tail,
-      simulatedMs: this.world.clock.now() - Date.parse('2026-11-21T12:00:00Z'),
+      simulatedMs: this.world.clock.now() - T0,
       faults: this.faults,
     };
   }
@@ -161,116 +161,113 @@ class Run {
     return this.world.instances.filter((i) => i.alive);
   }
 
+  /**
+   * One step, as the seed chooses it among the steps open now (weighted): the parts' own, then
+   * the clients', the disk's, time's, and the faults'.
+   */
   private async act(): Promise<void> {
-    const r = this.random;
     const cluster = this.options.cluster;
     const paused = this.world.instances.filter((i) => i.alive && i.paused);
     const own = this.world.parts.flatMap((part) => part.steps?.() ?? []);
-    const action = r.weighted<string | number>([
-      ...own.map(([weight], i) => [weight, i] as const),
-      [40, 'request'],
-      [22, 'flush'],
-      [12, 'time'],
-      [5, 'read'],
-      [2, 'kill'],
-      [1, 'power-loss'],
-      [1, 'damage'],
-      [1, 'damaged-read'],
-      [this.dead.length > 0 ? 6 : 0, 'restart'],
-      ...(cluster
-        ? ([
-            [3, 'move'],
-            [1, 'pause'],
-            [paused.length > 0 ? 4 : 0, 'resume'],
-            [this.world.disk.down ? 6 : 1, 'database'],
-            [1, 'skew'],
-          ] as const)
-        : []),
+    const steps: (readonly [number, () => unknown])[] = [
+      ...own.map(([weight, run]) => [weight, () => this.partStep(run)] as const),
+      [40, () => this.request()],
+      [22, () => this.flush()],
+      [12, () => this.time()],
+      [5, () => this.read()],
+      [2, () => this.kill(this.random.pick(this.world.instances), false)],
+      [1, () => this.kill(null, true)],
+      [1, () => this.damage()],
+      [1, () => this.damagedRead()],
+      [this.dead.length > 0 ? 6 : 0, () => this.restart(this.random.pick(this.dead))],
+    ];
+    if (cluster)
+      steps.push(
+        [3, () => this.move()],
+        [1, () => this.pause()],
+        [paused.length > 0 ? 4 : 0, () => this.resume(this.random.pick(paused))],
+        [this.world.disk.down ? 6 : 1, () => this.database()],
+        [1, () => this.skew()],
+      );
+    await this.random.weighted(steps)();
+  }
+
+  private async partStep(run: () => string | null | Promise<string | null>): Promise<void> {
+    const line = await run();
+    if (line !== null) this.trace.line(`${this.step} ${line}`);
+  }
+
+  /** The disk makes every commit so far durable, and their appends are answered. */
+  private flush(): void {
+    if (this.world.disk.unflushed > 0)
+      this.trace.line(`${this.step} flush ${this.world.disk.unflushed}`);
+    this.world.disk.flush();
+  }
+
+  /** Time passes: mostly moments, now and then hours (deadlines due, a new day's allowances). */
+  private time(): void {
+    const r = this.random;
+    const ms = r.weighted([
+      [60, r.int(1, 500)],
+      [30, r.int(500, 10_000)],
+      [10, r.int(10_000, 120_000)],
+      [1, r.int(3 * 3600_000, 9 * 3600_000)],
     ]);
-    if (typeof action === 'number') {
-      const line = await own[action]![1]();
-      if (line !== null) this.trace.line(`${this.step} ${line}`);
-      return;
-    }
-    switch (action) {
-      case 'request':
-        return this.request();
-      case 'flush':
-        if (this.world.disk.unflushed > 0)
-          this.trace.line(`${this.step} flush ${this.world.disk.unflushed}`);
-        this.world.disk.flush();
-        return;
-      case 'time': {
-        // Now and then hours pass: deadlines fall due, a new day's allowances start.
-        const ms = r.weighted([
-          [60, r.int(1, 500)],
-          [30, r.int(500, 10_000)],
-          [10, r.int(10_000, 120_000)],
-          [1, r.int(3 * 3600_000, 9 * 3600_000)],
-        ]);
-        this.trace.line(`${this.step} time +${ms}`);
-        this.world.clock.advance(ms);
-        return;
-      }
-      case 'read': {
-        // Mostly a key just written to: a read while its commit is under way.
-        const recent = this.model.sent.slice(-4).map((s) => s.routed.key);
-        const key = recent.length > 0 && r.chance(0.6) ? r.pick(recent) : r.pick(this.model.keys());
-        const holder = this.world.holderOf(key);
-        if (holder === null || !holder.alive || holder.paused) return;
-        const state = holder.shard.stateOf(key);
-        this.model.saw(key, state);
-        this.trace.line(
-          `${this.step} read ${short(key)} ${(state as { status?: string } | null)?.status ?? '-'}`,
-        );
-        return;
-      }
-      case 'kill':
-        return this.kill(r.pick(this.world.instances), false);
-      case 'power-loss':
-        return this.kill(null, true);
-      case 'damage':
-        return this.damage();
-      case 'damaged-read':
-        return this.damagedRead();
-      case 'restart':
-        return this.restart(r.pick(this.dead));
-      case 'move': {
-        const p = r.pick(ALL_PARTITIONS);
-        const to = r.pick(this.world.instances);
-        if (!to.alive || to.paused) return;
-        this.trace.line(`${this.step} move ${p} to ${to.name}`);
-        void this.world.move(p, to);
-        return;
-      }
-      case 'pause': {
-        const live = this.live().filter((i) => !i.paused);
-        if (live.length < 2) return;
-        const instance = r.pick(live);
-        instance.pause();
-        const taken = this.world.lapse(instance);
-        this.fault('pause', `${instance.name} (${taken.length} leases lapse)`);
-        return;
-      }
-      case 'resume': {
-        const instance = r.pick(paused);
-        instance.resume();
-        this.world.renew(instance);
-        this.trace.line(`${this.step} resume ${instance.name}`);
-        return;
-      }
-      case 'database':
-        this.world.disk.down = !this.world.disk.down;
-        this.fault(this.world.disk.down ? 'database-down' : 'database-up');
-        return;
-      case 'skew': {
-        const instance = r.pick(this.world.instances);
-        const ms = r.int(-SKEW_MAX_MS / 2, SKEW_MAX_MS / 2);
-        instance.setSkew(ms);
-        this.fault('clock-skew', `${instance.name} ${ms}`);
-        return;
-      }
-    }
+    this.trace.line(`${this.step} time +${ms}`);
+    this.world.clock.advance(ms);
+  }
+
+  /** A client reads a state in memory: mostly of a key just written to, its commit under way. */
+  private read(): void {
+    const r = this.random;
+    const recent = this.model.sent.slice(-4).map((s) => s.routed.key);
+    const key = recent.length > 0 && r.chance(0.6) ? r.pick(recent) : r.pick(this.model.keys());
+    const holder = this.world.holderOf(key);
+    if (holder === null || !holder.alive || holder.paused) return;
+    const state = holder.shard.stateOf(key);
+    this.model.saw(key, state);
+    const status = (state as { status?: string } | null)?.status ?? '-';
+    this.trace.line(`${this.step} read ${short(key)} ${status}`);
+  }
+
+  /** A partition drains and moves to another instance (a rebalance). */
+  private move(): void {
+    const p = this.random.pick(ALL_PARTITIONS);
+    const to = this.random.pick(this.world.instances);
+    if (!to.alive || to.paused) return;
+    this.trace.line(`${this.step} move ${p} to ${to.name}`);
+    void this.world.move(p, to);
+  }
+
+  /** An instance stops running (its statements wait) and its leases lapse to the others. */
+  private pause(): void {
+    const live = this.live().filter((i) => !i.paused);
+    if (live.length < 2) return;
+    const instance = this.random.pick(live);
+    instance.pause();
+    const taken = this.world.lapse(instance);
+    this.fault('pause', `${instance.name} (${taken.length} leases lapse)`);
+  }
+
+  /** A paused instance runs again and finds, at its next renewal, the leases it lost. */
+  private resume(instance: SimInstance): void {
+    instance.resume();
+    this.world.renew(instance);
+    this.trace.line(`${this.step} resume ${instance.name}`);
+  }
+
+  /** The database goes away, or comes back. */
+  private database(): void {
+    this.world.disk.down = !this.world.disk.down;
+    this.fault(this.world.disk.down ? 'database-down' : 'database-up');
+  }
+
+  /** An instance's clock is stepped, forwards or backwards. */
+  private skew(): void {
+    const instance = this.random.pick(this.world.instances);
+    const ms = this.random.int(-SKEW_MAX_MS / 2, SKEW_MAX_MS / 2);
+    instance.setSkew(ms);
+    this.fault('clock-skew', `${instance.name} ${ms}`);
   }
 
   private request(): void {
