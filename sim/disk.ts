@@ -143,7 +143,7 @@ export class SimDisk {
     this.store.flush();
     for (const w of writes)
       if (w.until !== undefined) this.claims.set(`${w.table}/${w.key}`, w.until);
-    return new Promise<void>((resolve, reject) => {
+    const answered = new Promise<void>((resolve, reject) => {
       this.committed.push({
         doubted,
         resolve,
@@ -151,7 +151,12 @@ export class SimDisk {
         undo: this.cluster ? { records: [], rows: [] } : undo,
       });
     });
+    this.onCommit?.(writes, answered);
+    return answered;
   }
+
+  /** Told of every commit as it is made, with its answer (webhook delivery hears of events). */
+  onCommit?: (writes: readonly TableWrite[], answered: Promise<void>) => void;
 
   /** Feed entries written over with other bytes (P2: a sequence says one thing for good). */
   readonly rewrites: string[] = [];

@@ -18,6 +18,7 @@ import type { ReferencePrefix } from '../src/protocol/ids.js';
 import { SimDisk, type SimLog } from './disk.js';
 import type { Random } from './random.js';
 import { SimFeed } from './feed.js';
+import { SimDelivery } from './delivery.js';
 import type { SimPart } from './part.js';
 import { unreachable } from '../src/log/unavailable.js';
 
@@ -298,7 +299,7 @@ export class World {
     readonly random: Random,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
-    this.parts = [new SimFeed(this, random)];
+    this.parts = [new SimFeed(this, random), new SimDelivery(this, random)];
     const count = cluster ? 3 : 1;
     this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
   }

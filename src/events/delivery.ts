@@ -53,6 +53,10 @@ export interface DeliveryOptions {
     body: string,
     timeoutMs: number,
   ) => Promise<number>;
+  /** Its own waits (the outbox read again, a stop's drain); absent: real timers. */
+  wait?: (ms: number) => Promise<void>;
+  /** The jitter of its retries, in [0, 1); absent: Math.random. */
+  random?: () => number;
 }
 
 export class WebhookDelivery {
@@ -91,8 +95,14 @@ export class WebhookDelivery {
       const exception = exceptionFields(error);
       if (attempt === 0) this.options.logger.warn({ exception }, 'the outbox could not be read');
       if (!unreachable(error)) return;
-      const waitMs = backoffMs(attempt, { baseMs: FRONT_RETRY_BASE_MS, maxMs: FRONT_RETRY_MAX_MS });
-      setTimeout(() => this.scheduleLater(which, attempt + 1), waitMs).unref();
+      const waitMs = backoffMs(attempt, {
+        baseMs: FRONT_RETRY_BASE_MS,
+        maxMs: FRONT_RETRY_MAX_MS,
+        random: this.options.random,
+      });
+      const again = () => this.scheduleLater(which, attempt + 1);
+      if (this.options.wait === undefined) setTimeout(again, waitMs).unref();
+      else void this.options.wait(waitMs).then(again);
     });
   }
 
@@ -183,7 +193,8 @@ export class WebhookDelivery {
   async stop(): Promise<void> {
     this.stopped = true;
     this.scheduler.stop();
-    while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 10));
+    while (this.inFlight > 0)
+      await (this.options.wait?.(10) ?? new Promise((r) => setTimeout(r, 10)));
   }
 
   private dueOf(state: TargetState[] | undefined): number {
@@ -253,7 +264,11 @@ export class WebhookDelivery {
       { event_id: id, exception },
       'webhook delivery waits for the database',
     );
-    const jitter = backoffMs(1, { baseMs: FRONT_RETRY_MAX_MS, maxMs: FRONT_RETRY_MAX_MS });
+    const jitter = backoffMs(1, {
+      baseMs: FRONT_RETRY_MAX_MS,
+      maxMs: FRONT_RETRY_MAX_MS,
+      random: this.options.random,
+    });
     const waitMs = FRONT_RETRY_BASE_MS + jitter;
     this.scheduler.schedule(id, this.options.clock.now() + waitMs);
   }
@@ -361,7 +376,8 @@ export class WebhookDelivery {
     }
     this.options.onOutcome?.('failed');
     const { webhook_first_retry_ms: first, webhook_retry_max_delay_ms: max } = this.options.limits;
-    const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + Math.random() * 0.4);
+    const random = (this.options.random ?? Math.random)();
+    const delay = Math.min(first * 2 ** (target.attempts - 1), max) * (0.8 + random * 0.4);
     target.next_at = this.options.clock.now() + delay;
   }
 }
