@@ -137,12 +137,16 @@ export class SimDisk {
     };
     void this.store.append(entries, writes);
     this.store.flush();
+    this.onCommit?.(writes);
     for (const w of writes)
       if (w.until !== undefined) this.claims.set(`${w.table}/${w.key}`, w.until);
     return new Promise<void>((resolve, reject) => {
       this.committed.push({ doubted, resolve, reject, undo: this.cluster ? { records: [], rows: [] } : undo });
     });
   }
+
+  /** Told of every commit's rows as it is made (the notes the cluster's database sends). */
+  onCommit?: (writes: readonly TableWrite[]) => void;
 
   /** Feed entries written over with other bytes (P2: a sequence says one thing for good). */
   readonly rewrites: string[] = [];

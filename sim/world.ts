@@ -18,6 +18,7 @@ import type { ReferencePrefix } from '../src/protocol/ids.js';
 import { SimDisk, type SimLog } from './disk.js';
 import type { Random } from './random.js';
 import { SimFeed } from './feed.js';
+import { SimDirectory } from './directory.js';
 import type { SimPart } from './part.js';
 import { unreachable } from '../src/log/unavailable.js';
 
@@ -203,6 +204,7 @@ export class SimInstance {
       throw error;
     }
     if (gone()) return null;
+    if (result.committed) for (const part of this.world.parts) part.committed?.(this, result);
     await Promise.all(result.followUps.map((f) => this.carryOut(f)));
     return result;
   }
@@ -246,6 +248,8 @@ export class SimInstance {
     try {
       return await this.world.route(routed).then(async (result) => {
         if (result === null) return UNAVAILABLE;
+        if (result.committed && this.alive && this.world.holderOf(routed.key) !== this)
+          for (const part of this.world.parts) part.committed?.(this, result);
         if (result.taken === 'replay' || (result.taken !== undefined && scope === undefined))
           return REPLAYED;
         if (result.taken === 'idempotency') {
@@ -291,7 +295,7 @@ export class World {
     readonly random: Random,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
-    this.parts = [new SimFeed(this, random)];
+    this.parts = [new SimFeed(this, random), new SimDirectory(this, random)];
     const count = cluster ? 3 : 1;
     this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
   }
