@@ -73,7 +73,7 @@ export class SimDelivery implements SimPart {
     private readonly world: World,
     private readonly random: Random,
   ) {
-    world.disk.onCommit = (writes, answered) => this.committed(writes, answered);
+    world.disk.commits.push((writes, answered) => this.committed(writes, answered));
   }
 
   /** A started instance's delivery, which schedules the outbox's events (node.ts, instance.ts). */
@@ -120,19 +120,21 @@ export class SimDelivery implements SimPart {
     const ids = writes.filter((w) => w.table === 'outbox' && w.bytes !== null).map((w) => w.key);
     if (ids.length === 0) return;
     const tell = () => {
-      for (const [instance, delivery] of this.deliveries)
-        if (instance.alive) delivery.notify(ids);
+      for (const [instance, delivery] of this.deliveries) if (instance.alive) delivery.notify(ids);
     };
     if (this.world.cluster) {
       void Promise.resolve().then(tell);
       return;
     }
     const instance = this.world.instances[0]!;
-    answered.then(() => {
-      if (!instance.alive) return;
-      tell();
-      this.told.push({ ids, incarnation: instance.incarnation, watch: this.watches });
-    }, () => undefined);
+    answered.then(
+      () => {
+        if (!instance.alive) return;
+        tell();
+        this.told.push({ ids, incarnation: instance.incarnation, watch: this.watches });
+      },
+      () => undefined,
+    );
   }
 
   steps() {
@@ -334,8 +336,7 @@ export class SimDelivery implements SimPart {
     }
     for (let round = 0; round < HEAL_ROUNDS; round++) {
       const followUps = [...this.world.disk.store.scan('followups')].length;
-      if (followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0)
-        break;
+      if (followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0) break;
       this.world.disk.flush();
       this.world.clock.advance(1_000);
       await drain();

@@ -151,12 +151,15 @@ export class SimDisk {
         undo: this.cluster ? { records: [], rows: [] } : undo,
       });
     });
-    this.onCommit?.(writes, answered);
+    for (const hear of this.commits) hear(writes, answered);
     return answered;
   }
 
-  /** Told of every commit as it is made, with its answer (webhook delivery hears of events). */
-  onCommit?: (writes: readonly TableWrite[], answered: Promise<void>) => void;
+  /**
+   * Told of every commit as it is made, with its answer: the parts that hear of commits (the
+   * notes the cluster's database sends, webhook delivery's new events).
+   */
+  readonly commits: ((writes: readonly TableWrite[], answered: Promise<void>) => void)[] = [];
 
   /** Feed entries written over with other bytes (P2: a sequence says one thing for good). */
   readonly rewrites: string[] = [];

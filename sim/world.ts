@@ -19,6 +19,7 @@ import { SimDisk, type SimLog } from './disk.js';
 import type { Random } from './random.js';
 import { SimFeed } from './feed.js';
 import { SimDelivery } from './delivery.js';
+import { SimDirectory } from './directory.js';
 import type { SimPart } from './part.js';
 import { unreachable } from '../src/log/unavailable.js';
 
@@ -209,6 +210,7 @@ export class SimInstance {
       throw error;
     }
     if (gone()) return null;
+    if (result.committed) for (const part of this.world.parts) part.committed?.(this, result);
     await Promise.all(result.followUps.map((f) => this.carryOut(f)));
     return result;
   }
@@ -252,6 +254,8 @@ export class SimInstance {
     try {
       return await this.world.route(routed, this).then(async (result) => {
         if (result === null) return UNAVAILABLE;
+        if (result.committed && this.alive && this.world.holderOf(routed.key) !== this)
+          for (const part of this.world.parts) part.committed?.(this, result);
         if (result.taken === 'replay' || (result.taken !== undefined && scope === undefined))
           return REPLAYED;
         if (result.taken === 'idempotency') {
@@ -299,7 +303,11 @@ export class World {
     readonly random: Random,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
-    this.parts = [new SimFeed(this, random), new SimDelivery(this, random)];
+    this.parts = [
+      new SimFeed(this, random),
+      new SimDelivery(this, random),
+      new SimDirectory(this, random),
+    ];
     const count = cluster ? 3 : 1;
     this.instances = Array.from({ length: count }, (_, i) => new SimInstance(`i${i}`, this));
   }

@@ -13,6 +13,12 @@ import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.j
 
 const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
 
+/** The wait before the `attempt`th read again of a key the database did not answer for. */
+const backoff = (attempt: number): Promise<void> => {
+  const waitMs = backoffMs(attempt, { baseMs: FRONT_RETRY_BASE_MS, maxMs: FRONT_RETRY_MAX_MS });
+  return new Promise((resolve) => setTimeout(resolve, waitMs));
+};
+
 export class LocalDirectory {
   readonly index: DirectoryIndex;
   readonly localHolder: number;
@@ -37,6 +43,8 @@ export class LocalDirectory {
     private readonly log: Reads,
     private readonly holder: { member: string; endpoint: string },
     expectedKeys = 0,
+    /** How a failed read waits before the next (a simulated run waits on its own clock). */
+    private readonly retryWait: (attempt: number) => Promise<void> = backoff,
   ) {
     this.index = new DirectoryIndex(expectedKeys);
     this.localHolder = this.index.holderId(holder);
@@ -178,11 +186,7 @@ export class LocalDirectory {
         }
         for (const read of waiting) this.waitFor(hash, read);
         this.heard.add(hash);
-        const waitMs = backoffMs(attempt++, {
-          baseMs: FRONT_RETRY_BASE_MS,
-          maxMs: FRONT_RETRY_MAX_MS,
-        });
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        await this.retryWait(attempt++);
       }
     }
     this.hearing = false;
