@@ -73,7 +73,7 @@ export class SimDelivery implements SimPart {
     private readonly world: World,
     private readonly random: Random,
   ) {
-    world.disk.commits.push((writes, answered) => this.committed(writes, answered));
+    world.disk.commits.push((writes, answered) => this.heardCommit(writes, answered));
   }
 
   /** A started instance's delivery, which schedules the outbox's events (node.ts, instance.ts). */
@@ -116,7 +116,7 @@ export class SimDelivery implements SimPart {
    * A commit's events, told as the node tells them: embedded, once the commit is answered
    * (afterCommit); cluster mode, at the commit, to every instance (its note).
    */
-  private committed(writes: readonly TableWrite[], answered: Promise<void>): void {
+  private heardCommit(writes: readonly TableWrite[], answered: Promise<void>): void {
     const ids = writes.filter((w) => w.table === 'outbox' && w.bytes !== null).map((w) => w.key);
     if (ids.length === 0) return;
     const tell = () => {
