@@ -67,9 +67,23 @@ export class LocalDirectory {
 
   /**
    * Builds the index from every committed row, in hash order; every `pauseEvery` rows it awaits
-   * `pause` (so that work the observer queued can be written before more piles up).
+   * `pause` (so that work the observer queued can be written before more piles up). A load of
+   * an index already built (cluster mode: read again after lost notes, or for the feed's new
+   * writer) also removes the local keys whose rows went meanwhile: a key withdrawn while the
+   * notes were lost was otherwise found by every lookup here until a restart (found by the
+   * simulator, issue 30).
    */
   async load(options: { pause?: () => Promise<void>; pauseEvery?: number } = {}): Promise<number> {
+    this.index.marking();
+    const rows = await this.loadRows(options);
+    this.index.sweep(this.localHolder);
+    return rows;
+  }
+
+  private async loadRows(options: {
+    pause?: () => Promise<void>;
+    pauseEvery?: number;
+  }): Promise<number> {
     const pauseEvery = options.pauseEvery ?? 50_000;
     let hash = '';
     let type = '';
@@ -82,7 +96,7 @@ export class LocalDirectory {
       for (const { key, bytes } of page) {
         const rowHash = key.slice(0, key.indexOf('/'));
         if (rowHash !== hash) {
-          if (hash !== '') this.settle(hash, type, best);
+          if (hash !== '') this.settleLoaded(hash, type, best);
           hash = rowHash;
           best = 'none';
         }
@@ -96,8 +110,14 @@ export class LocalDirectory {
       // The next page starts just after this one's last key.
       start = `${page[page.length - 1]!.key}\u0000`;
     }
-    if (hash !== '') this.settle(hash, type, best);
+    if (hash !== '') this.settleLoaded(hash, type, best);
     return rows;
+  }
+
+  /** A key as a whole load found it: settled, and marked found (DirectoryIndex.sweep). */
+  private settleLoaded(hash: string, identifierType: string, visibility: IndexVisibility): void {
+    this.settle(hash, identifierType, visibility);
+    this.index.mark(hash);
   }
 
   /**

@@ -67,6 +67,8 @@ export class DirectoryIndex {
    */
   private readonly contributions = new Map<string, number>();
   private readonly probe = new Uint32Array(WORDS_PER_KEY);
+  /** While a whole load runs (marking, sweep): the slots of the keys it found, a bit each. */
+  private marks: Uint32Array | null = null;
   /**
    * Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty).
    */
@@ -191,6 +193,39 @@ export class DirectoryIndex {
     return visible ? this.holders[value >>> HOLDER_SHIFT]! : null;
   }
 
+  /** A whole load begins: the keys it finds are marked (mark), the others swept after (sweep). */
+  marking(): void {
+    this.marks = new Uint32Array(this.occupiedBits.length);
+  }
+
+  /** The load under way found the key (after `set`). */
+  mark(hashHex: string): void {
+    if (this.marks === null) return;
+    const slot = this.slotOf(hashHex, false);
+    if (this.occupied(slot)) this.marks[slot >>> 5]! |= 1 << (slot & 31);
+  }
+
+  /**
+   * The load is over: every key `holder` held visible that it did not find is removed (its rows
+   * went while the index was not told, a lost notes connection); how many.
+   */
+  sweep(holder: number): number {
+    const marks = this.marks;
+    this.marks = null;
+    if (marks === null) return 0;
+    let removed = 0;
+    for (let s = 0; s < this.values.length; s++) {
+      const value = this.values[s]!;
+      if ((value & 3) === 0 || value >>> HOLDER_SHIFT !== holder) continue;
+      if ((marks[s >>> 5]! & (1 << (s & 31))) !== 0) continue;
+      const type = TYPE_NAMES[(value >>> 2) & 7];
+      if (type !== undefined) this.count(holder, type, -1);
+      this.values[s] = 0;
+      removed++;
+    }
+    return removed;
+  }
+
   contribution(member: string, identifierType: string): number {
     return this.contributions.get(`${member}\n${identifierType}`) ?? 0;
   }
@@ -240,10 +275,12 @@ export class DirectoryIndex {
     const oldKeys = this.keys;
     const oldValues = this.values;
     const oldBits = this.occupiedBits;
+    const oldMarks = this.marks;
     const slots = (this.mask + 1) * 2;
     this.keys = new Uint32Array(slots * WORDS_PER_KEY);
     this.values = new Uint32Array(slots);
     this.occupiedBits = new Uint32Array((slots + 31) >>> 5);
+    this.marks = oldMarks === null ? null : new Uint32Array(this.occupiedBits.length);
     this.mask = slots - 1;
     for (let s = 0; s < oldValues.length; s++) {
       if ((oldBits[s >>> 5]! & (1 << (s & 31))) === 0) continue;
@@ -252,6 +289,8 @@ export class DirectoryIndex {
       this.keys.set(oldKeys.subarray(s * 4, s * 4 + 4), slot * 4);
       this.values[slot] = oldValues[s]!;
       this.markOccupied(slot);
+      if (oldMarks !== null && (oldMarks[s >>> 5]! & (1 << (s & 31))) !== 0)
+        this.marks![slot >>> 5]! |= 1 << (slot & 31);
     }
   }
 }
