@@ -410,14 +410,6 @@ export class SimLog extends ReadsInPlace implements Log {
     return this.disk.store.lastSeq(partition);
   }
 
-  *replay<T>(
-    partition: number,
-    afterSeq: number,
-    decode: (bytes: Buffer) => T,
-  ): Iterable<{ seq: number; value: T }> {
-    for (const r of this.read(partition, afterSeq)) yield { seq: r.seq, value: decode(r.bytes) };
-  }
-
   readSnapshot(partition: number): Buffer | undefined {
     this.reachable();
     return this.disk.store.readSnapshot(partition);

@@ -107,6 +107,15 @@ const settle = (shard: Shard, reference: string) =>
 
 const turn = () => new Promise((r) => setImmediate(r));
 
+/** A shard recovered over a log that flushes only when told (its first flush made here). */
+async function startedOver(log: MemoryLog, options: Parameters<typeof shardOver>[1] = {}) {
+  const shard = shardOver(log, options);
+  const recovering = shard.recover();
+  log.flush();
+  await recovering;
+  return shard;
+}
+
 describe('P14: a write is answered only once durable', () => {
   it('does not answer before the log flushes, and answers once it does', async () => {
     const log = new MemoryLog({ autoFlush: false });
@@ -568,10 +577,7 @@ describe('a commit in doubt while a later one of its partition lands (issue 30)'
       }
     }
     const log = new LostAfterCommit({ autoFlush: false });
-    const shard = shardOver(log, { snapshotEveryRecords: 1 });
-    const recovering = shard.recover();
-    log.flush();
-    await recovering;
+    const shard = await startedOver(log, { snapshotEveryRecords: 1 });
     const first = newReference('rcp');
     const p = partitionOf(first);
     let second = newReference('rcp');
@@ -629,10 +635,7 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
 
   it('a release waits for the commands already running there, which are answered', async () => {
     const log = new MemoryLog({ autoFlush: false });
-    const shard = shardOver(log);
-    const recovering = shard.recover();
-    log.flush();
-    await recovering;
+    const shard = await startedOver(log);
     const reference = newReference('rcp');
     const issuing = issue(shard, reference);
     await turn();
@@ -655,10 +658,7 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     // A lease lost and regained at once: the release waits on a commit in flight, the adopt
     // must wait for it, or the fold lays the records again onto the states still held.
     const log = new MemoryLog({ autoFlush: false });
-    const shard = shardOver(log);
-    const recovering = shard.recover();
-    log.flush();
-    await recovering;
+    const shard = await startedOver(log);
     const reference = newReference('rcp');
     const issuing = issue(shard, reference);
     await turn();

@@ -279,7 +279,7 @@ export class LmdbLog extends ReadsInPlace implements Log {
     }
   }
 
-  *replay<T>(
+  override *replay<T>(
     partition: number,
     afterSeq: number,
     decode: (bytes: Buffer) => T,

@@ -161,14 +161,6 @@ export class MemoryLog extends ReadsInPlace implements Log {
     return this.records.get(partition)?.at(-1)?.seq ?? 0;
   }
 
-  *replay<T>(
-    partition: number,
-    afterSeq: number,
-    decode: (bytes: Buffer) => T,
-  ): Iterable<{ seq: number; value: T }> {
-    for (const r of this.read(partition, afterSeq)) yield { seq: r.seq, value: decode(r.bytes) };
-  }
-
   readSnapshot(partition: number): Buffer | undefined {
     return this.snapshots.get(partition);
   }
