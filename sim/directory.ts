@@ -89,8 +89,6 @@ interface Index {
   instance: SimInstance;
   incarnation: number;
   directory: LocalDirectory;
-  /** What the index told its observer last of each key (the visibility it holds it at). */
-  told: Map<string, IndexVisibility>;
   /** Cluster mode: the database's notes not heard yet (each a commit's keys), in commit order. */
   notes: string[][];
   /** Cluster mode: the notes' connection was lost with the database; the index is read again. */
@@ -143,13 +141,10 @@ export class SimDirectory implements SimPart {
         }),
       );
     const directory = new LocalDirectory(log, this.holder, 0, retry);
-    const told = new Map<string, IndexVisibility>();
-    directory.observer = (hash, _type, visibility) => told.set(hash, visibility);
     const index = {
       instance,
       incarnation: instance.incarnation,
       directory,
-      told,
       notes: [],
       lost: false,
       reading: 0,
@@ -438,7 +433,7 @@ export class SimDirectory implements SimPart {
     ])) {
       const row = table.get(hash);
       const expected = row?.visibility ?? 'none';
-      const held = index.told.get(hash) ?? 'none';
+      const held = index.directory.index.visibilityOf(hash);
       if (held !== expected)
         out.push({
           invariant: 'index-equals-rows',

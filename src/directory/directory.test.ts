@@ -127,6 +127,8 @@ describe('a whole load of an index already built (issue 30)', () => {
     await log.write([{ table: 'directory', key: `${spread(2)}/idn/a`, bytes: null }]);
     expect(await directory.load()).toBe(2);
     expect(directory.index.find(spread(2), 'phone')).toBeNull();
+    expect(directory.index.visibilityOf(spread(2))).toBe('none');
+    expect(directory.index.visibilityOf(spread(1))).toBe('network');
     expect(directory.index.find(spread(1), 'phone')?.member).toBe('beta');
     expect(directory.index.find(spread(3), 'email')?.member).toBe('beta');
     expect(directory.index.contribution('beta', 'phone')).toBe(1);

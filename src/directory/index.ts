@@ -166,6 +166,12 @@ export class DirectoryIndex {
     this.values[slot] = next;
   }
 
+  /** How visible the index holds a key ('none': not at all), whatever its type and holder. */
+  visibilityOf(hashHex: string): IndexVisibility {
+    const value = this.values[this.slotOf(hashHex, false)]!;
+    return (value & 3) === 2 ? 'public' : (value & 3) === 1 ? 'network' : 'none';
+  }
+
   /** The type of a key the index holds visible, or null (cluster mode's removals, P22). */
   typeOf(hashHex: string): string | null {
     const value = this.values[this.slotOf(hashHex, false)]!;
