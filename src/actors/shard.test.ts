@@ -562,6 +562,33 @@ describe('a fold spread over event turns (foldInTurns)', () => {
   });
 });
 
+describe('a request whose replay window ended while it waited (P5, issue 30)', () => {
+  it('is answered as replayed, never decided, nothing written', async () => {
+    const clock = new SimulatedClock(Date.parse('2026-11-21T12:00:00Z'));
+    const log = new MemoryLog();
+    const shard = shardOver(log, { clock });
+    await shard.recover();
+    const reference = newReference('rcp');
+    const sent = (until: number) =>
+      shard.submit({
+        aggregate: 'receipt',
+        key: reference,
+        command: {
+          name: 'issue',
+          input: { reference, issued_by: 'payer', via: EUR },
+          caller: LOCAL,
+        },
+        replay: { key: `${until}/d`, keyId: 'k1', until },
+      });
+    const late = await sent(clock.now());
+    expect(late.taken).toBe('replay');
+    expect(late.committed).toBe(false);
+    expect([...log.read(partitionOf(reference), 0)]).toHaveLength(0);
+    const fresh = await sent(clock.now() + 1);
+    expect(fresh.reply.status).toBe(201);
+  });
+});
+
 describe('a commit in doubt while a later one of its partition lands (issue 30)', () => {
   it('writes no snapshot that skips the record in doubt', async () => {
     // Two receipts of one partition: the first one's append is committed but answered as

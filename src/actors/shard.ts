@@ -817,6 +817,18 @@ export class Shard {
     }
   }
 
+  /** The answer of a command its decider is not to be asked about, or null. */
+  private answerBefore(routed: RoutedCommand, now: number): CommandResult | null {
+    const problem = this.checks.problem(routed);
+    if (problem !== null) return refused(problem);
+    // A request whose replay window ended while it waited is decided no more (P5): its mark's
+    // claim, made by an earlier sending of it, may have lapsed with the window, and a commit now
+    // would run the request twice (found by the simulator, issue 30: a charge sent twice, the
+    // second delayed past the window, committed twice). Its caller hears it as replayed.
+    if (routed.replay !== undefined && routed.replay.until <= now) return takenResult('replay');
+    return null;
+  }
+
   /** Decides one command against the draft; evolves the draft when it commits something. */
   private decideOne(
     key: string,
@@ -831,10 +843,10 @@ export class Shard {
         result: refused(refusal('path.core.not_found', 'no such object')),
       };
     }
-    const problem = this.checks.problem(routed);
-    if (problem !== null) return { kind: 'answered', result: refused(problem) };
-    const command = routed.command as CommandOf<CommandSchemas>;
     const now = this.options.clock.now();
+    const before = this.answerBefore(routed, now);
+    if (before !== null) return { kind: 'answered', result: before };
+    const command = routed.command as CommandOf<CommandSchemas>;
     const decision = decider.decide(command, draft.state, {
       now,
       member: this.options.member,
