@@ -4,9 +4,9 @@
 // a fold the log cannot serve answers the waiting commands 503 and is tried again by the next.
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../clock.js';
-import { DEFAULT_LIMITS } from '../config.js';
+import { DATABASE_RETRY_MAX_MS, DEFAULT_LIMITS } from '../config.js';
 import { receiptDecider, type ReceiptState } from '../domain/receipt/receipt.js';
-import { PARTITION_COUNT, type LogEntry, type TableWrite } from '../log/log.js';
+import { PARTITION_COUNT, partitionOf, type LogEntry, type TableWrite } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { UnavailableError } from '../log/unavailable.js';
 import { newReference } from '../protocol/ids.js';
@@ -49,12 +49,18 @@ class FailingLog extends MemoryLog {
   }
 }
 
-function shardOver(log: MemoryLog, fatal: unknown[], trouble: number[], snapshotEvery = 1e6) {
+function shardOver(
+  log: MemoryLog,
+  fatal: unknown[],
+  trouble: number[],
+  snapshotEvery = 1e6,
+  clock = new SimulatedClock(Date.parse('2026-11-27T12:00:00Z')),
+) {
   return new Shard({
     partitions: ALL,
     log,
     deciders: [receiptDecider],
-    clock: new SimulatedClock(Date.parse('2026-11-27T12:00:00Z')),
+    clock,
     member: 'alpha',
     signer: () => signer,
     newId: newReference,
@@ -80,10 +86,10 @@ function expectUnavailable(result: CommandResult): void {
   expect(body.error.detail?.retry_after_seconds).toBeGreaterThan(0);
 }
 
-async function started(log: FailingLog) {
+async function started(log: FailingLog, clock?: SimulatedClock) {
   const fatal: unknown[] = [];
   const trouble: number[] = [];
-  const shard = shardOver(log, fatal, trouble);
+  const shard = shardOver(log, fatal, trouble, 1e6, clock);
   await shard.recover();
   return { shard, fatal, trouble };
 }
@@ -148,6 +154,28 @@ describe('issue 29: a shard lives through a log that fails', () => {
     log.down = false;
     expect((await settle(shard, reference)).committed).toBe(true);
     expect((shard.stateOf(reference) as ReceiptState).status).toBe('settled');
+    expect(fatal).toEqual([]);
+  });
+
+  it('a partition the log could not fold is folded again with no command (issue 30)', async () => {
+    // Its deadlines come back with its fold: waiting for its next command, one due meanwhile (an
+    // instruction's expiry) never fired while no command came.
+    const log = new FailingLog();
+    const clock = new SimulatedClock(Date.parse('2026-11-27T12:00:00Z'));
+    const { shard, fatal } = await started(log, clock);
+    const reference = newReference('rcp');
+    expect((await issue(shard, reference)).committed).toBe(true);
+    const p = partitionOf(reference);
+    log.nextAppend = 'lost';
+    log.down = true;
+    expectUnavailable(await settle(shard, reference));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(shard.holdsFolded(p)).toBe(false);
+    log.down = false;
+    clock.advance(DATABASE_RETRY_MAX_MS);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(shard.holdsFolded(p)).toBe(true);
+    expect((shard.stateOf(reference) as ReceiptState).status).toBe('pending');
     expect(fatal).toEqual([]);
   });
 });

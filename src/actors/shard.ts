@@ -56,6 +56,8 @@ import {
 import {
   COMMIT_REDO_MAX,
   DATABASE_RETRY_AFTER_SECONDS,
+  DATABASE_RETRY_BASE_MS,
+  DATABASE_RETRY_MAX_MS,
   DECISION_READ_ROUNDS_MAX,
   WARM_TURN_MS,
   type Limits,
@@ -202,6 +204,8 @@ export class Shard {
    * is decided until they are folded again from the log (doubt, refold).
    */
   private readonly doubted = new Set<number>();
+  /** Per partition, the folds tried again in a row since its last that served (refoldLater). */
+  private readonly refoldAttempts = new Map<number, number>();
   /** Doubts so far (doubt): a snapshot encoded across one is not written. */
   private doubts = 0;
   /** The refolds under way, one per partition. */
@@ -347,6 +351,7 @@ export class Shard {
    * passed while it waited fire now); then the commands that waited for it.
    */
   private install(p: number, folded: FoldedPartition): void {
+    this.refoldAttempts.delete(p);
     const slots = this.slots.get(p)!;
     // Held elsewhere (a helper folded it before this shard claimed it away): not taken.
     if (this.released.has(p)) {
@@ -589,6 +594,23 @@ export class Shard {
     this.waiting.delete(p);
     for (const job of waited) job.resolve(unavailable());
     this.settled(waited.length);
+    this.refoldLater(p);
+  }
+
+  /**
+   * A partition whose fold the log could not serve is folded again once it may answer, not only
+   * at its next command: its deadlines are scheduled by its fold, and one due meanwhile (an
+   * instruction's expiry) would otherwise never fire while no command came (found by the
+   * simulator, issue 30: an instruction open 34 minutes past its expiry after the database came
+   * back). Tried again after DATABASE_RETRY_BASE_MS, doubling to DATABASE_RETRY_MAX_MS.
+   */
+  private refoldLater(p: number): void {
+    const attempt = this.refoldAttempts.get(p) ?? 0;
+    this.refoldAttempts.set(p, attempt + 1);
+    const waitMs = Math.min(DATABASE_RETRY_BASE_MS * 2 ** attempt, DATABASE_RETRY_MAX_MS);
+    this.options.clock.setTimer(() => {
+      if (!this.stopped && this.doubted.has(p) && !this.released.has(p)) this.refold(p);
+    }, waitMs);
   }
 
   /** Stops the deadlines, and the warm-up: no partition is folded from now on. */
