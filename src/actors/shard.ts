@@ -210,6 +210,8 @@ export class Shard {
   private doubts = 0;
   /** The refolds under way, one per partition. */
   private readonly refolding = new Set<number>();
+  /** Folds under way of each partition (fold), which its release waits for. */
+  private readonly foldsOf = new Map<number, number>();
   /** Folds under way (fold): a stop waits for them to let go of the log. */
   private readonly folding = new Set<Promise<void>>();
   private readonly recovered: RecoveryStats = {
@@ -333,7 +335,11 @@ export class Shard {
       .then((folded) => {
         if (folded !== null) this.install(p, folded);
       });
-    const tracked = folding.finally(() => this.folding.delete(tracked));
+    this.foldsOf.set(p, (this.foldsOf.get(p) ?? 0) + 1);
+    const tracked = folding.finally(() => {
+      this.folding.delete(tracked);
+      this.foldsOf.set(p, this.foldsOf.get(p)! - 1);
+    });
     this.folding.add(tracked);
     return tracked;
   }
@@ -477,9 +483,12 @@ export class Shard {
     const busy = () =>
       (this.waiting.get(p)?.length ?? 0) > 0 ||
       [...slots.values()].some((slot) => slot.busy || slot.queue.length > 0);
-    // A doubted partition is not waited for: its refold may wait on the database, and its
-    // next owner folds it from the log all the same.
-    const unsettled = () => !this.installed.has(p) && !this.doubted.has(p);
+    // A fold of it under way is waited for; a doubted partition is not (its refold may wait on
+    // the database, and its next owner folds it from the log all the same), nor one whose fold
+    // ended finding it released (it installed nothing): waiting for it to be installed, the
+    // release never ended, and since an adopt waits for a release (issue 30), neither did that.
+    const unsettled = () =>
+      !this.installed.has(p) && !this.doubted.has(p) && (this.foldsOf.get(p) ?? 0) > 0;
     while (!this.stopped && (busy() || unsettled())) await nextTurn();
     await this.applied.get(p);
     await this.snapshotting.get(p)?.catch(() => undefined);
