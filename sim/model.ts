@@ -57,20 +57,28 @@ function consumedInLog(
   key: string,
 ): { total: number; delegations: Map<string, number> } {
   const consumed = { total: 0, delegations: new Map<string, number>() };
+  for (const e of eventsInLog<{ amount: string; delegation: string | null }>(
+    world,
+    key,
+    'consumed',
+  )) {
+    consumed.total += cents(e.amount);
+    if (e.delegation !== null)
+      consumed.delegations.set(
+        e.delegation,
+        (consumed.delegations.get(e.delegation) ?? 0) + cents(e.amount),
+      );
+  }
+  return consumed;
+}
+
+/** The events of one type an aggregate's records in the log hold, in order. */
+function* eventsInLog<E>(world: World, key: string, type: string): Iterable<E> {
   for (const { bytes } of world.disk.store.read(partitionOf(key), 0)) {
     const record = unframeRecord<LogRecord>(bytes);
     if (record.k !== key) continue;
-    for (const e of record.e as { type: string; amount?: string; delegation?: string | null }[]) {
-      if (e.type !== 'consumed') continue;
-      consumed.total += cents(e.amount!);
-      if (e.delegation != null)
-        consumed.delegations.set(
-          e.delegation,
-          (consumed.delegations.get(e.delegation) ?? 0) + cents(e.amount!),
-        );
-    }
+    for (const e of record.e as ({ type: string } & E)[]) if (e.type === type) yield e;
   }
-  return consumed;
 }
 
 /** How far the instances' clocks may be apart (the simulator's skews stay within it). */
@@ -85,12 +93,8 @@ function dayWithin(from: number, to: number): string | null {
 /** Per UTC day, the payee-check charges of a member the log holds (its records' events, P12). */
 function chargesInLog(world: World, key: string): Map<string, number> {
   const days = new Map<string, number>();
-  for (const { bytes } of world.disk.store.read(partitionOf(key), 0)) {
-    const record = unframeRecord<LogRecord>(bytes);
-    if (record.k !== key) continue;
-    for (const e of record.e as { type: string; day?: string }[])
-      if (e.type === 'payee_check_charged') days.set(e.day!, (days.get(e.day!) ?? 0) + 1);
-  }
+  for (const e of eventsInLog<{ day: string }>(world, key, 'payee_check_charged'))
+    days.set(e.day, (days.get(e.day) ?? 0) + 1);
   return days;
 }
 
