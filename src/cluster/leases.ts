@@ -13,7 +13,10 @@
 // is renewed and the leases may lapse: a partition taken by another instance meanwhile is given
 // up when the renewal finds its epoch moved, and until then the fence keeps this instance's
 // appends to it out. The instance itself goes on: failed renewals never end it.
-import type pg from 'pg';
+//
+// The rounds are this file's; the statements are a port (LeaseStore): the cluster's database
+// (postgres-leases.ts), or the simulator's table (issue 30), which runs these rounds on its clock.
+import { systemClock, type Clock, type Timer } from '../clock.js';
 import {
   DATABASE_RETRY_BASE_MS,
   DATABASE_RETRY_MAX_MS,
@@ -21,18 +24,63 @@ import {
   OWNERS_READ_EVERY_MS,
 } from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
-import { clusterModules } from '../log/postgres-log.js';
-import {
-  backoffMs,
-  connectionSettings,
-  findPrimary,
-  UnavailableError,
-  unreachable,
-  type DatabaseHealth,
-} from '../log/unavailable.js';
+import { backoffMs, UnavailableError, unreachable, type DatabaseHealth } from '../log/unavailable.js';
+import { postgresLeases } from './postgres-leases.js';
+
+/** A partition's lease as the table has it: its epoch now. */
+export interface LeaseRow {
+  partition: number;
+  epoch: bigint;
+}
+
+/** A partition's holder as the table has it, and how long its lease has left. */
+export interface OwnerRow {
+  partition: number;
+  owner: string;
+  address: string;
+  leftMs: number;
+}
+
+/**
+ * One connection to the leases table: the statements of a round (postgres-leases.ts on the
+ * cluster's database; the simulator's table in a run, sim/leases.ts).
+ */
+export interface LeaseSession {
+  /** Whether a live instance runs with another fingerprint. */
+  strangers(leaseMs: number, fingerprint: string): Promise<boolean>;
+  /** Renews this instance's leases of `partitions`; those it still holds, at their epochs. */
+  renew(instance: string, leaseMs: number, partitions: number[]): Promise<LeaseRow[]>;
+  /** This instance seen now; the live instances counted; those long gone forgotten. */
+  heartbeat(
+    seen: { instance: string; address: string; fingerprint: string },
+    leaseMs: number,
+    forgetMs: number,
+  ): Promise<number>;
+  /** Up to `count` free or lapsed partitions taken, each at a new epoch. */
+  take(instance: string, count: number, leaseMs: number): Promise<LeaseRow[]>;
+  /** The partitions freed for the next instance at once. */
+  give(instance: string, partitions: number[]): Promise<void>;
+  /** The live leases and their holders. */
+  owners(): Promise<OwnerRow[]>;
+  /** Every partition freed and the instance's row removed (an orderly stop). */
+  leave(instance: string): Promise<void>;
+  end(): Promise<void>;
+}
+
+/** Where sessions come from; `lost` is told once a session fails or ends. */
+export interface LeaseStore {
+  open(lost: () => void): Promise<LeaseSession>;
+}
 
 export interface LeaseOptions {
+  /** The cluster's database (its leases table), unless `store` is given. */
   url: string;
+  /** Where the sessions come from: the database at `url` unless said (the simulator's). */
+  store?: LeaseStore;
+  /** Timers and `now` (the simulator's): the system's unless said. */
+  clock?: Clock;
+  /** The jitter of reconnections: Math.random unless said. */
+  random?: () => number;
   /** This process's instance id, unique per start. */
   instance: string;
   /** Where the other instances reach this one. */
@@ -66,13 +114,8 @@ export class ClusterConfigError extends Error {
  * Refuses to join a cluster whose live instances run with another member name or other secrets:
  * they would sign as another issuer, hash identifiers differently, or refuse this one's calls.
  */
-async function refuseStrangers(client: pg.Client, options: LeaseOptions): Promise<void> {
-  const others = await client.query<{ id: string }>(
-    'select id from instances ' +
-      "where seen_at > now() - $1 * interval '1 millisecond' and fingerprint <> $2 limit 1",
-    [options.leaseMs, options.fingerprint],
-  );
-  if (others.rows.length > 0)
+async function refuseStrangers(session: LeaseSession, options: LeaseOptions): Promise<void> {
+  if (await session.strangers(options.leaseMs, options.fingerprint))
     throw new ClusterConfigError(
       'the instances running on this database use another --member, PATH_PEPPER or ' +
         'PATH_SEALING_KEY: every instance of one cluster must use the same',
@@ -93,28 +136,30 @@ export interface Owner {
 export class Leases {
   private readonly held = new Map<number, bigint>();
   private owners = new Map<number, Owner>();
-  private ownersRead = 0;
+  private ownersRead = -Infinity;
   private readingOwners: Promise<void> | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** The next round of renewals, while renewing. */
+  private timer: Timer | null = null;
   /** A round at the moment another instance's lease would lapse unrenewed. */
-  private expiryTimer: NodeJS.Timeout | null = null;
+  private expiryTimer: Timer | null = null;
   private ticking: Promise<void> | null = null;
   private stopped = false;
   /** The connection, or null while it is being opened again. */
-  private client: pg.Client | null = null;
+  private client: LeaseSession | null = null;
   /** The next attempt to open a lost connection, and how many have failed since it was lost. */
-  private reconnecting: NodeJS.Timeout | null = null;
+  private reconnecting: Timer | null = null;
   private attempts = 0;
+  private readonly store: LeaseStore;
+  private readonly clock: Clock;
 
-  private constructor(
-    private readonly Client: typeof pg.Client,
-    private readonly options: LeaseOptions,
-  ) {}
+  private constructor(private readonly options: LeaseOptions) {
+    this.store = options.store ?? postgresLeases(options.url);
+    this.clock = options.clock ?? systemClock;
+  }
 
   /** Connects, takes a first share and renews from then on. */
   static async start(options: LeaseOptions): Promise<Leases> {
-    const { pg } = await clusterModules();
-    const leases = new Leases(pg.Client, options);
+    const leases = new Leases(options);
     try {
       await refuseStrangers(await leases.open(), options);
       await leases.tick();
@@ -127,27 +172,25 @@ export class Leases {
   }
 
   /** Opens the connection; one that fails or ends from then on is opened again (`lose`). */
-  private async open(): Promise<pg.Client> {
-    await findPrimary(this.options.url);
-    const client = new this.Client(connectionSettings(this.options.url));
-    client.on('error', () => this.lose(client));
-    client.on('end', () => this.lose(client));
-    try {
-      await client.connect();
-    } catch (error) {
-      void client.end().catch(() => undefined);
-      throw error;
+  private async open(): Promise<LeaseSession> {
+    let session: LeaseSession | null = null;
+    let lostEarly = false;
+    session = await this.store.open(() => {
+      if (session === null) lostEarly = true;
+      else this.lose(session);
+    });
+    if (this.stopped || lostEarly) {
+      void session.end().catch(() => undefined);
+      throw new UnavailableError(
+        this.stopped ? 'the leases were stopped' : "the leases' connection was lost",
+      );
     }
-    if (this.stopped) {
-      void client.end().catch(() => undefined);
-      throw new UnavailableError('the leases were stopped');
-    }
-    this.client = client;
-    return client;
+    this.client = session;
+    return session;
   }
 
   /** The connection now; while it is being opened again, a statement fails at once. */
-  private session(): pg.Client {
+  private session(): LeaseSession {
     if (this.client === null)
       throw new UnavailableError("the leases' connection to the database is being opened again");
     return this.client;
@@ -157,7 +200,7 @@ export class Leases {
    * Forgets a connection that failed, ended or stopped answering (`end` destroys the socket of
    * one whose statement timed out), and opens another after a wait.
    */
-  private lose(client: pg.Client): void {
+  private lose(client: LeaseSession): void {
     if (this.client !== client) return;
     this.client = null;
     void client.end().catch(() => undefined);
@@ -170,12 +213,15 @@ export class Leases {
   private reconnectLater(): void {
     if (this.stopped || this.reconnecting !== null) return;
     const maxMs = Math.min(DATABASE_RETRY_MAX_MS, this.options.leaseMs / RENEWALS_PER_LEASE);
-    const waitMs = backoffMs(this.attempts++, { baseMs: DATABASE_RETRY_BASE_MS, maxMs });
-    this.reconnecting = setTimeout(() => {
+    const waitMs = backoffMs(this.attempts++, {
+      baseMs: DATABASE_RETRY_BASE_MS,
+      maxMs,
+      ...(this.options.random === undefined ? {} : { random: this.options.random }),
+    });
+    this.reconnecting = this.clock.setTimer(() => {
       this.reconnecting = null;
       void this.reconnect();
     }, waitMs);
-    this.reconnecting.unref();
   }
 
   /** Opens the connection again and, unless renewals are halted, renews at once. */
@@ -224,22 +270,14 @@ export class Leases {
   }
 
   private async round(): Promise<void> {
-    const { instance, address, leaseMs } = this.options;
+    const { instance, address, fingerprint, leaseMs } = this.options;
     await this.renew();
-    await this.session().query(
-      'insert into instances (id, address, seen_at, fingerprint) values ($1, $2, now(), $3) ' +
-        'on conflict (id) do update set address = excluded.address, seen_at = now()',
-      [instance, address, this.options.fingerprint],
+    const live = await this.session().heartbeat(
+      { instance, address, fingerprint },
+      leaseMs,
+      leaseMs * FORGET_AFTER_LEASES,
     );
-    const live = await this.session().query<{ n: string }>(
-      "select count(*) as n from instances where seen_at > now() - $1 * interval '1 millisecond'",
-      [leaseMs],
-    );
-    await this.session().query(
-      "delete from instances where seen_at < now() - $1 * interval '1 millisecond'",
-      [leaseMs * FORGET_AFTER_LEASES],
-    );
-    const share = Math.ceil(PARTITION_COUNT / Math.max(1, Number(live.rows[0]!.n)));
+    const share = Math.ceil(PARTITION_COUNT / Math.max(1, live));
     if (this.held.size < share) await this.take(share - this.held.size);
     else if (this.held.size > share) await this.give(this.partitions().slice(share));
     await this.readOwners();
@@ -257,7 +295,7 @@ export class Leases {
 
   /** Reads the owners again, unless they were read in the last OWNERS_READ_EVERY_MS. */
   refreshOwners(): Promise<void> {
-    if (performance.now() - this.ownersRead < OWNERS_READ_EVERY_MS) return Promise.resolve();
+    if (this.clock.now() - this.ownersRead < OWNERS_READ_EVERY_MS) return Promise.resolve();
     this.readingOwners ??= this.readOwners()
       .catch((error: unknown) => {
         this.failed(error);
@@ -270,22 +308,11 @@ export class Leases {
   }
 
   private async readOwners(): Promise<void> {
-    const rows = await this.session().query<{
-      partition: number;
-      owner: string;
-      address: string;
-      left_ms: number;
-    }>(
-      'select l.partition, l.owner, i.address, ' +
-        'extract(epoch from l.expires_at - now())::float8 * 1000 as left_ms ' +
-        'from leases l join instances i on i.id = l.owner where l.expires_at > now()',
-    );
-    this.owners = new Map(
-      rows.rows.map((r) => [r.partition, { instance: r.owner, address: r.address }]),
-    );
-    this.ownersRead = performance.now();
-    const others = rows.rows.filter((r) => r.owner !== this.options.instance);
-    this.watchExpiry(Math.min(...others.map((r) => r.left_ms)));
+    const rows = await this.session().owners();
+    this.owners = new Map(rows.map((r) => [r.partition, { instance: r.owner, address: r.address }]));
+    this.ownersRead = this.clock.now();
+    const others = rows.filter((r) => r.owner !== this.options.instance);
+    this.watchExpiry(Math.min(...others.map((r) => r.leftMs)));
   }
 
   /**
@@ -295,55 +322,40 @@ export class Leases {
    * taken as their leases lapse rather than up to a renewal period later.
    */
   private watchExpiry(leftMs: number): void {
-    if (this.expiryTimer !== null) clearTimeout(this.expiryTimer);
+    this.expiryTimer?.cancel();
     this.expiryTimer = null;
     if (this.timer === null || !Number.isFinite(leftMs)) return;
-    this.expiryTimer = setTimeout(
+    this.expiryTimer = this.clock.setTimer(
       () => void this.tick().catch(() => undefined),
       Math.max(0, leftMs) + LEASE_EXPIRY_MARGIN_MS,
     );
-    this.expiryTimer.unref();
   }
 
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
-    const renewed = await this.session().query<{ partition: number; epoch: string }>(
-      "update leases set expires_at = now() + $2 * interval '1 millisecond' " +
-        'where owner = $1 and partition = any($3) returning partition, epoch',
-      [this.options.instance, this.options.leaseMs, this.partitions()],
-    );
-    const still = new Map(renewed.rows.map((r) => [r.partition, BigInt(r.epoch)]));
+    const { instance, leaseMs } = this.options;
+    const renewed = await this.session().renew(instance, leaseMs, this.partitions());
+    const still = new Map(renewed.map((r) => [r.partition, r.epoch]));
     const lost = this.partitions().filter((p) => still.get(p) !== this.held.get(p));
     if (lost.length > 0) this.drop(lost);
   }
 
   private async take(count: number): Promise<void> {
-    const taken = await this.session().query<{ partition: number; epoch: string }>(
-      'with free as (select partition from leases ' +
-        'where owner is null or expires_at < now() order by partition limit $2 ' +
-        'for update skip locked) ' +
-        'update leases l set owner = $1, epoch = l.epoch + 1, ' +
-        "expires_at = now() + $3 * interval '1 millisecond' " +
-        'from free where l.partition = free.partition returning l.partition, l.epoch',
-      [this.options.instance, count, this.options.leaseMs],
-    );
-    if (taken.rows.length === 0) return;
-    for (const { partition, epoch } of taken.rows) {
-      this.held.set(partition, BigInt(epoch));
-      this.options.epochs[partition] = BigInt(epoch);
+    const { instance, leaseMs } = this.options;
+    const taken = await this.session().take(instance, count, leaseMs);
+    if (taken.length === 0) return;
+    for (const { partition, epoch } of taken) {
+      this.held.set(partition, epoch);
+      this.options.epochs[partition] = epoch;
     }
-    this.options.onGained?.(taken.rows.map((r) => r.partition).sort((a, b) => a - b));
+    this.options.onGained?.(taken.map((r) => r.partition).sort((a, b) => a - b));
   }
 
   /** Drains, stops appending, then frees the partitions for the next instance at once. */
   private async give(partitions: number[]): Promise<void> {
     await this.options.onGiving?.(partitions);
     this.drop(partitions, false);
-    await this.session().query(
-      "update leases set owner = null, expires_at = '-infinity' " +
-        'where owner = $1 and partition = any($2)',
-      [this.options.instance, partitions],
-    );
+    await this.session().give(this.options.instance, partitions);
   }
 
   /** Stops appending to the partitions; `lost` tells onLost (a lease that lapsed or moved). */
@@ -359,15 +371,19 @@ export class Leases {
   resume(): void {
     if (this.timer !== null || this.stopped) return;
     const every = this.options.leaseMs / RENEWALS_PER_LEASE;
-    this.timer = setInterval(() => void this.tick().catch(() => undefined), every);
-    this.timer.unref();
+    const next = (): Timer =>
+      this.clock.setTimer(() => {
+        this.timer = next();
+        void this.tick().catch(() => undefined);
+      }, every);
+    this.timer = next();
   }
 
   /** Stops renewing without giving anything back: what a paused or cut-off instance does. */
   halt(): void {
-    if (this.timer !== null) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = null;
-    if (this.expiryTimer !== null) clearTimeout(this.expiryTimer);
+    this.expiryTimer?.cancel();
     this.expiryTimer = null;
   }
 
@@ -375,7 +391,7 @@ export class Leases {
   async stop(): Promise<void> {
     this.stopped = true;
     this.halt();
-    if (this.reconnecting !== null) clearTimeout(this.reconnecting);
+    this.reconnecting?.cancel();
     this.reconnecting = null;
     await this.ticking?.catch(() => undefined);
     this.drop(this.partitions(), false);
@@ -383,11 +399,7 @@ export class Leases {
     const client = this.client;
     if (client === null) return;
     try {
-      await client.query(
-        "update leases set owner = null, expires_at = '-infinity' where owner = $1",
-        [this.options.instance],
-      );
-      await client.query('delete from instances where id = $1', [this.options.instance]);
+      await client.leave(this.options.instance);
     } finally {
       this.client = null;
       await client.end().catch(() => undefined);
