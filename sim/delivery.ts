@@ -331,14 +331,14 @@ export class SimDelivery implements SimPart {
             : state.filter((t) => t.outcome === null).map((t) => t.next_at + SKEW_MAX_MS / 2),
         ),
       );
-      this.world.clock.advance(Math.max(1_000, due - now));
+      await this.world.advance(Math.max(1_000, due - now));
       await drain();
     }
     for (let round = 0; round < HEAL_ROUNDS; round++) {
       const followUps = [...this.world.disk.store.scan('followups')].length;
-      if (followUps === 0 && this.world.disk.unflushed === 0 && this.world.moving.size === 0) break;
+      if (followUps === 0 && this.world.disk.unflushed === 0 && !this.world.settling()) break;
       this.world.disk.flush();
-      this.world.clock.advance(1_000);
+      await this.world.advance(1_000);
       await drain();
     }
   }

@@ -71,7 +71,8 @@ export class SimDisk {
   constructor(
     readonly cluster: boolean,
     private readonly chance: DiskChance,
-    private readonly now: () => number,
+    /** The database's clock (the world's). */
+    readonly now: () => number,
   ) {}
 
   /**
@@ -314,7 +315,7 @@ export class SimLog extends ReadsInPlace implements Log {
   }
 
   /** A statement, run now or once the instance runs again; never, once it is gone. */
-  private statement<T>(run: () => Promise<T>): Promise<T> {
+  statement<T>(run: () => Promise<T>): Promise<T> {
     if (this.dead) return new Promise<T>(() => undefined);
     if (this.paused === null) return run();
     return new Promise<T>((resolve, reject) => {

@@ -94,7 +94,9 @@ export class SimFeed implements SimPart {
 
   /** The feed's writer brought level with the directory, as a start or a takeover brings it. */
   async heal(): Promise<void> {
-    const writer = this.world.cluster ? this.world.owner[FEED_PARTITION] : this.world.instances[0]!;
+    const writer = this.world.cluster
+      ? this.world.ownerOf(FEED_PARTITION)
+      : this.world.instances[0]!;
     if (writer !== null && writer !== undefined) await this.republish(writer);
     await this.settled();
   }

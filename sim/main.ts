@@ -1,5 +1,7 @@
-// npm run simulate -- [--seed S | --runs N | --minutes M] [--cluster | --both] [--steps K]
-//                     [--plant BUG] [--first F] [--quiet] [--trace]
+// npm run simulate -- [--seed S | --runs N | --minutes M] [--cluster | --scripted | --both]
+//                     [--steps K] [--plant BUG] [--first F] [--quiet] [--trace]
+// `--cluster` runs three instances with the node's own lease rounds and router; `--scripted`
+// runs them with leases the run moves itself, far more often; `--both` runs embedded and cluster.
 // Runs the simulator (docs/SIMULATION.md). `--seed` replays one run and prints its trace's digest;
 // `--runs` and `--minutes` run seeds one after another (from --first, else a random start that is
 // printed). A violation prints its seed, its invariant and the steps before it, and exits 1.
@@ -10,9 +12,15 @@ import { simulate, type RunResult } from './simulator.js';
 
 const DEFAULT_STEPS = 1_500;
 
+/** Which deployment a run simulates. */
+interface Configuration {
+  cluster: boolean;
+  scripted: boolean;
+}
+
 interface Options {
   seeds: () => number | null;
-  configurations: boolean[];
+  configurations: Configuration[];
   steps: number;
   plant: Plant | null;
   quiet: boolean;
@@ -30,6 +38,7 @@ function options(argv: string[]): Options {
       steps: { type: 'string' },
       cluster: { type: 'boolean', default: false },
       both: { type: 'boolean', default: false },
+      scripted: { type: 'boolean', default: false },
       plant: { type: 'string' },
       quiet: { type: 'boolean', default: false },
       trace: { type: 'boolean', default: false },
@@ -63,7 +72,12 @@ function options(argv: string[]): Options {
   }
   return {
     seeds,
-    configurations: values.both ? [false, true] : [values.cluster],
+    configurations: values.both
+      ? [
+          { cluster: false, scripted: false },
+          { cluster: true, scripted: false },
+        ]
+      : [{ cluster: values.cluster || values.scripted, scripted: values.scripted }],
     steps: count('steps', values.steps, DEFAULT_STEPS),
     plant: plant as Plant | null,
     quiet: values.quiet,
@@ -71,8 +85,16 @@ function options(argv: string[]): Options {
   };
 }
 
+/** How a configuration is named in a report, and the flag that replays it. */
+const modeOf = (r: RunResult) =>
+  r.scripted
+    ? { name: 'scripted', flag: ' --scripted' }
+    : r.cluster
+      ? { name: 'cluster', flag: ' --cluster' }
+      : { name: 'embedded', flag: '' };
+
 function report(result: RunResult, ms: number, quiet: boolean): void {
-  const mode = result.cluster ? 'cluster' : 'embedded';
+  const mode = modeOf(result).name;
   if (result.violation === null) {
     if (!quiet)
       console.log(
@@ -83,9 +105,7 @@ function report(result: RunResult, ms: number, quiet: boolean): void {
   }
   console.log(`seed ${result.seed} ${mode}: VIOLATION ${result.violation.invariant}`);
   console.log(`  ${result.violation.detail}`);
-  console.log(
-    `  replay: npm run simulate -- --seed ${result.seed}${result.cluster ? ' --cluster' : ''}`,
-  );
+  console.log(`  replay: npm run simulate -- --seed ${result.seed}${modeOf(result).flag}`);
   console.log('  the steps before it:');
   for (const line of result.tail) console.log(`    ${line}`);
   console.log(`  digest ${result.digest}`);
@@ -99,10 +119,17 @@ async function main(): Promise<number> {
   const faults: Record<string, number> = {};
   const started = performance.now();
   for (let seed = o.seeds(); seed !== null; seed = o.seeds()) {
-    for (const cluster of o.configurations) {
+    for (const { cluster, scripted } of o.configurations) {
       const t = performance.now();
       const onLine = o.trace ? (line: string) => console.log(`  ${line}`) : undefined;
-      const result = await simulate({ seed, cluster, steps: o.steps, plant: o.plant, onLine });
+      const result = await simulate({
+        seed,
+        cluster,
+        scripted,
+        steps: o.steps,
+        plant: o.plant,
+        onLine,
+      });
       report(result, performance.now() - t, o.quiet);
       runs++;
       steps += result.steps;

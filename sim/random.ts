@@ -17,6 +17,11 @@ export class Random {
     return uniformInt(this.rng, from, to);
   }
 
+  /** A number in [0, 1), as Math.random gives one. */
+  fraction(): number {
+    return this.int(0, 2 ** 30 - 1) / 2 ** 30;
+  }
+
   /** True with probability `p` (in thousandths, rounded). */
   chance(p: number): boolean {
     return this.int(0, 999) < Math.round(p * 1000);

@@ -18,6 +18,11 @@ import type { Damage } from './disk.js';
 export interface RunOptions {
   seed: number;
   cluster: boolean;
+  /**
+   * Cluster mode with scripted leases: the run moves partitions itself (a rebalance, a lapse)
+   * rather than the node's lease rounds doing it; moves come far more often.
+   */
+  scripted?: boolean;
   /** Steps before the run heals its faults and checks every invariant. */
   steps: number;
   /** A known bug planted for this run alone (the simulator's own test). */
@@ -29,6 +34,7 @@ export interface RunOptions {
 export interface RunResult {
   seed: number;
   cluster: boolean;
+  scripted: boolean;
   steps: number;
   /** SHA-256 of the whole trace: the same seed prints the same digest. */
   digest: string;
@@ -57,10 +63,13 @@ const short = (key: string) => key.slice(0, 4) + key.slice(-3);
 class Trace {
   private readonly hash = createHash('sha256');
   readonly tail: string[] = [];
+  private closed = false;
 
   constructor(private readonly onLine?: (line: string) => void) {}
 
   line(text: string): void {
+    // What a run's leftovers say once it is over (its instances stopped) is not the run's.
+    if (this.closed) return;
     this.onLine?.(text);
     this.hash.update(text + '\n');
     this.tail.push(text);
@@ -68,6 +77,7 @@ class Trace {
   }
 
   digest(): string {
+    this.closed = true;
     return this.hash.digest('hex');
   }
 }
@@ -102,7 +112,7 @@ class Run {
   constructor(private readonly options: RunOptions) {
     this.trace = new Trace(options.onLine);
     this.random = new Random(options.seed);
-    this.world = new World(options.cluster, this.random);
+    this.world = new World(options.cluster, this.random, options.scripted ?? false);
     this.model = new Model(this.random);
     this.world.onChannel = (fault) => {
       if (fault !== 'none')
@@ -145,9 +155,12 @@ class Run {
       this.watch();
     }
     if (this.violation === null) await this.heal();
+    // Nothing of a run outlives it: a release still draining, a lease round, a retry.
+    for (const instance of this.world.instances) instance.kill();
     return {
       seed: this.options.seed,
       cluster: this.options.cluster,
+      scripted: this.options.cluster && (this.options.scripted ?? false),
       steps: Math.min(this.step, this.options.steps),
       digest: this.trace.digest(),
       violation: this.violation,
@@ -181,9 +194,10 @@ class Run {
       [1, () => this.damagedRead()],
       [this.dead.length > 0 ? 6 : 0, () => this.restart(this.random.pick(this.dead))],
     ];
+    const scripted = this.world.leaseTable === null;
     if (cluster)
       steps.push(
-        [3, () => this.move()],
+        scripted ? [3, () => this.move()] : [1, () => this.leave()],
         [1, () => this.pause()],
         [paused.length > 0 ? 4 : 0, () => this.resume(this.random.pick(paused))],
         [this.world.disk.down ? 6 : 1, () => this.database()],
@@ -205,7 +219,7 @@ class Run {
   }
 
   /** Time passes: mostly moments, now and then hours (deadlines due, a new day's allowances). */
-  private time(): void {
+  private async time(): Promise<void> {
     const r = this.random;
     const ms = r.weighted([
       [60, r.int(1, 500)],
@@ -214,7 +228,7 @@ class Run {
       [1, r.int(3 * 3600_000, 9 * 3600_000)],
     ]);
     this.trace.line(`${this.step} time +${ms}`);
-    this.world.clock.advance(ms);
+    await this.world.advance(ms);
   }
 
   /** A client reads a state in memory: mostly of a key just written to, its commit under way. */
@@ -239,12 +253,30 @@ class Run {
     void this.world.move(p, to);
   }
 
-  /** An instance stops running (its statements wait) and its leases lapse to the others. */
+  /**
+   * An orderly stop of one instance (the node's leases): its partitions released and given
+   * back, taken by the others' rounds; it starts again later (a rolling restart).
+   */
+  private leave(): void {
+    const live = this.live().filter((i) => !i.paused && i.leases !== null);
+    if (live.length < 2) return;
+    const instance = this.random.pick(live);
+    this.fault('leave', instance.name);
+    void instance.leave().then(() => {
+      if (!instance.alive && !this.dead.includes(instance)) this.dead.push(instance);
+    });
+  }
+
+  /**
+   * An instance stops running (its statements wait): its leases lapse to the others, at once
+   * with scripted leases, else as the others' rounds find them lapsed.
+   */
   private pause(): void {
     const live = this.live().filter((i) => !i.paused);
     if (live.length < 2) return;
     const instance = this.random.pick(live);
     instance.pause();
+    if (this.world.leaseTable !== null) return this.fault('pause', instance.name);
     const taken = this.world.lapse(instance);
     this.fault('pause', `${instance.name} (${taken.length} leases lapse)`);
   }
@@ -252,7 +284,7 @@ class Run {
   /** A paused instance runs again and finds, at its next renewal, the leases it lost. */
   private resume(instance: SimInstance): void {
     instance.resume();
-    this.world.renew(instance);
+    if (this.world.leaseTable === null) this.world.renew(instance);
     this.trace.line(`${this.step} resume ${instance.name}`);
   }
 
@@ -330,7 +362,7 @@ class Run {
       this.fault('kill', victims.map((v) => v.name).join(','));
     }
     for (const v of victims) {
-      if (this.world.cluster) this.world.lapse(v);
+      if (this.world.cluster && this.world.leaseTable === null) this.world.lapse(v);
       this.dead.push(v);
     }
     // One process in most runs: it restarts at once, recovering from the store.
@@ -342,12 +374,13 @@ class Run {
     // A cluster instance does not start while its database is away: it is started again later.
     if (this.world.cluster && this.world.disk.down) return;
     this.dead = this.dead.filter((i) => i !== instance);
-    if (this.world.cluster) {
+    const scripted = this.world.cluster && this.world.leaseTable === null;
+    if (scripted) {
       // A new process holds nothing: it takes its share from the live ones (a rebalance).
       instance.holding!.epochs.fill(0n);
-      if (this.live().length === 0) this.world.owner.fill(null);
+      if (this.live().length === 0) this.world.freeAll();
       const orphaned = ALL_PARTITIONS.filter(
-        (p) => this.world.owner[p] === null || this.world.owner[p] === instance,
+        (p) => this.world.ownerOf(p) === null || this.world.ownerOf(p) === instance,
       );
       for (const p of orphaned) this.world.grant(p, instance);
     }
@@ -359,7 +392,7 @@ class Run {
       return;
     }
     this.trace.line(`${this.step} restart ${instance.name} #${instance.incarnation}`);
-    if (this.world.cluster)
+    if (scripted)
       for (const p of ALL_PARTITIONS)
         if (this.random.chance(0.2)) void this.world.move(p, instance);
     if (!this.world.cluster) await this.checkDurable('restart');
@@ -446,12 +479,12 @@ class Run {
     for (const i of this.world.instances)
       if (i.alive && i.paused) {
         i.resume();
-        this.world.renew(i);
+        if (this.world.leaseTable === null) this.world.renew(i);
       }
     for (const i of [...this.dead]) await this.restart(i);
     for (let round = 0; round < QUIESCE_ROUNDS; round++) {
       this.world.disk.flush();
-      this.world.clock.advance(1_000);
+      await this.world.advance(1_000);
       await drain();
       const waiting = [...this.unanswered.values()].filter(
         (u) => u.instance.alive && u.instance.incarnation === u.incarnation,
@@ -461,7 +494,7 @@ class Run {
         waiting === 0 &&
         followUps === 0 &&
         this.world.disk.unflushed === 0 &&
-        this.world.moving.size === 0
+        !this.world.settling()
       )
         break;
     }
@@ -472,7 +505,7 @@ class Run {
       round++
     ) {
       this.world.disk.flush();
-      this.world.clock.advance(1_000);
+      await this.world.advance(1_000);
       await drain();
     }
     await drain();

@@ -5,7 +5,13 @@
 // A crash (kill -9) leaves nothing of an instance's memory; its restart recovers as the node does:
 // every partition checked and folded, then the follow-ups its log holds carried out again.
 import { SimulatedClock, type Clock, type Timer } from '../src/clock.js';
-import { DEFAULT_LIMITS, WARM_TURN_MS, type Limits } from '../src/config.js';
+import {
+  DATABASE_RETRY_BASE_MS,
+  DATABASE_RETRY_MAX_MS,
+  DEFAULT_LIMITS,
+  WARM_TURN_MS,
+  type Limits,
+} from '../src/config.js';
 import { DECIDERS } from '../src/domain/index.js';
 import { carryOut, unfinishedFollowUps } from '../src/actors/follow-ups.js';
 import { MovedError, Shard } from '../src/actors/shard.js';
@@ -21,7 +27,11 @@ import { SimFeed } from './feed.js';
 import { SimDelivery } from './delivery.js';
 import { SimDirectory } from './directory.js';
 import type { SimPart } from './part.js';
-import { unreachable } from '../src/log/unavailable.js';
+import { backoffMs, unreachable } from '../src/log/unavailable.js';
+import { Leases } from '../src/cluster/leases.js';
+import { ClusterRouter } from '../src/cluster/router.js';
+import { isRefusal, statusOf } from '../src/protocol/errors.js';
+import { SimLeaseTable, simChannel, simLeases, type ChannelFault } from './leases.js';
 
 export const ALL_PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, p) => p);
 export const T0 = Date.parse('2026-11-21T12:00:00Z');
@@ -29,6 +39,12 @@ const SIGNER = signingKeyFromSeed(
   '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
 );
 export const MEMBER = 'local';
+
+/** How a failed take-up is tried again (instance.ts: the database's retry). */
+const ADOPT_RETRY = { baseMs: DATABASE_RETRY_BASE_MS, maxMs: DATABASE_RETRY_MAX_MS };
+
+/** A lease's time in a run (cluster mode): the node's default. */
+export const SIM_LEASE_MS = 10_000;
 
 /** The node's limits in a run: small ceilings, so that runs reach them. */
 export const SIM_LIMITS: Limits = { ...DEFAULT_LIMITS, payee_check_daily_max: 12 };
@@ -78,8 +94,17 @@ const IN_PROGRESS: Answer = {
   kind: 'in-progress',
 };
 
+/** A process gone under a command it was running: its caller hears the connection drop. */
+class GoneError extends Error {
+  override name = 'GoneError';
+}
+
 export class SimInstance {
-  readonly holding: Holding | null;
+  /** What its appends are fenced with (cluster mode): new at every start with real leases. */
+  holding: Holding | null;
+  /** Cluster mode with the node's own leases: its lease rounds and its router, while it runs. */
+  leases: Leases | null = null;
+  private router: ClusterRouter | null = null;
   alive = false;
   paused = false;
   incarnation = 0;
@@ -122,6 +147,12 @@ export class SimInstance {
   async start(): Promise<boolean> {
     const incarnation = ++this.incarnation;
     this.clock = new InstanceClock(this.world.clock, this.skew);
+    // A new process is a new owner in the leases table, with nothing held (instance.ts).
+    if (this.world.leaseTable !== null)
+      this.holding = {
+        holder: `${this.name}.${incarnation}`,
+        epochs: new BigInt64Array(PARTITION_COUNT),
+      };
     this.log = this.world.disk.connect(this.holding);
     this.inFlight.clear();
     const retention = SIM_LIMITS.idempotency_retention_ms;
@@ -162,13 +193,88 @@ export class SimInstance {
     this.alive = true;
     this.marks = new Set([...this.log.scan('replay')].map((row) => row.key));
     for (const part of this.world.parts) part.started?.(this);
+    if (this.world.leaseTable !== null && !(await this.join(incarnation))) return false;
     for (const f of unfinishedFollowUps(this.log)) void this.carryOut(f);
     return true;
+  }
+
+  /**
+   * Joins the cluster as instance.ts does (joinCluster): the node's own lease rounds on this
+   * instance's clock over the simulated table, a partition that comes adopted, one given back
+   * drained first, one lost let go; and the node's own router over the simulated channel.
+   */
+  private async join(incarnation: number): Promise<boolean> {
+    const table = this.world.leaseTable!;
+    const holding = this.holding!;
+    const log = this.log;
+    const release = (ps: number[]) =>
+      Promise.all(ps.map((p) => this.shard.release(p).catch(() => undefined))).then(
+        () => undefined,
+      );
+    try {
+      this.leases = await Leases.start({
+        url: '',
+        store: simLeases(table, this.world.disk, log),
+        clock: this.clock,
+        random: () => this.world.random.fraction(),
+        instance: holding.holder,
+        address: holding.holder,
+        leaseMs: SIM_LEASE_MS,
+        fingerprint: MEMBER,
+        epochs: holding.epochs,
+        onGained: (ps) => {
+          for (const p of ps) {
+            this.world.onGrant?.(p, this, holding.epochs[p]!);
+            void this.world.takeUp(p, this);
+          }
+        },
+        onGiving: release,
+        onLost: (ps) => void release(ps),
+      });
+    } catch (error) {
+      // The node does not start without its leases (the database away meanwhile).
+      if (this.incarnation === incarnation && !log.dead) this.fatal.push(error);
+      this.kill();
+      return false;
+    }
+    this.router = new ClusterRouter({
+      self: holding.holder,
+      local: { submit: (routed) => this.runHere(routed) },
+      leases: this.leases,
+      client: simChannel(this.world, this.world.random, this, (fault) =>
+        this.world.onChannel?.(fault),
+      ),
+      moveWaitMs: SIM_LEASE_MS * 2,
+      callTimeoutMs: SIM_LEASE_MS,
+      onRemote: (result) => {
+        if (this.alive) for (const part of this.world.parts) part.committed?.(this, result);
+        return undefined;
+      },
+      now: () => this.now(),
+      wait: (ms) => this.sleep(ms),
+    });
+    return true;
+  }
+
+  /**
+   * An orderly stop (instance.ts, leave): renewals stop, every partition is released (its
+   * commands answered, its snapshot written), then the leases are given back.
+   */
+  async leave(): Promise<void> {
+    const leases = this.leases;
+    if (leases === null || !this.alive) return;
+    leases.halt();
+    await Promise.all(leases.partitions().map((p) => this.shard.release(p).catch(() => undefined)));
+    await leases.stop().catch(() => undefined);
+    this.kill();
   }
 
   /** kill -9: nothing of the process is left; its statements in flight never answer. */
   kill(): void {
     this.alive = false;
+    this.leases?.halt();
+    this.leases = null;
+    this.router = null;
     for (const hear of this.dying.splice(0)) hear();
     this.paused = false;
     if (this.log !== undefined) this.log.dead = true;
@@ -192,34 +298,62 @@ export class SimInstance {
     if (this.clock !== undefined) (this.clock as { skew: number }).skew = ms;
   }
 
-  /** A command run here, its follow-ups carried out before it is answered (pool.ts). */
+  /** A command run here; null where it was not (moved away, or the process died under it). */
   async run(routed: RoutedCommand): Promise<CommandResult | null> {
-    if (!this.alive) return null;
-    const incarnation = this.incarnation;
-    let result: CommandResult;
-    const gone = () => !this.alive || this.incarnation !== incarnation;
     try {
-      // A caller on another instance hears the connection drop when this process dies.
-      const died = new Promise<null>((resolve) => this.dying.push(() => resolve(null)));
-      const answered = await Promise.race([this.shard.submit(routed), died]);
-      if (answered === null) return null;
-      result = answered;
+      return await this.runHere(routed);
     } catch (error) {
-      // Moved away, or the process died under the call: its caller hears no answer (router.ts).
-      if (error instanceof MovedError || gone()) return null;
+      if (error instanceof MovedError || error instanceof GoneError) return null;
       throw error;
     }
-    if (gone()) return null;
+  }
+
+  /**
+   * A command run here as the pool runs it: its follow-ups carried out before it is answered
+   * (pool.ts); refused where the partition is not held (MovedError); GoneError where the
+   * process died under it (its caller hears the connection drop).
+   */
+  async runHere(routed: RoutedCommand): Promise<CommandResult> {
+    if (!this.alive) throw new GoneError('the instance is gone');
+    const incarnation = this.incarnation;
+    const gone = () => !this.alive || this.incarnation !== incarnation;
+    let result: CommandResult;
+    try {
+      const died = new Promise<null>((resolve) => this.dying.push(() => resolve(null)));
+      const answered = await Promise.race([this.shard.submit(routed), died]);
+      if (answered === null) throw new GoneError('the instance died under the command');
+      result = answered;
+    } catch (error) {
+      if (gone() && !(error instanceof GoneError)) throw new GoneError('the instance is gone');
+      throw error;
+    }
+    if (gone()) throw new GoneError('the instance died under the command');
     if (result.committed) for (const part of this.world.parts) part.committed?.(this, result);
     await Promise.all(result.followUps.map((f) => this.carryOut(f)));
     return result;
+  }
+
+  /**
+   * A command sent where it runs, as this instance's front end sends it: with the node's leases,
+   * through its router (the holder, or over the channel); null where it was not answered.
+   */
+  async send(routed: RoutedCommand): Promise<CommandResult | null> {
+    if (this.router === null) return this.world.route(routed, this);
+    try {
+      return await this.router.submit(routed);
+    } catch (error) {
+      // A move that outlasted its wait, a holder that did not answer: 503 (router.ts).
+      if (isRefusal(error)) return refusedResult(statusOf(error.code), error.code);
+      if (error instanceof GoneError) return null;
+      throw error;
+    }
   }
 
   carryOut(f: PendingFollowUp): Promise<void> {
     const incarnation = this.incarnation;
     return carryOut(f, {
       submit: async (routed) => {
-        const result = await this.world.route(routed, this);
+        const result = await this.send(routed);
         return result ?? this.world.unavailableResult();
       },
       retryMs: SIM_LIMITS.follow_up_retry_ms,
@@ -252,9 +386,10 @@ export class SimInstance {
       this.inFlight.add(scope);
     }
     try {
-      return await this.world.route(routed, this).then(async (result) => {
+      return await this.send(routed).then(async (result) => {
         if (result === null) return UNAVAILABLE;
-        if (result.committed && this.alive && this.world.holderOf(routed.key) !== this)
+        const scripted = this.router === null;
+        if (scripted && result.committed && this.alive && this.world.holderOf(routed.key) !== this)
           for (const part of this.world.parts) part.committed?.(this, result);
         if (result.taken === 'replay' || (result.taken !== undefined && scope === undefined))
           return REPLAYED;
@@ -280,6 +415,12 @@ export class SimInstance {
   }
 }
 
+/** What a refusal before the run answers (the router's 503s). */
+function refusedResult(status: number, code: string): CommandResult {
+  const reply = { status, body: code, signed: false };
+  return { reply, committed: false, outbox: [], directory: [], followUps: [] };
+}
+
 function storedAnswer(entry: StoredAnswer): Answer {
   return { status: entry.status, body: String(entry.body), committed: false, kind: 'stored' };
 }
@@ -288,12 +429,20 @@ export class World {
   readonly clock = new SimulatedClock(T0);
   readonly disk: SimDisk;
   readonly instances: SimInstance[];
-  /** Cluster mode: the instance holding each partition, as the leases table says. */
-  readonly owner: (SimInstance | null)[] = new Array<SimInstance | null>(PARTITION_COUNT).fill(
-    null,
-  );
-  /** Partitions being moved (one move at a time each). */
+  /**
+   * Cluster mode with the node's own lease rounds (sim/leases.ts): the leases table they share.
+   * Null in embedded mode, and with scripted leases (`scripted`), where the run itself moves
+   * partitions (grant, move, lapse, renew) more often than the rounds ever would.
+   */
+  readonly leaseTable: SimLeaseTable | null;
+  /** Scripted leases: the instance holding each partition. */
+  private readonly owner: (SimInstance | null)[] = new Array<SimInstance | null>(
+    PARTITION_COUNT,
+  ).fill(null);
+  /** Partitions being moved by the script (one move at a time each). */
   readonly moving = new Set<number>();
+  /** Partitions being taken up (adopted) after a lease came, by which incarnation. */
+  private readonly takingUp = new Set<{ to: SimInstance; incarnation: number }>();
   private made = 0;
   /** The parts driven beside the shards (part.ts); the feed among them. */
   readonly parts: SimPart[];
@@ -301,8 +450,10 @@ export class World {
   constructor(
     readonly cluster: boolean,
     readonly random: Random,
+    scripted = false,
   ) {
     this.disk = new SimDisk(cluster, random, () => this.clock.now());
+    this.leaseTable = cluster && !scripted ? new SimLeaseTable(this.disk) : null;
     this.parts = [
       new SimFeed(this, random),
       new SimDelivery(this, random),
@@ -316,9 +467,9 @@ export class World {
     return `${prefix}_${(++this.made).toString(16).padStart(32, '0')}`;
   }
 
-  /** Starts every instance; in cluster mode the partitions are first shared out. */
+  /** Starts every instance; with scripted leases the partitions are first shared out. */
   async start(): Promise<void> {
-    if (this.cluster)
+    if (this.cluster && this.leaseTable === null)
       for (const p of ALL_PARTITIONS) this.grant(p, this.instances[p % this.instances.length]!);
     for (const instance of this.instances)
       if (!(await instance.start()))
@@ -340,7 +491,58 @@ export class World {
   /** Where a command runs: the holder of its partition (cluster mode), or the one instance. */
   holderOf(key: string): SimInstance | null {
     if (!this.cluster) return this.instances[0]!;
-    return this.owner[partitionOf(key)] ?? null;
+    return this.ownerOf(partitionOf(key));
+  }
+
+  /** The instance holding partition `p` (cluster mode), as the leases table says. */
+  ownerOf(p: number): SimInstance | null {
+    if (this.leaseTable === null) return this.owner[p] ?? null;
+    const holder = this.leaseTable.holderOf(p);
+    return this.instances.find((i) => i.alive && i.holding?.holder === holder) ?? null;
+  }
+
+  /**
+   * Time passes. With the node's leases it passes in slices of half a lease, the event
+   * loop turning between them: the processes run as time goes, so their rounds renew as they
+   * would (one jump of minutes would lapse every lease at once, a freeze of the whole cluster).
+   * Scripted leases and embedded mode move at once.
+   */
+  async advance(ms: number): Promise<void> {
+    if (this.leaseTable === null) return this.clock.advance(ms);
+    const slice = SIM_LEASE_MS / 2;
+    for (let left = ms; left > 0; left -= slice) {
+      this.clock.advance(Math.min(slice, left));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Scripted leases: every partition free again (no instance runs). */
+  freeAll(): void {
+    this.owner.fill(null);
+  }
+
+  /** Whether partitions are still moving (the run's end waits for none). */
+  settling(): boolean {
+    const live = (t: { to: SimInstance; incarnation: number }) =>
+      t.to.alive && t.to.incarnation === t.incarnation;
+    if (this.moving.size > 0 || [...this.takingUp].some(live)) return true;
+    // With the node's leases: until every partition is held and folded by a live instance, and
+    // no lease has changed hands for two lease times (a rebalance after restarts takes rounds).
+    const table = this.leaseTable;
+    if (table === null) return false;
+    if (this.clock.now() - table.changedAt < 2 * SIM_LEASE_MS) return true;
+    return ALL_PARTITIONS.some((p) => !this.ownerOf(p)?.shard.holdsFolded(p));
+  }
+
+  /** The channel's end: the instance listening at `address`, while it runs. */
+  at(address: string) {
+    const i = this.instances.find((c) => c.alive && c.holding?.holder === address);
+    if (i === undefined) return null;
+    return {
+      paused: () => i.paused,
+      running: () => i.log.statement(async () => undefined),
+      submit: (routed: RoutedCommand) => i.runHere(routed),
+    };
   }
 
   /** Routes a command to its holder; null where it could not be run there (moved, gone). */
@@ -364,7 +566,7 @@ export class World {
   }
 
   /** Told of each fault of the internal channel (the run counts them). */
-  onChannel?: (fault: 'none' | 'delay' | 'duplicate' | 'lost') => void;
+  onChannel?: (fault: ChannelFault) => void;
 
   unavailableResult(): CommandResult {
     const reply = { status: 503, body: '', signed: false };
@@ -410,18 +612,37 @@ export class World {
   }
 
   /** A partition taken up (instance.ts, takeUp): folded, then told to the parts (the feed's). */
-  private async takeUp(p: number, to: SimInstance): Promise<void> {
-    // The lease is held from now (its epoch in the holding), the partition taken up once the
-    // instance's lease round has told its workers: a while later.
-    await to.sleep(this.random.int(0, 3_000));
-    if (!to.alive || this.owner[p] !== to) return;
+  async takeUp(p: number, to: SimInstance): Promise<void> {
+    const incarnation = to.incarnation;
+    const holds = () =>
+      to.alive &&
+      to.incarnation === incarnation &&
+      (to.leases === null ? this.owner[p] === to : to.leases.holds(p));
+    const taking = { to, incarnation };
+    this.takingUp.add(taking);
     try {
-      await to.shard.adopt(p);
-    } catch (error) {
-      if (to.alive) to.fatal.push(error);
-      return;
+      // The lease is held from now (its epoch in the holding), the partition taken up once the
+      // instance's lease round has told its workers: a while later.
+      await to.sleep(this.random.int(0, 3_000));
+      // What fails is tried again later while the partition is still held (instance.ts).
+      for (let attempt = 0; holds(); attempt++) {
+        try {
+          await to.shard.adopt(p);
+          for (const part of this.parts) await part.tookUp?.(to, p);
+          return;
+        } catch (error) {
+          if (to.leases === null) {
+            if (to.alive) to.fatal.push(error);
+            return;
+          }
+          await to.sleep(
+            backoffMs(attempt, { ...ADOPT_RETRY, random: () => this.random.fraction() }),
+          );
+        }
+      }
+    } finally {
+      this.takingUp.delete(taking);
     }
-    for (const part of this.parts) await part.tookUp?.(to, p);
   }
 
   /**

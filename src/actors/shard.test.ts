@@ -737,6 +737,99 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     expect((shard.stateOf(reference) as { steps: unknown[] }).steps).toHaveLength(2);
   });
 
+  it('a release refuses as moved a command waiting for a fold again, and ends (issue 30)', async () => {
+    // Found by the simulator (cluster seed 18, the node's own leases): a commit in doubt left
+    // its partition to be folded again, the command queued behind it waiting for that fold; an
+    // orderly stop released the partition first. The fold was never made, the command never
+    // answered, and the release, waiting for it, never ended.
+    class LostAfterCommit extends MemoryLog {
+      loseNext = false;
+      override async append(entries: readonly LogEntry[], writes: readonly TableWrite[]) {
+        const lose = this.loseNext;
+        this.loseNext = false;
+        await super.append(entries, writes);
+        if (lose) throw new UnavailableError('the connection was lost after the commit');
+      }
+    }
+    const log = new LostAfterCommit({ autoFlush: false });
+    const shard = await startedOver(log);
+    const reference = newReference('rcp');
+    const issuing = issue(shard, reference);
+    await turn();
+    log.flush();
+    await issuing;
+    const p = partitionOf(reference);
+    log.loseNext = true;
+    const inDoubt = settle(shard, reference);
+    const behind = settle(shard, reference);
+    await turn();
+    log.flush();
+    expect((await inDoubt).reply.status).toBe(503);
+    let released = false;
+    const releasing = shard.release(p).then(() => (released = true));
+    await expect(behind).rejects.toThrow(MovedError);
+    for (let i = 0; i < 20 && !released; i++) {
+      await turn();
+      log.flush();
+    }
+    expect(released).toBe(true);
+    await releasing;
+  });
+
+  it('an adopt of a partition that left in doubt folds it once (issue 30)', async () => {
+    // Found by the simulator (cluster seed 21): an append failed before its commit (the
+    // partition in doubt, to be folded again), then the partition left; when it came back, the
+    // doubt kept sent the first command to fold it again beside the adopt's own fold, and
+    // commands decided on the two folds appended the same seq twice.
+    class FailsBeforeCommit extends MemoryLog {
+      failNext = false;
+      override async append(entries: readonly LogEntry[], writes: readonly TableWrite[]) {
+        if (this.failNext) {
+          this.failNext = false;
+          throw new UnavailableError('the connection was lost before the commit');
+        }
+        return super.append(entries, writes);
+      }
+    }
+    const log = new FailsBeforeCommit({ autoFlush: false });
+    const shard = await startedOver(log);
+    const reference = newReference('rcp');
+    const issuing = issue(shard, reference);
+    await turn();
+    log.flush();
+    await issuing;
+    const p = partitionOf(reference);
+    log.failNext = true;
+    expect((await settle(shard, reference)).reply.status).toBe(503);
+    const releasing = shard.release(p);
+    for (let i = 0; i < 5; i++) {
+      await turn();
+      log.flush();
+    }
+    await releasing;
+    const adopting = shard.adopt(p);
+    await Promise.resolve();
+    await Promise.resolve();
+    // A command that comes while the adopt folds, and one behind it, both in flight at once.
+    const during = settle(shard, reference);
+    await turn();
+    const other = sameRoute(reference);
+    const behind = issue(shard, other);
+    for (let i = 0; i < 10; i++) {
+      await turn();
+      log.flush();
+    }
+    await adopting;
+    expect((await during).reply.status).toBe(201);
+    expect((await behind).result.reply.status).toBe(201);
+    const fresh = shardOver(log);
+    const folding = fresh.recover();
+    log.flush();
+    await folding;
+    expect(shard.stateOf(reference)).toEqual(fresh.stateOf(reference));
+    expect(shard.stateOf(other)).toEqual(fresh.stateOf(other));
+  });
+
   it("a moved partition's deadlines fire once, on the shard that adopted it", async () => {
     const { clock, shard, log } = await timedOpened('timed-moved', 3_000);
     const there = shardOver(log, { clock });

@@ -38,7 +38,7 @@ function mac(key: Buffer, time: string, body: Buffer): Buffer {
  * it made before running the command (too many in flight), passed on to the caller as it is; or
  * an error.
  */
-type Answer =
+export type Answer =
   { result: CommandResult } | { moved: number } | { refused: Refusal } | { error: string };
 
 /** A refusal (protocol/errors.ts): a plain object with a code and a message, not an Error. */
@@ -128,20 +128,42 @@ async function answer(
   } catch {
     return refuse(400, 'not a command');
   }
+  const [status, answered] = await ownersAnswer(routed, options.submit);
+  return [status, pack(answered)];
+}
+
+/** What the owner answers a command sent to it, and with which status. */
+export async function ownersAnswer(
+  routed: RoutedCommand,
+  submit: (routed: RoutedCommand) => Promise<CommandResult>,
+): Promise<[number, Answer]> {
   try {
-    return [200, pack({ result: await options.submit(routed) } satisfies Answer)];
+    return [200, { result: await submit(routed) }];
   } catch (error) {
-    if (error instanceof MovedError)
-      return [409, pack({ moved: error.partition } satisfies Answer)];
-    if (isRefusal(error)) return [503, pack({ refused: error } satisfies Answer)];
+    if (error instanceof MovedError) return [409, { moved: error.partition }];
+    if (isRefusal(error)) return [503, { refused: error }];
     // The owner's database did not answer (issue 29): the caller answers 503, as the owner would.
-    if (unavailable(error)) return [503, pack({ refused: UNAVAILABLE } satisfies Answer)];
-    return refuse(500, error instanceof Error ? error.message : String(error));
+    if (unavailable(error)) return [503, { refused: UNAVAILABLE }];
+    return [500, { error: error instanceof Error ? error.message : String(error) }];
   }
 }
 
+/** The owner's answer as its caller takes it: the result, or what it throws. */
+export function callersResult(answered: Answer): CommandResult {
+  if ('result' in answered) return answered.result;
+  if ('moved' in answered) throw new MovedError(answered.moved);
+  if ('refused' in answered) throw answered.refused;
+  throw new ChannelError(answered.error);
+}
+
+/** What the router sends commands with (ChannelClient; the simulator's channel in a run). */
+export interface Channel {
+  /** The owner's answer; MovedError when it no longer holds the partition. */
+  send(address: string, routed: RoutedCommand, timeoutMs: number): Promise<CommandResult>;
+}
+
 /** Sends commands to other instances, over kept-alive connections. */
-export class ChannelClient {
+export class ChannelClient implements Channel {
   private readonly agent = new Agent({ keepAlive: true });
 
   constructor(private readonly key: Buffer) {}
@@ -176,10 +198,11 @@ export class ChannelClient {
             } catch {
               return reject(new ChannelError(`unreadable answer (${res.statusCode})`));
             }
-            if ('result' in answered) resolve(answered.result);
-            else if ('moved' in answered) reject(new MovedError(answered.moved));
-            else if ('refused' in answered) reject(answered.refused);
-            else reject(new ChannelError(answered.error));
+            try {
+              resolve(callersResult(answered));
+            } catch (error) {
+              reject(error);
+            }
           });
         },
       );

@@ -24,7 +24,12 @@ import {
   OWNERS_READ_EVERY_MS,
 } from '../config.js';
 import { PARTITION_COUNT } from '../log/log.js';
-import { backoffMs, UnavailableError, unreachable, type DatabaseHealth } from '../log/unavailable.js';
+import {
+  backoffMs,
+  UnavailableError,
+  unreachable,
+  type DatabaseHealth,
+} from '../log/unavailable.js';
 import { postgresLeases } from './postgres-leases.js';
 
 /** A partition's lease as the table has it: its epoch now. */
@@ -135,7 +140,8 @@ export interface Owner {
 
 export class Leases {
   private readonly held = new Map<number, bigint>();
-  private owners = new Map<number, Owner>();
+  /** Per partition, its holder when last read (one object per holder). */
+  private owners: (Owner | undefined)[] = [];
   private ownersRead = -Infinity;
   private readingOwners: Promise<void> | null = null;
   /** The next round of renewals, while renewing. */
@@ -290,7 +296,7 @@ export class Leases {
 
   /** The instance holding partition `p` when last read, or null where none does. */
   ownerOf(p: number): Owner | null {
-    return this.owners.get(p) ?? null;
+    return this.owners[p] ?? null;
   }
 
   /** Reads the owners again, unless they were read in the last OWNERS_READ_EVERY_MS. */
@@ -309,10 +315,21 @@ export class Leases {
 
   private async readOwners(): Promise<void> {
     const rows = await this.session().owners();
-    this.owners = new Map(rows.map((r) => [r.partition, { instance: r.owner, address: r.address }]));
+    const owners = new Array<Owner | undefined>(PARTITION_COUNT);
+    const holders = new Map<string, Owner>();
+    let soonest = Infinity;
+    for (const r of rows) {
+      let owner = holders.get(r.owner);
+      if (owner === undefined) {
+        owner = { instance: r.owner, address: r.address };
+        holders.set(r.owner, owner);
+      }
+      owners[r.partition] = owner;
+      if (r.owner !== this.options.instance) soonest = Math.min(soonest, r.leftMs);
+    }
+    this.owners = owners;
     this.ownersRead = this.clock.now();
-    const others = rows.filter((r) => r.owner !== this.options.instance);
-    this.watchExpiry(Math.min(...others.map((r) => r.leftMs)));
+    this.watchExpiry(soonest);
   }
 
   /**

@@ -11,7 +11,7 @@ import type { CommandResult, RoutedCommand } from '../actors/types.js';
 import { MOVE_RETRY_MS } from '../config.js';
 import { partitionOf } from '../log/log.js';
 import { refusal } from '../protocol/errors.js';
-import { ChannelError, type ChannelClient } from './channel.js';
+import { ChannelError, type Channel } from './channel.js';
 import type { Owner } from './leases.js';
 
 export interface RouterOptions {
@@ -24,26 +24,32 @@ export interface RouterOptions {
     ownerOf(p: number): Owner | null;
     refreshOwners(): Promise<void>;
   };
-  client: ChannelClient;
+  client: Channel;
   /** How long a command waits for its partition's new owner before it is refused. */
   moveWaitMs: number;
   /** How long an owner has to answer a command sent to it. */
   callTimeoutMs: number;
   /** Told of each result another instance answered: this one's reads and index catch up. */
   onRemote?: (result: CommandResult) => Promise<void> | undefined;
+  /** The time a move's wait is measured on, and the wait between tries (the simulator's). */
+  now?: () => number;
+  wait?: (ms: number) => Promise<void>;
 }
 
 /** A connection to the owner that was never made: the command surely did not reach it. */
 const notDelivered = (error: unknown) =>
   error instanceof ChannelError && /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/.test(error.message);
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export class ClusterRouter {
   constructor(private readonly options: RouterOptions) {}
 
   async submit(routed: RoutedCommand, options?: SubmitOptions): Promise<CommandResult> {
     const { self, local, leases, client } = this.options;
+    const now = this.options.now ?? (() => performance.now());
     const p = partitionOf(routed.key);
-    const deadline = performance.now() + this.options.moveWaitMs;
+    const deadline = now() + this.options.moveWaitMs;
     for (;;) {
       try {
         if (leases.holds(p)) return await local.submit(routed, options);
@@ -65,11 +71,11 @@ export class ClusterRouter {
           );
         if (!(error instanceof MovedError) && !notDelivered(error)) throw error;
       }
-      if (performance.now() >= deadline)
+      if (now() >= deadline)
         throw refusal('path.core.unavailable', 'this object is moving between instances', {
           retry_after_seconds: 1,
         });
-      await new Promise((resolve) => setTimeout(resolve, MOVE_RETRY_MS));
+      await (this.options.wait ?? sleep)(MOVE_RETRY_MS);
       await leases.refreshOwners().catch(() => undefined);
     }
   }
