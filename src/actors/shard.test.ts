@@ -737,7 +737,7 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     expect((shard.stateOf(reference) as { steps: unknown[] }).steps).toHaveLength(2);
   });
 
-  it('a release refuses as moved a command waiting to be folded again, and ends (issue 30)', async () => {
+  it('a release refuses a command waiting to be folded again, and ends (issue 30)', async () => {
     // Found by the simulator (cluster seed 18, the node's own leases): a commit in doubt left
     // its partition to be folded again, the command queued behind it waiting for that fold; an
     // orderly stop released the partition first. The fold was never made, the command never
