@@ -89,9 +89,14 @@ export async function simulate(options: RunOptions): Promise<RunResult> {
   const crash = (error: unknown) =>
     run.crashed(error instanceof Error ? (error.stack ?? String(error)) : String(error));
   process.on('unhandledRejection', crash);
+  // A run throws errors by the hundred thousand (every statement while the database is away):
+  // their stacks are kept short, the four frames a crash's report shows.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 4;
   try {
     return await run.go();
   } finally {
+    Error.stackTraceLimit = limit;
     process.off('unhandledRejection', crash);
     plant(null);
   }

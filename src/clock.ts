@@ -22,9 +22,25 @@ export const systemClock: Clock = {
   },
 };
 
-/** A clock that moves only when told to; timers fire during `advance`. */
+interface PendingTimer {
+  at: number;
+  /** Order of setting: timers due at the same moment fire in the order they were set. */
+  order: number;
+  callback: () => void;
+  live: boolean;
+}
+
+const earlier = (a: PendingTimer, b: PendingTimer) =>
+  a.at < b.at || (a.at === b.at && a.order < b.order);
+
+/**
+ * A clock that moves only when told to; timers fire during `advance`, soonest first, those due
+ * at the same moment in the order they were set. They wait in a binary heap: a run of the
+ * simulator sets millions.
+ */
 export class SimulatedClock implements Clock {
-  private timers: { at: number; callback: () => void; live: boolean }[] = [];
+  private readonly heap: PendingTimer[] = [];
+  private set = 0;
 
   constructor(private current: number) {}
 
@@ -33,8 +49,13 @@ export class SimulatedClock implements Clock {
   }
 
   setTimer(callback: () => void, delayMs: number): Timer {
-    const timer = { at: this.current + Math.max(0, delayMs), callback, live: true };
-    this.timers.push(timer);
+    const timer = {
+      at: this.current + Math.max(0, delayMs),
+      order: this.set++,
+      callback,
+      live: true,
+    };
+    this.push(timer);
     return {
       cancel: () => {
         timer.live = false;
@@ -45,15 +66,42 @@ export class SimulatedClock implements Clock {
   advance(ms: number): void {
     const target = this.current + ms;
     for (;;) {
-      const due = this.timers
-        .filter((t) => t.live && t.at <= target)
-        .sort((a, b) => a.at - b.at)[0];
-      if (due === undefined) break;
+      while (this.heap.length > 0 && !this.heap[0]!.live) this.pop();
+      const due = this.heap[0];
+      if (due === undefined || due.at > target) break;
+      this.pop();
       this.current = Math.max(this.current, due.at);
       due.live = false;
       due.callback();
     }
-    this.timers = this.timers.filter((t) => t.live);
     this.current = target;
+  }
+
+  private push(timer: PendingTimer): void {
+    const heap = this.heap;
+    let i = heap.push(timer) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!earlier(heap[i]!, heap[parent]!)) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop()!;
+    if (heap.length === 0) return;
+    heap[0] = last;
+    for (let i = 0; ;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < heap.length && earlier(heap[left]!, heap[least]!)) least = left;
+      if (right < heap.length && earlier(heap[right]!, heap[least]!)) least = right;
+      if (least === i) return;
+      [heap[i], heap[least]] = [heap[least]!, heap[i]!];
+      i = least;
+    }
   }
 }

@@ -33,12 +33,11 @@ const deployment = (mode: Mode) => ({
  */
 const REGRESSIONS: { seed: number; mode: Mode; defect: string }[] = [
   {
-    seed: 18,
+    seed: 21,
     mode: 'cluster',
     defect:
-      'a command waiting for its partition to be folded again, after a commit in doubt, was ' +
-      'answered by no one once an orderly stop released the partition, and the release never ' +
-      'ended (Shard.refuseWaiting)',
+      'an adopt of a partition that had left in doubt folded it twice: one seq appended ' +
+      'twice, a chain the next start refused as broken (Shard.adopt)',
   },
   {
     seed: 3,
@@ -93,7 +92,9 @@ const REGRESSIONS: { seed: number; mode: Mode; defect: string }[] = [
 
 /**
  * Each planted bug (src/actors/planted.ts), where it can happen, and within how many seeds
- * (from seed 1) the simulator finds it.
+ * (from seed 1) the simulator finds it. `evolve-before-commit` on the node's own leases is
+ * found too (docs/SIMULATION.md gives the seeds) but after more runs than the tests spend;
+ * embedded and scripted runs find it within 20.
  */
 const PLANTED: { plant: Plant; mode: Mode; within: number }[] = [
   { plant: 'skip-held-check', mode: 'scripted', within: 20 },
@@ -104,6 +105,10 @@ const PLANTED: { plant: Plant; mode: Mode; within: number }[] = [
   { plant: 'evolve-before-commit', mode: 'scripted', within: 20 },
   { plant: 'drop-follow-up-after-crash', mode: 'embedded', within: 10 },
   { plant: 'drop-follow-up-after-crash', mode: 'scripted', within: 10 },
+  { plant: 'skip-held-check', mode: 'cluster', within: 15 },
+  { plant: 'append-before-resync', mode: 'cluster', within: 12 },
+  { plant: 'answer-before-flush', mode: 'cluster', within: 5 },
+  { plant: 'drop-follow-up-after-crash', mode: 'cluster', within: 5 },
 ];
 
 describe('the simulator (issue 30)', () => {
