@@ -589,6 +589,29 @@ describe('a request whose replay window ended while it waited (P5, issue 30)', (
   });
 });
 
+describe('a command reading views behind one that changed its state (issue 30)', () => {
+  it("a receipt's transition behind its issue is decided once the issue commits", async () => {
+    // Found by the simulator (cluster seed 5075): an issue and a settle of one receipt met in
+    // one batch (held up together behind a partition's move); the settle read the envelope the
+    // issue had not yet committed, and the whole batch failed with an internal error.
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = await startedOver(log);
+    const reference = newReference('rcp');
+    // No such receipt yet: answered at once, and the two behind it wait in one mailbox.
+    const early = settle(shard, reference);
+    const issuing = issue(shard, reference);
+    const settling = settle(shard, reference);
+    for (let i = 0; i < 10; i++) {
+      await turn();
+      log.flush();
+    }
+    expect((await early).reply.status).toBe(404);
+    expect((await issuing).result.reply.status).toBe(201);
+    expect((await settling).reply.status).toBe(201);
+    expect((shard.stateOf(reference) as ReceiptState).status).toBe('settled');
+  });
+});
+
 describe('a commit in doubt while a later one of its partition lands (issue 30)', () => {
   it('writes no snapshot that skips the record in doubt', async () => {
     // Two receipts of one partition: the first one's append is committed but answered as
