@@ -19,15 +19,22 @@ afterAll(async () => {
   removeDir(dataDir);
 });
 
+interface Exchange {
+  res: RawResponse;
+  statusLine: string;
+  closed: boolean;
+}
+
 /** Sends `raw` on a connection of its own; the first answer, and whether the node closed. */
-async function exchange(raw: string): Promise<{ res: RawResponse; closed: boolean }> {
+async function exchange(raw: string): Promise<Exchange> {
   const c = await RawConnection.open(node.port);
   c.write(Buffer.from(raw, 'latin1'));
   const res = await c.response(5_000);
   expect(res, `an answer to ${JSON.stringify(raw.slice(0, 60))}`).toBeDefined();
   const closed = await c.closedWithin(500);
   c.destroy();
-  return { res: res!, closed };
+  const statusLine = c.received.toString('latin1').split('\r\n')[0]!;
+  return { res: res!, statusLine, closed };
 }
 
 function expectError(res: RawResponse, status: number, code: string): void {
@@ -41,8 +48,11 @@ function expectError(res: RawResponse, status: number, code: string): void {
 
 describe('HTTP edges over a raw socket (issue 32)', () => {
   it('HTTP/1.0 is 505 in JSON naming HTTP/1.1, then closed', async () => {
-    const { res, closed } = await exchange('GET /.well-known/path-keys HTTP/1.0\r\n\r\n');
+    const { res, statusLine, closed } = await exchange(
+      'GET /.well-known/path-keys HTTP/1.0\r\n\r\n',
+    );
     expectError(res, 505, 'path.core.http_version_not_supported');
+    expect(statusLine).toBe('HTTP/1.1 505 HTTP Version Not Supported');
     expect(res.json.error.message).toContain('HTTP/1.1');
     expect(closed).toBe(true);
   });
@@ -75,8 +85,9 @@ describe('HTTP edges over a raw socket (issue 32)', () => {
     '%s is 501 in JSON, on a known path and on an unknown one',
     async (m) => {
       for (const path of ['/.well-known/path-keys', '/api/path/v1/receipts', '/no/such/path']) {
-        const { res } = await exchange(requestHead(m, path, [['content-length', 0]]));
+        const { res, statusLine } = await exchange(requestHead(m, path, [['content-length', 0]]));
         expectError(res, 501, 'path.core.method_not_implemented');
+        expect(statusLine).toBe('HTTP/1.1 501 Not Implemented');
         expect(res.json.error.detail).toEqual({ method: m });
       }
     },

@@ -213,7 +213,7 @@ async function compile(src, tmp, inc, cc, cxx) {
     '-o',
     path.join(tmp, 'addon.o'),
   ];
-  // The C part (uSockets) and the C++ addon side by side: two cores, about 20 s.
+  // The C part (uSockets) and the C++ addon side by side: on two cores, 20-50 s.
   await Promise.all([
     run(cc, [...common, ...FLAGS, ...includes, '-c', ...cFiles], tmp),
     run(cxx, cxxArgs, tmp),
@@ -234,7 +234,7 @@ async function build(stamp) {
     const started = Date.now();
     log(
       `building the HTTP server from ${TARBALL} for Node.js ${process.version} ` +
-        `(ABI ${abi}) with ${cxx} and the headers in ${inc}; this takes about 20-40 s`,
+        `(ABI ${abi}) with ${cxx} and the headers in ${inc}; this takes about 20-50 s`,
     );
     await run('tar', ['-xzf', path.join(here, TARBALL), '-C', tmp], tmp);
     const src = path.join(tmp, 'uws-src');
