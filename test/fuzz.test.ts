@@ -368,6 +368,8 @@ describe('P7/P12 fuzz: framing headers never end the node', () => {
       expect(answer.status, `${what}: ${answer.body.slice(0, 200)}`).toBeGreaterThanOrEqual(400);
       expect(answer.status, `${what}: ${answer.body.slice(0, 200)}`).toBeLessThan(500);
       expect(typeof answer.json?.error?.code, what).toBe('string');
+      expect(answer.headers['content-type'], what).toBe('application/json');
+      expect(answer.headers, what).not.toHaveProperty('uwebsockets');
     }
   };
 
@@ -398,9 +400,8 @@ describe('P7/P12 fuzz: framing headers never end the node', () => {
 // empty string, as it does an absent header).
 describe('P7: header bytes outside visible ASCII', () => {
   const headers = ['path-version', 'path-key-id', 'path-timestamp', 'path-signature', 'path-idempotency-key', 'content-type'];
-  // A control byte (`a\x01b`) is not here: uWebSockets.js runs the handler on such a request
-  // but never writes its answer (measured with a bare uWebSockets.js server too); the framing
-  // cases above show that the node lives on.
+  // A control byte (`a\x01b`) is not here: uWebSockets.js's parser refuses such a head itself,
+  // before the node reads any header (its own 400, in JSON since issue 32; the last test below).
   const values = ['\xff', '\xc3\xa9', 'a\x7fb', ''];
   for (const header of headers) {
     it(`${header}: each value outside visible ASCII is 400 naming it`, async () => {
@@ -429,5 +430,18 @@ describe('P7: header bytes outside visible ASCII', () => {
     expect(res?.json.error.detail).toEqual({ field: 'path-version' });
     // The same read with no Path-Version at all is served.
     expect((await anon.get(`/receipts/${sampleReceipt.reference}`)).status).toBe(200);
+  });
+
+  it('a control byte in any header value is 400 in JSON from the parser, then closed', async () => {
+    for (const header of headers) {
+      const c = await RawConnection.open(node.port);
+      c.write(Buffer.from(requestHead('GET', '/.well-known/path-keys', [[header, 'a\x01b']]), 'latin1'));
+      const res = await c.response(5_000);
+      expect(res?.status, header).toBe(400);
+      expect(res?.headers['content-type'], header).toBe('application/json');
+      expect(res?.json.error.code, header).toBe('path.core.invalid_request');
+      expect(await c.closedWithin(3_000), header).toBe(true);
+    }
+    expect(node.process.exitCode).toBeNull();
   });
 });

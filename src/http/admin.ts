@@ -11,7 +11,8 @@
 // 29): it stays up and answers what it can from memory, but a balancer should prefer another;
 // `/healthz` stays 200 `alive` throughout, since restarting it would not bring the database back.
 import type { Logger } from 'pino';
-import uws from 'uWebSockets.js';
+import type uws from 'uWebSockets.js';
+import { nativeServer } from './native.js';
 import { exceptionFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { DatabaseHealth } from '../log/unavailable.js';
@@ -21,7 +22,7 @@ import { listenExclusive } from './server.js';
 export type Readiness = 'starting' | 'ready' | 'draining';
 
 export class AdminListener {
-  private readonly app = uws.App();
+  private readonly app = nativeServer().App();
   private socket: uws.us_listen_socket | null = null;
   state: Readiness = 'starting';
   /** The scrub found damage in the log: ready answers say `degraded`, still 200. */
@@ -76,13 +77,13 @@ export class AdminListener {
         if (!socket)
           return reject(new Error(`cannot listen on ${host}:${port} (admin): port in use`));
         this.socket = socket;
-        resolve(uws.us_socket_local_port(socket));
+        resolve(nativeServer().us_socket_local_port(socket));
       });
     });
   }
 
   close(): void {
-    if (this.socket !== null) uws.us_listen_socket_close(this.socket);
+    if (this.socket !== null) nativeServer().us_listen_socket_close(this.socket);
     this.socket = null;
   }
 

@@ -8,7 +8,8 @@
 // Public routes also answer browsers (P20): CORS on every answer of theirs, a preflight for
 // `OPTIONS`, and `HEAD` for each of their GETs; the routes of members get none of it.
 import { createHash, randomBytes } from 'node:crypto';
-import uws from 'uWebSockets.js';
+import type uws from 'uWebSockets.js';
+import { nativeServer } from './native.js';
 import type { Logger } from 'pino';
 import { exceptionFields } from '../logger.js';
 import type { Caller, ClaimKind, ReplayMark } from '../actors/types.js';
@@ -187,6 +188,27 @@ function bodyDigest(context: RequestContext): string {
  */
 const LISTEN_EXCLUSIVE_PORT = 1;
 
+/**
+ * The methods of RFC 9110 and PATCH (RFC 5789): a route may lack one (405), but any other
+ * method (QUERY, FOO) is one the node does not implement anywhere (501, RFC 9110 15.6.2).
+ */
+const KNOWN_METHODS: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+]);
+
+function notImplemented(method: string): HttpReply {
+  const message = 'the node does not implement this method on any route';
+  return failure(refusal('path.core.method_not_implemented', message, { method }));
+}
+
 type ListenCallback = (socket: uws.us_listen_socket | false) => void;
 type ListenWithOptions = (host: string, port: number, options: number, cb: ListenCallback) => void;
 
@@ -346,7 +368,7 @@ function inProgress(): HttpReply {
 
 export class HttpServer {
   private readonly router: Router<Handler>;
-  private readonly app = uws.App();
+  private readonly app = nativeServer().App();
   private listenSocket: uws.us_listen_socket | null = null;
   private readonly inFlightScopes = new Set<string>();
   /** Calls read whole and waiting for their signature check, in arrival order (verifyLater). */
@@ -499,7 +521,7 @@ export class HttpServer {
     const { route, names, beside } = read;
     const params: Record<string, string> = {};
     for (let i = 0; i < names.length; i++) {
-      const value = req.getParameter(i);
+      const value = req.getParameter(i) ?? '';
       if (beside[i]!.has(value)) {
         req.setYield(true);
         return;
@@ -531,7 +553,7 @@ export class HttpServer {
           );
         }
         this.listenSocket = socket;
-        resolve(uws.us_socket_local_port(socket));
+        resolve(nativeServer().us_socket_local_port(socket));
       });
     });
   }
@@ -541,7 +563,7 @@ export class HttpServer {
    */
   async close(drainMs: number): Promise<void> {
     this.closing = true;
-    if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
+    if (this.listenSocket !== null) nativeServer().us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
     const deadline = Date.now() + drainMs;
     while (this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -561,6 +583,7 @@ export class HttpServer {
     // A framing problem (RFC 9112 6.3: where this body ends is unknown) closes the connection,
     // since nothing more can be read from it; an unreadable header of another kind does not.
     if (problem !== null) return this.send(res, failure(problem.refusal), base, problem.close);
+    if (!KNOWN_METHODS.has(method)) return this.send(res, notImplemented(method), base);
     // The lengths first: a number is found without hashing the whole path.
     const asset = this.assetLengths.has(path.length) ? this.options.assets?.get(path) : undefined;
     if (asset !== undefined && (method === 'GET' || head)) {

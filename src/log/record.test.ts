@@ -39,6 +39,8 @@ const MODULE_VERSIONS: Record<number, number> = {
   22: 127,
   23: 131,
   24: 137,
+  25: 141,
+  26: 147,
 };
 
 describe('package.json engines (issue 11 item 14)', () => {
@@ -54,15 +56,19 @@ describe('package.json engines (issue 11 item 14)', () => {
     }
   });
 
-  it('admits only Node majors for which uWebSockets.js ships a native binary', () => {
+  it('admits only Node majors whose ABI the pinned uWebSockets.js source builds for', () => {
+    // vendor/uws builds at install for the running Node (issue 32); the pinned source (v20.67.0)
+    // supports these ABIs, and this machine's build for the running one is in dist/.
+    const supported = [115, 127, 137, 147];
     for (let major = 16; major <= 30; major++) {
       if (!semver.intersects(engines, `^${major}.0.0`)) continue;
       const abi = MODULE_VERSIONS[major];
       expect(abi, `NODE_MODULE_VERSION of Node ${major}`).toBeDefined();
-      const binary = `uws_${process.platform}_${process.arch}_${abi}.node`;
-      const path = `node_modules/uWebSockets.js/binaries/${binary}`;
-      expect(existsSync(new URL(path, root)), path).toBe(true);
+      expect(supported, `Node ${major}`).toContain(abi);
     }
+    const built = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+    const path = `node_modules/uWebSockets.js/dist/${built}`;
+    expect(existsSync(new URL(path, root)), path).toBe(true);
   });
 
   it('the running Node satisfies engines; its zlib.crc32 frames and checks a record (P14)', () => {

@@ -9,6 +9,11 @@ export const ERROR_STATUS = {
   'path.core.version_unknown': 400,
   'path.core.not_found': 404,
   'path.core.method_not_allowed': 405,
+  // A method no route of any node knows (RFC 9110 15.6.2); the two after it are answered by
+  // uWebSockets.js's parser itself, before any route (vendor/uws/install.js writes them).
+  'path.core.method_not_implemented': 501,
+  'path.core.http_version_not_supported': 505,
+  'path.core.header_fields_too_large': 431,
   'path.core.idempotency_conflict': 422,
   'path.core.idempotency_in_progress': 409,
   'path.core.unavailable': 503,
