@@ -348,11 +348,13 @@ export class SimLog extends ReadsInPlace implements Log {
    * Rows written only while this instance holds `partition` (postgres-log.ts): refused at once
    * where it holds none, and by the database where its lease moved on.
    */
-  writeHolding(partition: number, writes: readonly TableWrite[]): Promise<void> {
+  writeHolding(partition: number, writes: readonly TableWrite[], madeAt?: bigint): Promise<void> {
     return this.statement(async () => {
       this.reachable();
       const epoch = this.holding?.epochs[partition] ?? 0n;
       if (epoch === 0n) throw new NotHeldError(`partition ${partition} is not held here`);
+      if (madeAt !== undefined && epoch !== madeAt)
+        throw new NotHeldError(`partition ${partition} is held at another epoch than the rows'`);
       if (epoch !== this.disk.leaseEpochs[partition] && !planted('skip-held-check'))
         throw new NotHeldError(`partition ${partition} is held at another epoch`);
       return this.disk.write(writes);

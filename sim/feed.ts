@@ -47,7 +47,7 @@ export class SimFeed implements SimPart {
       cluster
         ? {
             epoch: () => instance.holding!.epochs[FEED_PARTITION]!,
-            write: (writes) => instance.log.writeHolding(FEED_PARTITION, writes),
+            write: (writes, epoch) => instance.log.writeHolding(FEED_PARTITION, writes, epoch),
           }
         : null,
       (ms) => instance.sleep(ms),

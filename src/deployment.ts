@@ -104,7 +104,7 @@ export async function openDeployment(config: Config, logger: Logger): Promise<De
     claims: claimedInCommits(log, config.limits.idempotency_retention_ms),
     feedWriting: {
       epoch: () => holding.epochs[FEED_PARTITION]!,
-      write: (writes) => log.writeHolding(FEED_PARTITION, writes),
+      write: (writes, epoch) => log.writeHolding(FEED_PARTITION, writes, epoch),
     },
     delivers: holdsEvent(holding),
     changes: {

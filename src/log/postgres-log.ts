@@ -153,6 +153,8 @@ interface Pending {
   writes: readonly TableWrite[];
   /** Rows written under the lease of this partition, though no record of it is appended. */
   holding?: number;
+  /** The epoch of `holding` the rows were made at: refused at any other (writeHolding). */
+  heldAt?: bigint;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -386,8 +388,13 @@ export class PostgresLog implements Log {
    * Rows written only while this instance holds `partition` (cluster mode): the write is fenced
    * by that partition's lease as an append to it would be.
    */
-  writeHolding(partition: number, writes: readonly TableWrite[]): Promise<void> {
-    return this.enqueue({ entries: [], writes, holding: partition });
+  writeHolding(partition: number, writes: readonly TableWrite[], epoch?: bigint): Promise<void> {
+    return this.enqueue({
+      entries: [],
+      writes,
+      holding: partition,
+      ...(epoch === undefined ? {} : { heldAt: epoch }),
+    });
   }
 
   /** The appends of partitions this instance holds; the others are refused now. */
@@ -395,7 +402,11 @@ export class PostgresLog implements Log {
     const fence = this.fence;
     if (fence === null) return batch;
     return batch.filter((p) => {
-      const free = fencedBy(p).find((partition) => !holds(fence, partition));
+      let free = fencedBy(p).find((partition) => !holds(fence, partition));
+      // Rows made at one epoch of their partition (the feed's, made by its writer since it last
+      // resynced) are not written at a later one: the partition left and came back meanwhile.
+      if (free === undefined && p.heldAt !== undefined && fence.epochs[p.holding!] !== p.heldAt)
+        free = p.holding;
       if (free !== undefined) p.reject(notHeld(free));
       return free === undefined;
     });
@@ -407,7 +418,7 @@ export class PostgresLog implements Log {
     while (batch.length > 0) {
       const refused = await this.commitBatch(batch);
       if (refused === null) return;
-      batch = this.refuseTaken(batch, refused);
+      batch = this.held(this.refuseTaken(batch, refused));
     }
   }
 

@@ -72,7 +72,8 @@ const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 export interface FeedWriting {
   /** The epoch at which this instance holds FEED_PARTITION, 0 where it holds none. */
   epoch: () => bigint;
-  write: (writes: TableWrite[]) => Promise<void>;
+  /** Writes rows made at `epoch`; refused (NotHeldError) where the partition is held at another. */
+  write: (writes: TableWrite[], epoch: bigint) => Promise<void>;
 }
 
 /** The partition whose holder writes the feed in cluster mode. */
@@ -330,7 +331,13 @@ export class FeedPublisher {
     const writes = round.flatMap((p) => p.writes);
     for (let attempt = 0; ; attempt++) {
       try {
-        await (this.writing === null ? this.log.write(writes) : this.writing.write(writes));
+        // Cluster mode: written only at the epoch this writer resynced under (found by the
+        // simulator, issue 30: a round made before its instance paused went out after the
+        // instance had taken the feed's partition back at a new epoch, before its resync, and
+        // wrote over the entries the writer in between had appended).
+        await (this.writing === null
+          ? this.log.write(writes)
+          : this.writing.write(writes, this.resyncedUnder));
         break;
       } catch (error) {
         if (this.writing !== null && error instanceof NotHeldError) break;
