@@ -135,6 +135,11 @@ export class FeedPublisher {
     return epoch > 0n && (epoch === this.resyncedUnder || planted('append-before-resync'));
   }
 
+  /** The epoch a round's rows were made at: the resync's (the planted bug: the current one). */
+  private madeAt(): bigint {
+    return planted('append-before-resync') ? this.writing!.epoch() : this.resyncedUnder;
+  }
+
   /**
    * Cluster mode: this instance has just become the feed's writer. It starts from the feed as
    * written (what the earlier writer appended but did not write is found again by the load that
@@ -337,7 +342,7 @@ export class FeedPublisher {
         // wrote over the entries the writer in between had appended).
         await (this.writing === null
           ? this.log.write(writes)
-          : this.writing.write(writes, this.resyncedUnder));
+          : this.writing.write(writes, this.madeAt()));
         break;
       } catch (error) {
         if (this.writing !== null && error instanceof NotHeldError) break;
