@@ -167,7 +167,6 @@ export function simLeases(table: SimLeaseTable, disk: SimDisk, gate: Gate): Leas
 export interface Listening {
   /** The instance at `address` now, or null where none listens there (gone, or never). */
   at(address: string): {
-    paused(): boolean;
     /** Resolves once the instance runs again (at once, when it runs). */
     running(): Promise<void>;
     submit(routed: RoutedCommand): Promise<CommandResult>;

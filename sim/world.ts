@@ -539,7 +539,6 @@ export class World {
     const i = this.instances.find((c) => c.alive && c.holding?.holder === address);
     if (i === undefined) return null;
     return {
-      paused: () => i.paused,
       running: () => i.log.statement(async () => undefined),
       submit: (routed: RoutedCommand) => i.runHere(routed),
     };

@@ -107,6 +107,17 @@ const settle = (shard: Shard, reference: string) =>
 
 const turn = () => new Promise((r) => setImmediate(r));
 
+/** A log whose next append commits and is then answered as failed: its commit in doubt. */
+class LostAfterCommit extends MemoryLog {
+  loseNext = false;
+  override async append(entries: readonly LogEntry[], writes: readonly TableWrite[]) {
+    const lose = this.loseNext;
+    this.loseNext = false;
+    await super.append(entries, writes);
+    if (lose) throw new UnavailableError('the connection was lost after the commit');
+  }
+}
+
 /** A shard recovered over a log that flushes only when told (its first flush made here). */
 async function startedOver(log: MemoryLog, options: Parameters<typeof shardOver>[1] = {}) {
   const shard = shardOver(log, options);
@@ -617,15 +628,6 @@ describe('a commit in doubt while a later one of its partition lands (issue 30)'
     // Two receipts of one partition: the first one's append is committed but answered as
     // failed (its commit in doubt), the second's, sent behind it, lands. A snapshot taken then
     // would name the second record's seq with the first receipt's state as it was before.
-    class LostAfterCommit extends MemoryLog {
-      loseNext = false;
-      override async append(entries: readonly LogEntry[], writes: readonly TableWrite[]) {
-        const lose = this.loseNext;
-        this.loseNext = false;
-        await super.append(entries, writes);
-        if (lose) throw new UnavailableError('the connection was lost after the commit');
-      }
-    }
     const log = new LostAfterCommit({ autoFlush: false });
     const shard = await startedOver(log, { snapshotEveryRecords: 1 });
     const first = newReference('rcp');
@@ -765,15 +767,6 @@ describe('cluster mode: a partition moves between instances (release, adopt)', (
     // its partition to be folded again, the command queued behind it waiting for that fold; an
     // orderly stop released the partition first. The fold was never made, the command never
     // answered, and the release, waiting for it, never ended.
-    class LostAfterCommit extends MemoryLog {
-      loseNext = false;
-      override async append(entries: readonly LogEntry[], writes: readonly TableWrite[]) {
-        const lose = this.loseNext;
-        this.loseNext = false;
-        await super.append(entries, writes);
-        if (lose) throw new UnavailableError('the connection was lost after the commit');
-      }
-    }
     const log = new LostAfterCommit({ autoFlush: false });
     const shard = await startedOver(log);
     const reference = newReference('rcp');
