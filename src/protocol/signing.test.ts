@@ -1,6 +1,5 @@
 // Ed25519 signing and strict verification (P1, P2), against the profile's vectors (RFC 8032
 // TEST 1 key) and cross-checked with @noble/ed25519 in its RFC 8032 strict mode.
-import { createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
@@ -440,23 +439,18 @@ describe('P1 strict verification: weak public keys', () => {
     });
   });
 
-  it('refuses a universal forgery under the identity key that OpenSSL alone accepts', () => {
+  it('refuses a universal forgery under the identity key, whatever OpenSSL makes of it', () => {
     // With A = identity, [S]B = R + [k]A reduces to [S]B = R: R = B, S = 1 "signs" every message.
+    // It satisfies the verification equation as ZIP 215 reads it, so a verifier that admits
+    // small-order keys accepts it: OpenSSL before 3.5 does (Node 20 and 22), 3.5 does not (Node 24
+    // and 26). The node's refusal must not depend on which one it runs on.
     const identity = '0100000000000000000000000000000000000000000000000000000000000000';
     const forged = Buffer.concat([
       Buffer.from(ed.Point.BASE.toBytes()),
       Buffer.from(`01${'00'.repeat(31)}`, 'hex'),
     ]);
     const message = Buffer.from('pay mallory 1000000');
-    const spki = createPublicKey({
-      key: Buffer.concat([
-        Buffer.from('302a300506032b6570032100', 'hex'),
-        Buffer.from(identity, 'hex'),
-      ]),
-      format: 'der',
-      type: 'spki',
-    });
-    expect(nodeVerify(null, message, spki, forged)).toBe(true);
+    expect(ed.verify(forged, message, Buffer.from(identity, 'hex'), { zip215: true })).toBe(true);
     expect(verifyBytes(message, forged.toString('hex'), identity)).toEqual({
       valid: false,
       reason: 'public_key_weak',
