@@ -81,6 +81,16 @@ describe('HTTP edges over a raw socket (issue 32)', () => {
     expect(closed).toBe(true);
   });
 
+  it('a head larger than the server reads is 431 in JSON, then closed; the node lives on', async () => {
+    const raw = requestHead('GET', '/.well-known/path-keys', [['x-note', 'a'.repeat(64 * 1024)]]);
+    const { res, statusLine, closed } = await exchange(raw);
+    expectError(res, 431, 'path.core.header_fields_too_large');
+    expect(statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(closed).toBe(true);
+    const next = await exchange(requestHead('GET', '/.well-known/path-keys', []));
+    expect(next.res.status).toBe(200);
+  });
+
   it.each(['QUERY', 'FOO'])(
     '%s is 501 in JSON, on a known path and on an unknown one',
     async (m) => {
