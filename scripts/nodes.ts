@@ -4,7 +4,8 @@
 // then the HTTP server built for that Node's ABI beside the others (vendor/uws/install.js, which
 // keeps one binary per ABI). The package carries Node's headers (include/node), which the build
 // needs; it carries no npm, so npm runs under the machine's Node.
-// Usage: node dist/scripts/nodes.js 22 26   prints one line per major: `<major> <path of node>`
+// Usage: node dist/scripts/nodes.js [--fetch] 22 26
+//   prints one line per major, `<major> <path of node>`; with --fetch, the server is not built.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -51,18 +52,21 @@ export function nodeOf(major: number, cache = nodeCache()): string {
 export function buildServerFor(node: string): void {
   execFileSync(node, [join(ROOT, 'vendor', 'uws', 'install.js')], {
     cwd: join(ROOT, 'vendor', 'uws'),
-    stdio: ['ignore', 'inherit', 'inherit'],
+    // Its progress goes to stderr: stdout carries this script's answer alone.
+    stdio: ['ignore', 2, 'inherit'],
   });
 }
 
 function main(argv: string[]): void {
-  if (argv.length === 0) {
-    process.stderr.write('usage: node dist/scripts/nodes.js <major>...\n');
+  const fetchOnly = argv[0] === '--fetch';
+  const majors = fetchOnly ? argv.slice(1) : argv;
+  if (majors.length === 0) {
+    process.stderr.write('usage: node dist/scripts/nodes.js [--fetch] <major>...\n');
     process.exit(2);
   }
-  for (const word of argv) {
+  for (const word of majors) {
     const node = nodeOf(Number(word));
-    buildServerFor(node);
+    if (!fetchOnly) buildServerFor(node);
     process.stdout.write(`${word} ${node}\n`);
   }
 }
