@@ -2,10 +2,11 @@
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
-// growth,snapshot,hashbatch,cluster,start,client runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
-// figure's directory.
+// growth,snapshot,hashbatch,cluster,start,client,nodes runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
+// figure's directory; BENCH_NODES the Node.js majors the `nodes` section runs this build under
+// beside the running one (default 24).
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -41,6 +42,22 @@ export interface BenchConfig {
      * partitions, for at most `timeout_ms`.
      */
     takeover: { rounds: number; lease_ms: number; retry_ms: number; timeout_ms: number };
+  };
+  /**
+   * Figure 17: this build under the running Node.js beside each of `majors` (BENCH_NODES), both
+   * nodes at once, `rounds` rounds in turns: signed POSTs, public GETs, then hash batches of
+   * `batch_items` keys against a directory of `index_keys` built in each node's data directory.
+   */
+  nodes: {
+    majors: readonly number[];
+    rounds: number;
+    post: SignedLoad;
+    get_seconds: number;
+    get_shape: LoadShape;
+    index_keys: number;
+    batch_items: number;
+    present_share: number;
+    hash: SignedLoad;
   };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
   versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
@@ -226,6 +243,17 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       get_seconds: quick ? 1 : 4,
       get_shape: { connections: 32, pipelining: 1 },
     },
+    nodes: {
+      majors: majorsFrom(env.BENCH_NODES),
+      rounds: quick ? 2 : 4,
+      post: { count: quick ? 1_000 : 5_000, warmup: quick ? 256 : 500, connections: 256 },
+      get_seconds: quick ? 1 : 3,
+      get_shape: { connections: 32, pipelining: 1 },
+      index_keys: quick ? 20_000 : 200_000,
+      batch_items: 500,
+      present_share: 0.5,
+      hash: { count: quick ? 100 : 600, warmup: quick ? 20 : 60, connections: 8 },
+    },
     child_timeout_ms: 600_000,
   };
 }
@@ -235,6 +263,16 @@ function positiveInteger(raw: string | undefined, fallback: number, name: string
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`${name} must be a positive integer`);
   return n;
+}
+
+/** BENCH_NODES: Node.js majors, comma-separated (default 24). */
+function majorsFrom(raw: string | undefined): readonly number[] {
+  if (raw === undefined || raw.trim() === '') return [24];
+  return raw.split(',').map((word) => {
+    const major = Number(word.trim());
+    if (!Number.isInteger(major) || major < 20) throw new RangeError(`BENCH_NODES: '${word.trim()}' is not a Node.js major (20 or above)`);
+    return major;
+  });
 }
 
 function sectionsFrom(raw: string | undefined): ReadonlySet<SectionName> {

@@ -9,6 +9,8 @@ const TICKS_PER_SECOND = 100;
 interface Sample {
   at: number;
   threads: Map<string, number>;
+  /** CPU seconds of the whole process so far, or null where /proc could not be read. */
+  process: number | null;
   machine: { busy: number; total: number } | null;
 }
 
@@ -50,8 +52,16 @@ function machineTicks(): { busy: number; total: number } | null {
   }
 }
 
+function readProcessCpuSeconds(pid: number): number | null {
+  try {
+    return processCpuSeconds(pid);
+  } catch {
+    return null;
+  }
+}
+
 function sample(pid: number): Sample {
-  return { at: performance.now(), threads: threadTicks(pid), machine: machineTicks() };
+  return { at: performance.now(), threads: threadTicks(pid), process: readProcessCpuSeconds(pid), machine: machineTicks() };
 }
 
 export interface CpuShare {
@@ -60,6 +70,11 @@ export interface CpuShare {
   otherThreads: number;
   /** Percent of the whole machine that nobody used. */
   machineIdle: number | null;
+  /**
+   * CPU seconds the process used over the watch, user and system, every thread (also those that
+   * ended in between, which the shares above miss), from `/proc/<pid>/stat`; null where unread.
+   */
+  processSeconds: number | null;
 }
 
 /** Starts measuring a process; call the result to stop and read the shares. */
@@ -78,7 +93,8 @@ export function watchCpu(pid: number): () => CpuShare {
     }
     const machineIdle = start.machine === null || end.machine === null ? null
       : 100 - (100 * (end.machine.busy - start.machine.busy)) / (end.machine.total - start.machine.total);
-    return { mainThread: percent(main), otherThreads: percent(others), machineIdle };
+    const processSeconds = start.process === null || end.process === null ? null : end.process - start.process;
+    return { mainThread: percent(main), otherThreads: percent(others), machineIdle, processSeconds };
   };
 }
 

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { DirectoryIndex } from '../src/directory/index.js';
 import { identifierHash } from '../src/protocol/identifiers.js';
 import type { BenchConfig } from './config.js';
-import { buildDirectory } from './lookup.js';
+import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
 import { measureTasks } from './micro.js';
 import { createLocalCredential, removeDir, startNodeProcess, tempDir, type LocalCredential, type RunningServer } from './processes.js';
 import { median, ms, rate, ratio, type Report } from './report.js';
@@ -23,22 +23,31 @@ import { signedPost } from './signed-request.js';
 
 const SECTION = '12 hashbatch';
 const TARGET = 0.5;
-/** The node's budget flags: an allowance no run comes near (the flag's maximum). */
-const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
 /** Distinct request bodies the reference cycles through (each about 45 KB). */
 const REFERENCE_BODIES = 256;
 
-interface Fixture {
-  dataDir: string;
+/** What batches of hashes against a directory need: its pepper and keys, who asks, what they ask. */
+export interface HashLookup {
   pepper: Buffer;
+  /** The directory's keys, indexed in this process: the answers are checked against it. */
   index: DirectoryIndex;
   credential: LocalCredential;
   plan: LookupPlan;
 }
 
+interface Fixture extends HashLookup {
+  dataDir: string;
+}
+
+/** Batches of `items` identifier_hash keys, a share `presentShare` of them among the directory's `keys`. */
+export function hashBatchPlan(options: { keys: number; items: number; presentShare: number; pepper: Buffer }): LookupPlan {
+  const { keys, items, presentShare, pepper } = options;
+  return { kind: 'lookup', batch: items, signed: false, presentKeys: keys, presentShare, seed: 0x5eed11, pepperHex: pepper.toString('hex') };
+}
+
 /** Asks for the plan's first batch, checks each answer against this process's index, returns the answer text. */
-async function checkedAnswer(node: RunningServer, fixture: Fixture): Promise<{ text: string; found: number }> {
-  const { plan, pepper, index, credential } = fixture;
+export async function checkedAnswer(node: RunningServer, lookup: HashLookup): Promise<{ text: string; found: number }> {
+  const { plan, pepper, index, credential } = lookup;
   const planned = plannedRequest(plan, 0);
   const res = await signedPost(node.baseUrl, credential, planned.target, JSON.parse(planned.body.toString('utf8')));
   if (res.status !== 200) throw new Error(`the check batch answered ${res.status}: ${res.text.slice(0, 300)}`);
@@ -81,8 +90,7 @@ interface Measured {
 
 /** One node (this build or the baseline) on the data directory: one load between two reference readings. */
 async function measureBuild(config: BenchConfig, report: Report, fixture: Fixture, side: { name: string; cli?: string }): Promise<Measured> {
-  const env = { PATH_PEPPER: fixture.pepper.toString('hex'), PATH_PEPPER_VERSION: 'bench-1' };
-  const node = await startNodeProcess({ dataDir: fixture.dataDir, timeoutMs: config.child_timeout_ms, env, args: NODE_ARGS, ...(side.cli === undefined ? {} : { cli: side.cli }) });
+  const node = await startNodeProcess({ dataDir: fixture.dataDir, timeoutMs: config.child_timeout_ms, env: pepperEnv(fixture.pepper), args: NODE_ARGS, cli: side.cli });
   try {
     const { load, batch_items: items, floor_time_ms: floorTime } = config.hashbatch;
     const checked = await checkedAnswer(node, fixture);
@@ -112,7 +120,7 @@ export async function runHashBatch(config: BenchConfig, report: Report): Promise
     const credential = createLocalCredential(dataDir);
     const built = await buildDirectory(dataDir, pepper, keys, config.lookup.build_batch_rows);
     report.line(`  directory built in ${ms(built.ms)} ms; ${load.count} batches of ${items} identifier_hash keys (after ${load.warmup} warm-up), ${load.connections} connections, one member`);
-    const plan: LookupPlan = { kind: 'lookup', batch: items, signed: false, presentKeys: keys, presentShare: config.hashbatch.present_share, seed: 0x5eed11, pepperHex: pepper.toString('hex') };
+    const plan = hashBatchPlan({ keys, items, presentShare: config.hashbatch.present_share, pepper });
     const fixture: Fixture = { dataDir, pepper, index: built.index, credential, plan };
     const baseline = config.versus.baseline_cli;
     const turns = baseline === null ? [{ name: 'this build' }] : [{ name: 'this build' }, { name: 'baseline', cli: baseline }, { name: 'baseline', cli: baseline }, { name: 'this build' }];

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { BenchConfig } from './config.js';
 import { cpuText, withCpuWatch } from './cpu.js';
-import { buildDirectory, NODE_ARGS } from './lookup.js';
+import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
 import { createLocalCredential, removeDir, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { syncedCommitLatencies } from './log-append.js';
@@ -23,7 +23,7 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
   const c = config.latency;
   report.heading(`8e. Single lookups on an even schedule at ${c.paced_share} of saturation, directory of ${rate(c.index_keys)} keys`);
   const pepper = randomBytes(32);
-  const env = { PATH_PEPPER: pepper.toString('hex'), PATH_PEPPER_VERSION: 'bench-1' };
+  const env = pepperEnv(pepper);
   const dataDir = tempDir('latency');
   let node: RunningServer | null = null;
   try {

@@ -10,7 +10,7 @@
 // spread over them round-robin, connection i to node i mod n.
 import { createRequire } from 'node:module';
 import { MEASURING_LINE } from './processes.js';
-import { plannedRequest, type RequestPlan } from './request-plans.js';
+import { fixedPostPlan, plannedRequest, type RequestPlan } from './request-plans.js';
 import { requestSigner, type ClientCredential } from './signed-request.js';
 
 export interface GetJob {
@@ -153,7 +153,7 @@ function signedJobOf(job: PostJob): SignedJob {
   return {
     kind: 'signed', baseUrl: job.baseUrl, credentials: [job.credential], count: job.count, warmupCount: job.warmupCount, connections: job.connections,
     baseUrls: job.baseUrls,
-    idempotency: true, plan: { kind: 'template', method: 'POST', target: job.target, body: JSON.stringify(job.body) },
+    idempotency: true, plan: fixedPostPlan(job.target, job.body),
   };
 }
 

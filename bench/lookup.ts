@@ -49,6 +49,8 @@ const SIGNED_TARGET = 0.8;
 const START_TARGET_MS = 10_000;
 /** The node's budget flags: an allowance no run comes near (the flag's maximum). */
 export const NODE_ARGS = ['--lookup-budget-base', '1000000000'];
+/** The node's environment for a directory built with `pepper`: the network pepper it hashes with. */
+export const pepperEnv = (pepper: Buffer): Record<string, string> => ({ PATH_PEPPER: pepper.toString('hex'), PATH_PEPPER_VERSION: 'bench-1' });
 /** Digits of a feed sequence number in its key (src/network/feed.ts). */
 const FEED_SEQ_DIGITS = 16;
 
@@ -228,7 +230,7 @@ export async function runLookup(config: BenchConfig, report: Report): Promise<vo
   const keys = config.lookup.index_keys;
   report.heading(`8. Lookups against a directory of ${rate(keys)} keys`);
   const pepper = randomBytes(32);
-  const env = { PATH_PEPPER: pepper.toString('hex'), PATH_PEPPER_VERSION: 'bench-1' };
+  const env = pepperEnv(pepper);
   const emptyDir = tempDir('lookup-empty');
   const fullDir = tempDir('lookup-full');
   const snapshotDir = tempDir('lookup-snapshots');

@@ -40,6 +40,13 @@ export function cleanupAll(): void {
   for (const dir of [...directories]) removeDir(dir);
 }
 
+/** How a child is spawned: environment added to the benchmark's own, and the Node.js binary that runs it. */
+interface SpawnOptions {
+  env?: Record<string, string>;
+  /** Default: the benchmark's own (`process.execPath`). */
+  node?: string;
+}
+
 interface Tracked {
   child: ChildProcess;
   output: () => string;
@@ -51,8 +58,9 @@ interface Tracked {
  * node's access log runs to megabytes a second under load, and reading it here would take CPU
  * from the node on the same cores). Only the last chunk is kept for a report.
  */
-function spawnTracked(args: string[], onLine?: (line: string) => boolean | void, env?: Record<string, string>): Tracked {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env === undefined ? process.env : { ...process.env, ...env } });
+function spawnTracked(args: string[], options: SpawnOptions & { onLine?: (line: string) => boolean | void } = {}): Tracked {
+  const { onLine, env } = options;
+  const child = spawn(options.node ?? process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env === undefined ? process.env : { ...process.env, ...env } });
   children.add(child);
   let tail = '';
   let partial = '';
@@ -152,13 +160,13 @@ export interface RunningServer {
 }
 
 /** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
-function startServer(args: string[], timeoutMs: number, what: string, env?: Record<string, string>): Promise<RunningServer> {
+function startServer(args: string[], timeoutMs: number, what: string, spawnOptions: SpawnOptions = {}): Promise<RunningServer> {
   const spawnedAt = performance.now();
   let announce: (line: Record<string, unknown>) => void = () => undefined;
   const announced = new Promise<Record<string, unknown>>((resolve) => { announce = resolve; });
   let warm: (recovered: { ms: number; line: Record<string, unknown> }) => void = () => undefined;
   const recovered = new Promise<{ ms: number; line: Record<string, unknown> }>((resolve) => { warm = resolve; });
-  const tracked = spawnTracked(args, (line) => {
+  const tracked = spawnTracked(args, { ...spawnOptions, onLine: (line) => {
     if (line.includes('"msg":"recovered"')) {
       warm({ ms: performance.now() - spawnedAt, line: JSON.parse(line) as Record<string, unknown> });
       return true;
@@ -167,7 +175,7 @@ function startServer(args: string[], timeoutMs: number, what: string, env?: Reco
     const parsed = JSON.parse(line) as Record<string, unknown>;
     if (parsed.msg === 'listening' && typeof parsed.port === 'number') announce(parsed);
     return false;
-  }, env);
+  } });
   const stop = async () => {
     const stoppingAt = performance.now();
     tracked.child.kill('SIGTERM');
@@ -208,6 +216,12 @@ export interface NodeOptions {
   runtimeArgs?: readonly string[];
   /** Another build's command line (the `versus` section's baseline); this build's by default. */
   cli?: string;
+  /**
+   * The Node.js binary that runs the node (the `nodes` section's other major, which needs the
+   * HTTP server built for its ABI first: scripts/nodes.ts `buildServerFor`); the benchmark's own
+   * by default.
+   */
+  node?: string;
 }
 
 /**
@@ -219,7 +233,7 @@ export function startNodeProcess(options: NodeOptions): Promise<RunningServer> {
   const member = options.member ?? 'local';
   return startServer([...(options.runtimeArgs ?? []), options.cli ?? NODE_CLI, 'serve', '--port', '0', '--external-port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, '--member', member, '--workers', '1', ...(options.args ?? [])],
     // The operator's listener by environment, which builds from before it ignore (P21).
-    options.timeoutMs, `the node (${member})`, { PATH_ADMIN_PORT: '0', ...options.env });
+    options.timeoutMs, `the node (${member})`, { env: { PATH_ADMIN_PORT: '0', ...options.env }, node: options.node });
 }
 
 /** The bare uWebSockets.js server of bare-server.ts, serving the routes in `routesFile`. */
@@ -246,9 +260,9 @@ export function runPacedLoad<T>(job: unknown, timeoutMs: number, onMeasuring?: (
 }
 
 async function runChild<T>(script: string, what: string, job: unknown, timeoutMs: number, onMeasuring?: () => void): Promise<T> {
-  const tracked = spawnTracked([script, JSON.stringify(job)], (line) => {
+  const tracked = spawnTracked([script, JSON.stringify(job)], { onLine: (line) => {
     if (line === MEASURING_LINE) onMeasuring?.();
-  });
+  } });
   const timer = setTimeout(() => tracked.child.kill('SIGKILL'), timeoutMs);
   const { code, signal } = await tracked.exited;
   clearTimeout(timer);

@@ -20,6 +20,11 @@ export interface TemplatePlan {
   first?: number;
 }
 
+/** The same JSON body to one path, request after request (figure 4's `POST /receipts`). */
+export function fixedPostPlan(target: string, body: unknown): TemplatePlan {
+  return { kind: 'template', method: 'POST', target, body: JSON.stringify(body) };
+}
+
 /**
  * Lookups of email identifiers by their clear value (the node normalises and hashes them). The
  * directory holds `user<k>@example.com` for every k below `presentKeys`; a share `presentShare`

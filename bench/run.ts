@@ -14,6 +14,7 @@ import { runLogAppend } from './log-append.js';
 import { runLatency } from './latency.js';
 import { runLookup } from './lookup.js';
 import { runMicro } from './micro.js';
+import { runNodes } from './nodes.js';
 import { cleanupAll } from './processes.js';
 import { runReplication } from './replication.js';
 import { Report } from './report.js';
@@ -42,6 +43,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   cluster: runCluster,
   start: runStart,
   client: (_config, report) => runClientSize(report),
+  nodes: runNodes,
   versus: runVersus,
 };
 
