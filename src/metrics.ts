@@ -19,6 +19,8 @@ export interface MetricSources {
   partitionsHeld: () => number;
   /** Damaged log records, snapshots and heads the scrub has found (issue 28). */
   damagedRecords: () => number;
+  /** Aggregates folded in memory across the workers (issue 33); asked of them at each scrape. */
+  aggregatesInMemory: () => Promise<number>;
 }
 
 /** Seconds, from 0.5 ms to 10 s: a request or a commit on this node spans that range. */
@@ -87,6 +89,19 @@ export class Metrics {
       (s) => s.damagedRecords(),
     );
     this.gauge('path_directory_keys', 'Hashed keys in the lookup index.', (s) => s.directoryKeys());
+    const self = this;
+    new Gauge({
+      name: 'path_aggregates_in_memory',
+      help: 'Aggregates whose state the workers hold in memory.',
+      registers: [this.registry],
+      // Asked of the workers; a scrape while they refuse new calls (too many in flight) keeps
+      // the last count rather than failing the whole scrape.
+      async collect() {
+        if (self.sources === null) return;
+        const count = await self.sources.aggregatesInMemory().catch(() => null);
+        if (count !== null) this.set(count);
+      },
+    });
     this.gauge(
       'path_webhook_backlog_events',
       'Events not yet delivered to every target.',
@@ -101,7 +116,6 @@ export class Metrics {
       },
     );
     const registry = this.registry;
-    const self = this;
     new Gauge({
       name: 'path_replication_lag_entries',
       help: "Entries of each member's change feed not yet applied to this node's index.",

@@ -618,6 +618,7 @@ function becomeReady(
   watch.scrub.current = scrub;
   watch.metrics.bind({
     pendingCommands: () => runtime.pool.pendingCount,
+    aggregatesInMemory: () => runtime.pool.aggregatesInMemory(),
     replayEntries: () => access.authenticator.size(),
     directoryKeys: () => runtime.directory.index.size,
     webhookBacklog: () => runtime.events.backlog(),

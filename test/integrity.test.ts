@@ -160,7 +160,10 @@ describe('issue 28: damage behind a snapshot', () => {
     const ready = await fetch(`http://127.0.0.1:${node.adminPort}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'degraded' });
-    const found = node.output().split('\n').filter((l) => l.includes('"msg":"the scrub found damage in the log"')).map((l) => JSON.parse(l));
+    // The log is written asynchronously: the count can be scraped before the second line is out.
+    const scrubLines = () => node.output().split('\n').filter((l) => l.includes('"msg":"the scrub found damage in the log"'));
+    await waitFor('both error lines', () => scrubLines().length >= 2);
+    const found = scrubLines().map((l) => JSON.parse(l));
     expect(found.map((l) => [l.item, l.partition, l.seq])).toEqual([['record', partition, 2], ['record', partition, 4]]);
     expect(found[0].detail).toContain(`log record 2 of partition ${partition} fails its checksum`);
     expect(JSON.stringify(found)).not.toContain(reference);

@@ -128,6 +128,14 @@ describe('P21 metrics, health and the access log on a working node', () => {
     expect(valueOf(families, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
   });
 
+  it('path_aggregates_in_memory counts the aggregates the workers hold: three new subjects add three (issue 33)', async () => {
+    const before = valueOf((await scrape(node)).families, 'path_aggregates_in_memory');
+    // The set-up's subject, request and the member's lookup budget at least.
+    expect(before).toBeGreaterThanOrEqual(3);
+    for (let i = 0; i < 3; i++) expect((await local.post('/subjects', { subject_type: 'legal_entity' })).status).toBe(201);
+    expect(valueOf((await scrape(node)).families, 'path_aggregates_in_memory')).toBe(before + 3);
+  });
+
   it('no identifier, hash, reference, name or order reference in any metric', async () => {
     const { text } = await scrape(node);
     for (const secret of [PHONE, PHONE_DIGITS, hash, reference, NAME, 'order-77', 'req_']) expect(text).not.toContain(secret);

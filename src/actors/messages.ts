@@ -35,6 +35,8 @@ export type ToWorker =
   | { t: 'signing-key'; seedHex: string }
   | { t: 'sign-answers'; id: number; answers: AnswerBody[]; requester: string; signedAt: string }
   | { t: 'hash-keys'; id: number; items: KeyItem[]; offset: number }
+  /** How many aggregates the shard holds in memory (issue 33), for the metrics' scrape. */
+  | { t: 'census'; id: number }
   /** Cluster mode (P22): a partition leaves this instance, or comes (back) to it. */
   | { t: 'release' | 'adopt'; id: number; partition: number }
   | { t: 'drain' };
@@ -46,6 +48,7 @@ export type FromWorker =
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
   | { t: 'done'; id: number }
+  | { t: 'counted'; id: number; aggregates: number }
   /**
    * `moved`: the command's partition is held by another instance (cluster mode, MovedError);
    * `unavailable`: the log's database did not answer (issue 29: 503, not 500).

@@ -182,6 +182,14 @@ export class ShardPool {
     return this.call(this.nextWorker(), (id) => ({ t: 'hash-keys', id, items, offset }));
   }
 
+  /** Aggregates held in memory by every worker's shard, asked when the metrics are scraped. */
+  async aggregatesInMemory(): Promise<number> {
+    const counts = this.workers.map((_, worker) =>
+      this.call<number>(worker, (id) => ({ t: 'census', id })),
+    );
+    return (await Promise.all(counts)).reduce((sum, count) => sum + count, 0);
+  }
+
   private nextWorker(): number {
     return this.nextStateless++ % this.workers.length;
   }
@@ -328,6 +336,9 @@ export class ShardPool {
         break;
       case 'done':
         this.settle(m.id)?.resolve(undefined as never);
+        break;
+      case 'counted':
+        this.settle(m.id)?.resolve(m.aggregates as never);
         break;
       case 'failed':
         this.settle(m.id)?.reject(failure(m));

@@ -170,6 +170,13 @@ export interface RecoveryStats {
 
 export class Shard {
   private readonly slots = new Map<number, Map<string, Slot>>();
+  /** Aggregates whose state this shard holds in memory, every partition together (issue 33). */
+  aggregatesInMemory(): number {
+    let count = 0;
+    for (const held of this.slots.values()) count += held.size;
+    return count;
+  }
+
   private readonly seq = new Map<number, number>();
   /**
    * The CRC-32 of each partition's last record appended, which its next record links to

@@ -87,6 +87,9 @@ function received(message: ToWorker): void {
         text: signAnswers(message.answers, message.requester, message.signedAt, signer),
       });
       break;
+    case 'census':
+      send({ t: 'counted', id: message.id, aggregates: shard.aggregatesInMemory() });
+      break;
     case 'signing-key':
       signer = signingKeyFromSeed(message.seedHex);
       break;
