@@ -299,6 +299,34 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
     }
   }, 30_000);
 
+  it('P12: clients streaming past body_drain_bytes_max, one after another, are each cut off and the node lives on', async () => {
+    // Closing the socket inside the server's data callback ended the process with SIGSEGV within
+    // a few such clients on a loaded machine; the close now waits for the callback to return.
+    for (let round = 0; round < 24; round++) {
+      const c = await RawConnection.open(port);
+      c.write(chunkedHead());
+      let sent = 0;
+      const pump = setInterval(() => {
+        for (let i = 0; i < 16 && sent < 64 * MiB; i++) {
+          if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
+          c.write(CHUNK);
+          sent += 64 * 1024;
+        }
+      }, 5);
+      try {
+        await c.until(() => firstChunk(c) !== undefined, 10_000);
+        expect(firstChunk(c).error.code).toBe('path.core.payload_too_large');
+        expect(await c.closedWithin(20_000), `round ${round}: not cut off`).toBe(true);
+      } finally {
+        clearInterval(pump);
+        c.destroy();
+      }
+      expect(three.node.process.exitCode, `round ${round}`).toBeNull();
+      expect(three.node.process.signalCode, `round ${round}`).toBeNull();
+    }
+    expect((await local.get('/subjects/sub_00000000000000000000000000000000')).status).toBe(404);
+  }, 120_000);
+
   it('P12: a chunked body past 1 MiB, then silence: 413 at once, closed after linger', async () => {
     const c = await RawConnection.open(port);
     c.write(chunkedHead());

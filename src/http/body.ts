@@ -34,6 +34,7 @@ export class LingeringRefusal {
   private readonly timer: NodeJS.Timeout;
   private read: number;
   private open = true;
+  private aborted = false;
 
   constructor(
     private readonly res: uws.HttpResponse,
@@ -49,14 +50,28 @@ export class LingeringRefusal {
     if (!this.open) return;
     this.read += chunk.byteLength;
     if (isLast) this.finish(true);
-    else if (this.read >= this.limits.body_drain_bytes_max) this.finish(false);
+    else if (this.read >= this.limits.body_drain_bytes_max) this.closeAfterData();
     else this.timer.refresh();
   }
 
   /** The client went away: nothing more may touch the response. */
   onAborted(): void {
     this.open = false;
+    this.aborted = true;
     clearTimeout(this.timer);
+  }
+
+  /**
+   * Closes once the data callback has returned: closing the socket inside it lets the server go
+   * on parsing the rest of the bytes it read for a socket it has freed, which ended the process
+   * with SIGSEGV (a client streaming past body_drain_bytes_max under load).
+   */
+  private closeAfterData(): void {
+    this.open = false;
+    clearTimeout(this.timer);
+    setImmediate(() => {
+      if (!this.aborted) this.res.close();
+    });
   }
 
   /** Ends the answer when the body is complete; otherwise only closing can stop the client. */
