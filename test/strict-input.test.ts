@@ -218,6 +218,24 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
   };
   const chunkedHead = () => signedHead(Buffer.alloc(0), [['transfer-encoding', 'chunked']]);
   const firstChunk = (c: RawConnection) => firstChunkJson(c.received.toString('latin1'));
+  /**
+   * A chunked POST whose body never ends, pumped until 64 MiB. At most 1 MiB waits in this
+   * process, so `sent` stays near what reached the node. Bounded per tick and in all, and stopped
+   * once the socket is done: a socket that drops writes must not turn this into a loop that
+   * starves the event loop.
+   */
+  const streamForever = (c: RawConnection) => {
+    c.write(chunkedHead());
+    const pump = { sent: 0, stop: () => clearInterval(timer) };
+    const timer = setInterval(() => {
+      for (let i = 0; i < 16 && pump.sent < 64 * MiB; i++) {
+        if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
+        c.write(CHUNK);
+        pump.sent += 64 * 1024;
+      }
+    }, 5);
+    return pump;
+  };
 
   it('P7: two Content-Length headers (differing or not) are 400, and the node closes', async () => {
     const body = Buffer.from(JSON.stringify(payee()));
@@ -268,21 +286,10 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
 
   it('P12: a chunked body past 1 MiB is 413 while it comes, cut off by 16 MiB', async () => {
     const c = await RawConnection.open(port);
-    c.write(chunkedHead());
-    let sent = 0;
-    // At most 1 MiB waits in this process, so `sent` stays near what reached the node.
-    // Bounded per tick and in all, and stopped once the socket is done: a socket that drops
-    // writes must not turn this into a loop that starves the event loop.
-    const pump = setInterval(() => {
-      for (let i = 0; i < 16 && sent < 64 * MiB; i++) {
-        if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
-        c.write(CHUNK);
-        sent += 64 * 1024;
-      }
-    }, 5);
+    const pump = streamForever(c);
     try {
       await c.until(() => firstChunk(c) !== undefined, 10_000);
-      const answeredAfter = sent;
+      const answeredAfter = pump.sent;
       const text = c.received.toString('latin1');
       expect(text).toMatch(/^HTTP\/1\.1 413 /);
       expect(text.toLowerCase()).toContain('connection: close');
@@ -294,7 +301,7 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
       expect(await c.closedWithin(20_000), 'a client streaming forever was not cut off').toBe(true);
       expect(c.socket.bytesWritten).toBeLessThan(40 * MiB);
     } finally {
-      clearInterval(pump);
+      pump.stop();
       c.destroy();
     }
   }, 30_000);
@@ -304,21 +311,13 @@ describe('P7/P12 HTTP edges over a raw socket', () => {
     // a few such clients on a loaded machine; the close now waits for the callback to return.
     for (let round = 0; round < 24; round++) {
       const c = await RawConnection.open(port);
-      c.write(chunkedHead());
-      let sent = 0;
-      const pump = setInterval(() => {
-        for (let i = 0; i < 16 && sent < 64 * MiB; i++) {
-          if (c.isClosed || c.socket.destroyed || !c.socket.writable || c.socket.writableLength >= MiB) break;
-          c.write(CHUNK);
-          sent += 64 * 1024;
-        }
-      }, 5);
+      const pump = streamForever(c);
       try {
         await c.until(() => firstChunk(c) !== undefined, 10_000);
         expect(firstChunk(c).error.code).toBe('path.core.payload_too_large');
         expect(await c.closedWithin(20_000), `round ${round}: not cut off`).toBe(true);
       } finally {
-        clearInterval(pump);
+        pump.stop();
         c.destroy();
       }
       expect(three.node.process.exitCode, `round ${round}`).toBeNull();
