@@ -30,6 +30,21 @@ import { planted } from '../src/actors/planted.js';
 import { snapshotSeq } from '../src/actors/snapshot.js';
 
 /** One damage at rest, and how to undo it once the node has been seen to refuse it. */
+
+/**
+ * The simulated database's refusal while it is down, made without a stack: the node's retries
+ * through an outage of simulated hours are hundreds of thousands, and a stack is most of each.
+ */
+export function unanswered(): UnavailableError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new UnavailableError('the database does not answer');
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export interface Damage {
   kind: 'flipped' | 'torn' | 'misdirected' | 'snapshot';
   partition: number;
@@ -310,8 +325,7 @@ export class SimLog extends ReadsInPlace implements Log {
   /** Reads fail while the database is away (cluster mode) or the instance is gone. */
   private reachable(): void {
     if (this.dead) throw new Error('the instance is gone');
-    if (this.disk.down && !this.observer)
-      throw new UnavailableError('the database does not answer');
+    if (this.disk.down && !this.observer) throw unanswered();
   }
 
   /** A statement, run now or once the instance runs again; never, once it is gone. */

@@ -24,8 +24,7 @@ import {
 } from '../src/cluster/channel.js';
 import type { LeaseRow, LeaseSession, LeaseStore, OwnerRow } from '../src/cluster/leases.js';
 import { PARTITION_COUNT } from '../src/log/log.js';
-import { UnavailableError } from '../src/log/unavailable.js';
-import type { SimDisk } from './disk.js';
+import { unanswered, type SimDisk } from './disk.js';
 import type { Random } from './random.js';
 
 interface Seen {
@@ -141,7 +140,7 @@ export interface Gate {
 /** One instance's connections to the leases table. */
 export function simLeases(table: SimLeaseTable, disk: SimDisk, gate: Gate): LeaseStore {
   const reachable = () => {
-    if (disk.down) throw new UnavailableError('the database does not answer');
+    if (disk.down) throw unanswered();
   };
   const run = <T>(statement: () => T) =>
     gate.statement(async () => {

@@ -92,8 +92,12 @@ export class WebhookDelivery {
   private scheduleLater(which: (id: string) => boolean, attempt = 0): void {
     this.schedule(which).catch((error: unknown) => {
       if (this.stopped) return;
-      const exception = exceptionFields(error);
-      if (attempt === 0) this.options.logger.warn({ exception }, 'the outbox could not be read');
+      // Only the first failure is logged: the retries of an outage of hours are many.
+      if (attempt === 0)
+        this.options.logger.warn(
+          { exception: exceptionFields(error) },
+          'the outbox could not be read',
+        );
       if (!unreachable(error)) return;
       const waitMs = backoffMs(attempt, {
         baseMs: FRONT_RETRY_BASE_MS,
