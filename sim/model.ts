@@ -3,7 +3,10 @@
 // each kind), so that requests race on the same aggregates, the same idempotency keys and the same
 // ceilings.
 import type { RoutedCommand } from '../src/actors/types.js';
-import type { InstructionState } from '../src/domain/instruction/instruction.js';
+import {
+  instructionDecider,
+  type InstructionState,
+} from '../src/domain/instruction/instruction.js';
 import type { ReceiptState } from '../src/domain/receipt/receipt.js';
 import { decodeView, encodeView } from '../src/reads/views.js';
 import {
@@ -13,6 +16,7 @@ import {
 } from '../src/domain/subject/resolver.js';
 import { isoTime, parseTime } from '../src/protocol/time.js';
 import { partitionOf } from '../src/log/log.js';
+import { deadlineRows } from '../src/reads/rows.js';
 import { unframeRecord } from '../src/log/record.js';
 import type { LogRecord } from '../src/actors/fold.js';
 import type { Random } from './random.js';
@@ -634,6 +638,27 @@ export class Model {
           detail: `${state.reference} open at ${isoTime(now)}, past ${state.expires_at}`,
         });
     }
+    return out;
+  }
+
+  /**
+   * the durable schedule (issue 33): one `deadlines` row per aggregate that has a deadline, at
+   * that deadline, and no other row. Only instructions among the run's aggregates have one.
+   */
+  deadlineRowsExact(world: World, durable: States): Violation[] {
+    const out: Violation[] = [];
+    const expected = new Set<string>();
+    for (const key of INSTRUCTION_KEYS) {
+      const state = durable(key) as InstructionState | null;
+      const at = state === null ? null : instructionDecider.deadline!(state);
+      if (at !== null) expected.add(deadlineRows.key(partitionOf(key), at, key));
+    }
+    const stored = new Set([...world.disk.store.scan('deadlines')].map((row) => row.key));
+    for (const key of expected)
+      if (!stored.has(key)) out.push({ invariant: 'deadline-rows', detail: `no row ${key}` });
+    for (const key of stored)
+      if (!expected.has(key))
+        out.push({ invariant: 'deadline-rows', detail: `a row too many: ${key}` });
     return out;
   }
 

@@ -544,6 +544,7 @@ class Run {
       ...this.model.ceilingExact(this.world),
       ...this.model.followUpsDone(this.world, durable, now),
       ...this.model.deadlinesFired(now, durable),
+      ...this.model.deadlineRowsExact(this.world, durable),
       ...this.model.foldEqual(memory, durable),
       ...this.world.parts.flatMap((part) => part.check?.() ?? []),
     ])

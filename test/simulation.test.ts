@@ -123,6 +123,8 @@ const PLANTED: { plant: Plant; mode: Mode; within: number }[] = [
   { plant: 'append-before-resync', mode: 'cluster', within: 12 },
   { plant: 'answer-before-flush', mode: 'cluster', within: 5 },
   { plant: 'drop-follow-up-after-crash', mode: 'cluster', within: 5 },
+  { plant: 'keep-old-deadline-row', mode: 'embedded', within: 3 },
+  { plant: 'keep-old-deadline-row', mode: 'cluster', within: 3 },
 ];
 
 describe('the simulator (issue 30)', () => {

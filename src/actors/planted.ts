@@ -18,7 +18,12 @@ export type Plant =
    * P22: the feed's new writer appends from the sequence it knew before it took the feed over,
    * without reading the feed as the earlier writer left it (network/feed.ts, resync).
    */
-  | 'append-before-resync';
+  | 'append-before-resync'
+  /**
+   * Issue 33: a batch that moves or clears its aggregate's deadline writes the new row and
+   * leaves the old one (shard.ts, deadlineMoved): the durable schedule wakes it for nothing.
+   */
+  | 'keep-old-deadline-row';
 
 export const PLANTS: readonly Plant[] = [
   'skip-held-check',
@@ -26,6 +31,7 @@ export const PLANTS: readonly Plant[] = [
   'evolve-before-commit',
   'drop-follow-up-after-crash',
   'append-before-resync',
+  'keep-old-deadline-row',
 ];
 
 let current: Plant | null = null;

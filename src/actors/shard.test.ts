@@ -9,6 +9,7 @@ import { PARTITION_COUNT, partitionOf, type LogEntry, type TableWrite } from '..
 import { MemoryLog } from '../log/memory-log.js';
 import { UnavailableError } from '../log/unavailable.js';
 import { decodeView } from '../reads/views.js';
+import { deadlineRows } from '../reads/rows.js';
 import { newReference } from '../protocol/ids.js';
 import { signingKeyFromSeed } from '../protocol/signing.js';
 import { MovedError, RecoveryError, Shard } from './shard.js';
@@ -339,6 +340,49 @@ describe('the scheduler', () => {
     await turn();
     await turn();
     expect((shard.stateOf('timed-1') as Timed).expired).toBe(true);
+  });
+
+  // Issue 33: the durable schedule that wakes an aggregate no longer in memory.
+  it('keeps each deadline as a row of the commit that sets, moves or clears it', async () => {
+    const key = 'timed-rows';
+    const p = partitionOf(key);
+    const clock = new SimulatedClock(1_000);
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = shardOver(log, { clock });
+    await shard.recover();
+    const rows = () =>
+      [...log.scan('deadlines')].map((row) => ({
+        key: row.key,
+        value: deadlineRows.read(row.key, row.bytes),
+      }));
+    /** `open` at `at`, its commit made durable; the rows as they were just before that. */
+    const open = async (at: number) => {
+      const opened = shard.submit({
+        aggregate: 'timed',
+        key,
+        command: { name: 'open', input: at, caller: null },
+      });
+      await turn();
+      const before = rows();
+      log.flush();
+      await opened;
+      return before;
+    };
+    // Set: the row lands with the record, not before it.
+    expect(await open(6_000)).toEqual([]);
+    expect(rows()).toEqual([{ key: deadlineRows.key(p, 6_000, key), value: { a: 'timed' } }]);
+    expect(deadlineRows.parse(rows()[0]!.key)).toEqual({ at: 6_000, key });
+    // Moved: the old row's removal and the new row, together with the record.
+    expect((await open(9_000)).map((r) => r.key)).toEqual([deadlineRows.key(p, 6_000, key)]);
+    expect(rows().map((r) => r.key)).toEqual([deadlineRows.key(p, 9_000, key)]);
+    // Cleared: the tick that expires it takes its row away.
+    clock.advance(8_000);
+    await turn();
+    log.flush();
+    await turn();
+    await turn();
+    expect((shard.stateOf(key) as Timed).expired).toBe(true);
+    expect(rows()).toEqual([]);
   });
 
   it('re-arms deadlines after recovery', async () => {

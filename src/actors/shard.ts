@@ -17,7 +17,7 @@ import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
-import { headRows } from '../reads/rows.js';
+import { deadlineRows, headRows } from '../reads/rows.js';
 import {
   ClaimTakenError,
   NotFollowingError,
@@ -782,6 +782,8 @@ export class Shard {
     // The head in the same commit: one small row per batch (chain.ts).
     const check = this.lastCheck.get(p)!;
     writes.push(headRows.head(p, { seq: entries[entries.length - 1]!.seq, check }));
+    // So is the aggregate's deadline where the batch set, moved or cleared it (issue 33).
+    writes.push(...this.deadlineMoved(key, p, slot, draft));
     const appending = performance.now();
     if (planted('evolve-before-commit')) {
       slot.type = draft.type;
@@ -1032,6 +1034,33 @@ export class Shard {
       }
     }
     return views;
+  }
+
+  /** The deadline of a state of `type`, or null (none, or no state). */
+  private deadlineOf(type: string, state: unknown): number | null {
+    if (state === null) return null;
+    return this.deciders.get(type)?.deadline?.(state) ?? null;
+  }
+
+  /**
+   * The `deadlines` rows a batch changes (rows.ts, deadlineRows): the row of the deadline its
+   * aggregate had taken away, and that of the one it has now put in, when they differ. Removing
+   * a row never written (a state stored before the rows were) changes nothing.
+   */
+  private deadlineMoved(
+    key: string,
+    p: number,
+    slot: Slot,
+    draft: { type: string; state: unknown },
+  ): TableWrite[] {
+    const before = this.deadlineOf(slot.type, slot.state);
+    const after = this.deadlineOf(draft.type, draft.state);
+    if (before === after) return [];
+    const writes: TableWrite[] = [];
+    if (before !== null && !planted('keep-old-deadline-row'))
+      writes.push(deadlineRows.removal(p, before, key));
+    if (after !== null) writes.push(deadlineRows.row(p, after, key, draft.type));
+    return writes;
   }
 
   private scheduleFor(key: string, slot: Slot): void {

@@ -82,6 +82,7 @@ export function openEnvironment(
       event_expiry: table('event_expiry'),
       resends: table('resends'),
       heads: table('heads'),
+      deadlines: table('deadlines'),
     },
   };
 }

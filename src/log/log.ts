@@ -49,6 +49,12 @@ export const TABLES = [
    * every append (rows.ts, headRows), so that a start finds a tail taken off the log (issue 28).
    */
   'heads',
+  /**
+   * Each aggregate's next deadline (an instruction's expiry, a session's `expires_at`), written
+   * in the commit that sets or moves it (rows.ts, deadlineRows; issue 33): the schedule kept
+   * outside the aggregate, so that one no longer in memory is woken all the same.
+   */
+  'deadlines',
 ] as const;
 
 export type Table = (typeof TABLES)[number];

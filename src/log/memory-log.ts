@@ -39,6 +39,7 @@ export class MemoryLog extends ReadsInPlace implements Log {
     event_expiry: new Map(),
     resends: new Map(),
     heads: new Map(),
+    deadlines: new Map(),
   };
   private pending: Pending[] = [];
   /** Bumped by every change to the tables: peeks read them as they are. */

@@ -156,3 +156,41 @@ export const headRows = {
     return headRows.write(headRows.key(partition), { seq: position.seq, check: position.check });
   },
 };
+
+/**
+ * Each aggregate's next deadline (log.ts, `deadlines`; issue 33), written by the shard in the
+ * commit that sets, moves or clears it: keyed by partition, then time, then aggregate, so that a
+ * partition's deadlines due before a time are one range, in the order they fall due. Its value
+ * names the aggregate's type, which a wake-up of an aggregate not in memory is routed by.
+ */
+export const deadlineRows = {
+  ...codec<[partition: number, at: number, key: string], { a: string }>(
+    'deadlines',
+    (partition, at, key) =>
+      `${String(partition).padStart(PARTITION_DIGITS, '0')}:${timeKey(at)}:${key}`,
+  ),
+  /** The row of `key`'s deadline `at`, in `partition`. */
+  row(partition: number, at: number, key: string, type: string): TableWrite {
+    return deadlineRows.write(deadlineRows.key(partition, at, key), { a: type });
+  },
+  /** The deletion of that row. */
+  removal(partition: number, at: number, key: string): TableWrite {
+    return { table: 'deadlines', key: deadlineRows.key(partition, at, key), bytes: null };
+  },
+  /** Every row of `partition`, or those due at or before `until`. */
+  of(partition: number, until?: number) {
+    const prefix = String(partition).padStart(PARTITION_DIGITS, '0');
+    return {
+      start: `${prefix}:`,
+      end: until === undefined ? `${prefix};` : `${prefix}:${timeKey(until)}:~`,
+    };
+  },
+  /** The time and the aggregate a row's key names. */
+  parse(key: string): { at: number; key: string } {
+    const at = PARTITION_DIGITS + 1;
+    return {
+      at: Number(key.slice(at, at + EXPIRY_DIGITS)),
+      key: key.slice(at + EXPIRY_DIGITS + 1),
+    };
+  },
+};
