@@ -47,7 +47,14 @@ const ADOPT_RETRY = { baseMs: DATABASE_RETRY_BASE_MS, maxMs: DATABASE_RETRY_MAX_
 export const SIM_LEASE_MS = 10_000;
 
 /** The node's limits in a run: small ceilings, so that runs reach them. */
-export const SIM_LIMITS: Limits = { ...DEFAULT_LIMITS, payee_check_daily_max: 12 };
+export const SIM_LIMITS: Limits = {
+  ...DEFAULT_LIMITS,
+  payee_check_daily_max: 12,
+  // Aggregates leave memory within seconds, and a few at most stay (issue 33): most commands
+  // and reads find theirs out of memory, to be brought back from its row.
+  aggregate_idle_ms: 2_000,
+  aggregates_in_memory_max: 8,
+};
 
 /** An instance's clock: the world's, skewed; its timers die with its incarnation. */
 class InstanceClock implements Clock {

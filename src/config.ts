@@ -61,6 +61,18 @@ export interface Limits {
   scrub_records_per_second: number;
   /** The pause between the end of one scrub pass over the whole log and the next. */
   scrub_pass_pause_ms: number;
+  /**
+   * Issue 33: an aggregate that may leave memory (its state kept as a `states` row) leaves it
+   * once no command has come for it this long; the next one brings it back from its row.
+   */
+  aggregate_idle_ms: number;
+  /**
+   * Aggregates held in memory by the whole node (shared among its workers as their partitions
+   * are): past it, those that may leave memory and were used least recently leave it first.
+   */
+  aggregates_in_memory_max: number;
+  /** How often each worker looks for aggregates to let go of (idle, or over the budget). */
+  passivation_sweep_interval_ms: number;
 }
 
 export interface Config {
@@ -419,6 +431,9 @@ export const DEFAULT_LIMITS: Limits = {
   peer_request_timeout_ms: 10_000,
   scrub_records_per_second: 20_000,
   scrub_pass_pause_ms: 3600_000,
+  aggregate_idle_ms: 60_000,
+  aggregates_in_memory_max: 1_000_000,
+  passivation_sweep_interval_ms: 1_000,
 };
 
 export class ConfigError extends Error {

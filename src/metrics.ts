@@ -7,6 +7,7 @@
 // microseconds, and prom-client's labelled observe cost a tenth of that: it hashes the labels
 // and builds objects on every call); the counts are handed to prom-client only when scraped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Residency } from './actors/pool.js';
 
 /** Where the gauges read from when Prometheus scrapes; bound once the node's parts exist. */
 export interface MetricSources {
@@ -19,8 +20,13 @@ export interface MetricSources {
   partitionsHeld: () => number;
   /** Damaged log records, snapshots and heads the scrub has found (issue 28). */
   damagedRecords: () => number;
-  /** Aggregates folded in memory across the workers (issue 33); asked of them at each scrape. */
-  aggregatesInMemory: () => Promise<number>;
+  /**
+   * Aggregates held in memory across the workers, and those brought back from their rows and
+   * let go of since the start (issue 33); asked of them at each scrape.
+   */
+  residency: () => Promise<Residency>;
+  /** The budget of aggregates held in memory (aggregates_in_memory_max). */
+  aggregatesInMemoryMax: number;
 }
 
 /** Seconds, from 0.5 ms to 10 s: a request or a commit on this node spans that range. */
@@ -89,19 +95,7 @@ export class Metrics {
       (s) => s.damagedRecords(),
     );
     this.gauge('path_directory_keys', 'Hashed keys in the lookup index.', (s) => s.directoryKeys());
-    const self = this;
-    new Gauge({
-      name: 'path_aggregates_in_memory',
-      help: 'Aggregates whose state the workers hold in memory.',
-      registers: [this.registry],
-      // Asked of the workers; a scrape while they refuse new calls (too many in flight) keeps
-      // the last count rather than failing the whole scrape.
-      async collect() {
-        if (self.sources === null) return;
-        const count = await self.sources.aggregatesInMemory().catch(() => null);
-        if (count !== null) this.set(count);
-      },
-    });
+    this.residencyMetrics();
     this.gauge(
       'path_webhook_backlog_events',
       'Events not yet delivered to every target.',
@@ -116,6 +110,7 @@ export class Metrics {
       },
     );
     const registry = this.registry;
+    const self = this;
     new Gauge({
       name: 'path_replication_lag_entries',
       help: "Entries of each member's change feed not yet applied to this node's index.",
@@ -126,6 +121,63 @@ export class Metrics {
         for (const [member, lag] of self.sources?.replicationLag() ?? []) this.set({ member }, lag);
       },
     });
+  }
+
+  /** The aggregates held in memory, their budget, and how they came and went (issue 33). */
+  private residencyMetrics(): void {
+    const self = this;
+    // Asked of the workers once a scrape for the three figures (its collects run together); a
+    // scrape while they refuse new calls (too many in flight) keeps the last figures rather than
+    // failing the whole scrape.
+    let asking: Promise<Residency | null> | null = null;
+    const residency = (): Promise<Residency | null> => {
+      if (self.sources === null) return Promise.resolve(null);
+      asking ??= self.sources
+        .residency()
+        .catch(() => null)
+        .finally(() => {
+          asking = null;
+        });
+      return asking;
+    };
+    new Gauge({
+      name: 'path_aggregates_in_memory',
+      help: 'Aggregates whose state the workers hold in memory.',
+      registers: [this.registry],
+      async collect() {
+        const now = await residency();
+        if (now !== null) this.set(now.aggregates);
+      },
+    });
+    this.gauge(
+      'path_aggregates_in_memory_max',
+      'The budget of aggregates held in memory (aggregates_in_memory_max): past it, ' +
+        'the least recently used that may leave memory do.',
+      (s) => s.aggregatesInMemoryMax,
+    );
+    for (const [name, help, figure] of [
+      [
+        'path_aggregate_activations_total',
+        'Aggregates brought back into memory from their stored state since the start.',
+        'activations',
+      ],
+      [
+        'path_aggregate_passivations_total',
+        'Aggregates let go of from memory (idle, or past the budget) since the start.',
+        'passivations',
+      ],
+    ] as const)
+      new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          const now = await residency();
+          if (now === null) return;
+          this.reset();
+          this.inc(now[figure]);
+        },
+      });
   }
 
   bind(sources: MetricSources): void {

@@ -618,7 +618,8 @@ function becomeReady(
   watch.scrub.current = scrub;
   watch.metrics.bind({
     pendingCommands: () => runtime.pool.pendingCount,
-    aggregatesInMemory: () => runtime.pool.aggregatesInMemory(),
+    residency: () => runtime.pool.residency(),
+    aggregatesInMemoryMax: config.limits.aggregates_in_memory_max,
     replayEntries: () => access.authenticator.size(),
     directoryKeys: () => runtime.directory.index.size,
     webhookBacklog: () => runtime.events.backlog(),

@@ -125,6 +125,10 @@ const PLANTED: { plant: Plant; mode: Mode; within: number }[] = [
   { plant: 'drop-follow-up-after-crash', mode: 'cluster', within: 5 },
   { plant: 'keep-old-deadline-row', mode: 'embedded', within: 3 },
   { plant: 'keep-old-deadline-row', mode: 'cluster', within: 3 },
+  { plant: 'stale-state-row', mode: 'embedded', within: 3 },
+  { plant: 'stale-state-row', mode: 'cluster', within: 3 },
+  { plant: 'passivate-unrowed', mode: 'embedded', within: 3 },
+  { plant: 'passivate-unrowed', mode: 'cluster', within: 3 },
 ];
 
 describe('the simulator (issue 30)', () => {

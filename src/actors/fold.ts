@@ -30,12 +30,19 @@ export interface LogRecord {
   k: string;
   e: unknown[];
   t: number;
+  /**
+   * 1: its commit wrote the aggregate's state whole as its `states` row (issue 33), so a fold
+   * that does not hold the aggregate already leaves it there, to be read when it is needed.
+   */
+  w?: 1;
 }
 
 /** What a fold keeps of one aggregate: a shard's slot, or a helper's plain holder. */
 export interface Held {
   type: string;
   state: unknown;
+  /** Its state is its `states` row as committed: the last record folded into it wrote that. */
+  rowed?: boolean;
 }
 
 /**
@@ -45,6 +52,11 @@ export interface Held {
 export interface FoldInto<H extends Held> {
   held: Map<string, H>;
   hold: (type: string, state: unknown) => H;
+  /**
+   * Folds the records of aggregates kept as `states` rows too, even of those it does not hold
+   * (a replay from the log's start that reads no row: the simulator's check of the rows).
+   */
+  everything?: boolean;
 }
 
 /** A partition as recovered (its states in a FoldInto): up to `seq`, and what was read. */
@@ -60,16 +72,16 @@ export interface FoldedPartition {
 
 /**
  * Rebuilds one partition from its snapshot and the records after it; `snapshot` is the
- * partition's, if its caller has read it already.
+ * partition's, if its caller has read it already, or null to replay from the log's start.
  */
 export function foldPartition<H extends Held>(
   log: Log,
   deciders: ReadonlyMap<string, AnyDecider>,
   p: number,
   into: FoldInto<H>,
-  snapshot: Buffer | undefined = log.readSnapshot(p),
+  snapshot: Buffer | null | undefined = log.readSnapshot(p),
 ): FoldedPartition {
-  const steps = foldSteps(log, deciders, p, into, snapshot);
+  const steps = foldSteps(log, deciders, p, into, snapshot ?? undefined);
   for (;;) {
     const step = steps.next();
     if (step.done === true) return step.value;
@@ -284,11 +296,14 @@ function replay<H extends Held>(
     throw new RecoveryError(`log holds records of an unknown aggregate type '${record.a}'`);
   let slot = into.held.get(record.k);
   if (slot === undefined) {
+    // Its row holds this record's state or a later one: it stays there until needed.
+    if (record.w === 1 && into.everything !== true) return;
     // The decider's own type string: one for all its aggregates, not one per record.
     slot = into.hold(decider.type, null);
     into.held.set(record.k, slot);
   }
   for (const event of record.e) slot.state = decider.evolve(slot.state, event);
+  slot.rowed = record.w === 1;
 }
 
 function unframeOrFail<T>(

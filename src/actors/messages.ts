@@ -48,7 +48,7 @@ export type FromWorker =
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
   | { t: 'done'; id: number }
-  | { t: 'counted'; id: number; aggregates: number }
+  | { t: 'counted'; id: number; aggregates: number; activations: number; passivations: number }
   /**
    * `moved`: the command's partition is held by another instance (cluster mode, MovedError);
    * `unavailable`: the log's database did not answer (issue 29: 503, not 500).

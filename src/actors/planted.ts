@@ -23,7 +23,11 @@ export type Plant =
    * Issue 33: a batch that moves or clears its aggregate's deadline writes the new row and
    * leaves the old one (shard.ts, deadlineMoved): the durable schedule wakes it for nothing.
    */
-  | 'keep-old-deadline-row';
+  | 'keep-old-deadline-row'
+  /** Issue 33: a commit writes the aggregate's state row as it was before the commit. */
+  | 'stale-state-row'
+  /** Issue 33: the sweep lets go of aggregates whose state no row holds (a connection). */
+  | 'passivate-unrowed';
 
 export const PLANTS: readonly Plant[] = [
   'skip-held-check',
@@ -32,6 +36,8 @@ export const PLANTS: readonly Plant[] = [
   'drop-follow-up-after-crash',
   'append-before-resync',
   'keep-old-deadline-row',
+  'stale-state-row',
+  'passivate-unrowed',
 ];
 
 let current: Plant | null = null;

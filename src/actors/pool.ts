@@ -71,6 +71,13 @@ export interface SubmitOptions {
 /** What the front end's routes ask of the shards: a pool's, or in cluster mode the router's. */
 export type Commands = Pick<ShardPool, 'submit' | 'hashKeys' | 'signAnswers'>;
 
+/** What the workers hold in memory, and how it came and went (issue 33). */
+export interface Residency {
+  aggregates: number;
+  activations: number;
+  passivations: number;
+}
+
 export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
@@ -182,12 +189,21 @@ export class ShardPool {
     return this.call(this.nextWorker(), (id) => ({ t: 'hash-keys', id, items, offset }));
   }
 
-  /** Aggregates held in memory by every worker's shard, asked when the metrics are scraped. */
-  async aggregatesInMemory(): Promise<number> {
+  /**
+   * Aggregates held in memory by every worker's shard, and those brought back from their rows
+   * and let go of since the start (issue 33); asked when the metrics are scraped.
+   */
+  async residency(): Promise<Residency> {
     const counts = this.workers.map((_, worker) =>
-      this.call<number>(worker, (id) => ({ t: 'census', id })),
+      this.call<Residency>(worker, (id) => ({ t: 'census', id })),
     );
-    return (await Promise.all(counts)).reduce((sum, count) => sum + count, 0);
+    const total: Residency = { aggregates: 0, activations: 0, passivations: 0 };
+    for (const count of await Promise.all(counts)) {
+      total.aggregates += count.aggregates;
+      total.activations += count.activations;
+      total.passivations += count.passivations;
+    }
+    return total;
   }
 
   private nextWorker(): number {
@@ -338,7 +354,11 @@ export class ShardPool {
         this.settle(m.id)?.resolve(undefined as never);
         break;
       case 'counted':
-        this.settle(m.id)?.resolve(m.aggregates as never);
+        this.settle(m.id)?.resolve({
+          aggregates: m.aggregates,
+          activations: m.activations,
+          passivations: m.passivations,
+        } as never);
         break;
       case 'failed':
         this.settle(m.id)?.reject(failure(m));

@@ -1,6 +1,7 @@
 // Time-driven moves (expiry): aggregates name their next deadline, the scheduler wakes them
-// with a `tick` command at that time. Deadlines sit in a binary min-heap (stale entries are
-// skipped lazily); one timer is armed, for the earliest.
+// with a `tick` command at that time, naming their type, since one may be out of memory then
+// (issue 33). Deadlines sit in a binary min-heap (stale entries are skipped lazily); one timer
+// is armed, for the earliest.
 import type { Clock, Timer } from '../clock.js';
 
 interface Entry {
@@ -9,26 +10,36 @@ interface Entry {
 }
 
 export class Scheduler {
-  private readonly due = new Map<string, number>();
+  private readonly due = new Map<string, { at: number; type: string }>();
   private readonly heap: Entry[] = [];
   private timer: Timer | null = null;
   private armedAt = Infinity;
 
   constructor(
     private readonly clock: Clock,
-    private readonly wake: (key: string) => void,
+    private readonly wake: (key: string, type: string) => void,
   ) {}
 
-  /** Sets (or clears, with null) the deadline of one aggregate. */
-  schedule(key: string, at: number | null): void {
+  /** Sets (or clears, with null) the deadline of one aggregate, of type `type`. */
+  schedule(key: string, at: number | null, type = ''): void {
     if (at === null) {
       this.due.delete(key);
       return;
     }
-    if (this.due.get(key) === at) return;
-    this.due.set(key, at);
+    if (this.due.get(key)?.at === at) return;
+    this.due.set(key, { at, type });
     this.push({ at, key });
     if (at < this.armedAt) this.arm(at);
+  }
+
+  /** Clears the deadlines of the aggregates `which` names (a partition given away). */
+  forget(which: (key: string) => boolean): void {
+    for (const key of this.due.keys()) if (which(key)) this.due.delete(key);
+  }
+
+  /** The deadline set for `key`, if any. */
+  dueAt(key: string): number | null {
+    return this.due.get(key)?.at ?? null;
   }
 
   stop(): void {
@@ -49,11 +60,13 @@ export class Scheduler {
     const now = this.clock.now();
     while (this.heap.length > 0 && this.heap[0]!.at <= now) {
       const { at, key } = this.pop();
-      if (this.due.get(key) !== at) continue;
+      const due = this.due.get(key);
+      if (due?.at !== at) continue;
       this.due.delete(key);
-      this.wake(key);
+      this.wake(key, due.type);
     }
-    while (this.heap.length > 0 && this.due.get(this.heap[0]!.key) !== this.heap[0]!.at) this.pop();
+    while (this.heap.length > 0 && this.due.get(this.heap[0]!.key)?.at !== this.heap[0]!.at)
+      this.pop();
     if (this.heap.length > 0) this.arm(this.heap[0]!.at);
   }
 

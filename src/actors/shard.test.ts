@@ -489,8 +489,9 @@ describe('a start answers once every partition is checked, folding each when fir
     const elsewhereFolded = others.filter((r) => partitionOf(r) !== partitionOf(moved!));
     for (const reference of elsewhereFolded) expect(started.stateOf(reference)).toBeNull();
     const stats = await started.warm();
-    // Records replayed, all 40 (the transition was appended after its partition was folded).
-    expect(stats).toMatchObject({ snapshots: 0, records: 40, aggregates: 40, helped: 0 });
+    // Records read, all 40 (the transition was appended after its partition was folded); no
+    // receipt taken into memory: each stays in its `states` row until needed (issue 33).
+    expect(stats).toMatchObject({ snapshots: 0, records: 40, aggregates: 0, helped: 0 });
     for (const reference of others)
       expect((started.stateOf(reference) as ReceiptState).status).toBe('pending');
   });
@@ -527,7 +528,8 @@ describe('a start answers once every partition is checked, folding each when fir
     helper.postMessage({ t: 'done' });
     expect((await moving).reply.status).toBe(201);
     await draining;
-    expect(await warming).toMatchObject({ records: 1, aggregates: 1, helped: 0 });
+    // The receipt is read from its row (issue 33), not folded into memory by the start.
+    expect(await warming).toMatchObject({ records: 1, aggregates: 0, helped: 0 });
     helper.close();
   });
 

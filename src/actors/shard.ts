@@ -12,18 +12,19 @@
 // append whose commit is in doubt answers 503, and its partition is folded again from the log,
 // which alone says what committed, before it decides anything more (`doubt`). Only a log proven
 // inconsistent (RecoveryError, a damaged record) is fatal.
-import type { Clock } from '../clock.js';
+import type { Clock, Timer } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
 import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
-import { deadlineRows, headRows } from '../reads/rows.js';
+import { deadlineRows, headRows, stateRows, type StateRow } from '../reads/rows.js';
 import {
   ClaimTakenError,
   NotFollowingError,
   NotHeldError,
   NotWrittenError,
   partitionOf,
+  PARTITION_COUNT,
   type Log,
   type LogEntry,
   type RecordPosition,
@@ -148,6 +149,14 @@ interface Slot {
   state: unknown;
   queue: Job[];
   busy: boolean;
+  /**
+   * Its state is its `states` row as committed (issue 33): it may leave memory, and come back
+   * from that row. False for an aggregate whose decider keeps none, or whose row may lag (one
+   * folded from a snapshot and no record of it since).
+   */
+  rowed: boolean;
+  /** When a command last came for it, on the shard's clock: the least recent leave first. */
+  used: number;
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -176,6 +185,11 @@ export class Shard {
     for (const held of this.slots.values()) count += held.size;
     return count;
   }
+
+  /** Aggregates brought back into memory from their rows, and let go of, so far (issue 33). */
+  readonly residency = { activations: 0, passivations: 0 };
+  /** The sweep that lets idle aggregates go (passivate), armed while the shard runs. */
+  private sweepTimer: Timer | null = null;
 
   private readonly seq = new Map<number, number>();
   /**
@@ -240,8 +254,9 @@ export class Shard {
       this.sinceSnapshot.set(p, 0);
       this.applied.set(p, Promise.resolve());
     }
-    this.scheduler = new Scheduler(options.clock, (key) => this.tick(key));
+    this.scheduler = new Scheduler(options.clock, (key, type) => this.tick(key, type));
     for (const p of options.released ?? []) this.released.add(p);
+    this.armSweep();
   }
 
   /**
@@ -353,9 +368,10 @@ export class Shard {
 
   /** Where recovery puts a partition's states: its slots, each new one with an empty mailbox. */
   private into(p: number): FoldInto<Slot> {
+    const used = this.options.clock.now();
     return {
       held: this.slots.get(p)!,
-      hold: (type, state) => ({ type, state, queue: [], busy: false }),
+      hold: (type, state) => ({ type, state, queue: [], busy: false, rowed: false, used }),
     };
   }
 
@@ -378,6 +394,9 @@ export class Shard {
     this.adoptedCheck.set(p, folded.check);
     // Records replayed since the snapshot count towards the next one (a shutdown writes it).
     this.sinceSnapshot.set(p, folded.records);
+    // The deadlines of its aggregates out of memory from their rows; those in memory from their
+    // states (of one folded from a snapshot written before the rows were, the state alone).
+    this.scheduleRows(p);
     for (const [key, slot] of slots) this.scheduleFor(key, slot);
     const stats = this.recovered;
     if (folded.snapshot) stats.snapshots++;
@@ -430,9 +449,15 @@ export class Shard {
     }
     let slot = slots.get(routed.key);
     if (slot === undefined) {
-      slot = { type: routed.aggregate, state: null, queue: [], busy: false };
+      try {
+        slot = this.activate(routed.key, routed.aggregate);
+      } catch (error) {
+        if (unreachable(error)) return Promise.resolve(unavailable());
+        return Promise.reject(error);
+      }
       slots.set(routed.key, slot);
     }
+    slot.used = this.options.clock.now();
     if (slot.queue.length >= this.options.mailboxDepthMax) {
       return Promise.resolve(
         refused(
@@ -535,7 +560,7 @@ export class Shard {
 
   private forget(p: number): void {
     const slots = this.slots.get(p)!;
-    for (const key of slots.keys()) this.scheduler.schedule(key, null);
+    this.scheduler.forget((key) => partitionOf(key) === p);
     slots.clear();
     this.installed.delete(p);
     for (const counter of [
@@ -658,6 +683,8 @@ export class Shard {
   /** Stops the deadlines, and the warm-up: no partition is folded from now on. */
   stop(): void {
     this.scheduler.stop();
+    this.sweepTimer?.cancel();
+    this.sweepTimer = null;
     this.stopped = true;
     // The helpers fold nothing more either: each ends after the partition it holds.
     this.warming?.folds.claimAll();
@@ -682,7 +709,10 @@ export class Shard {
   }
 
   stateOf(key: string): unknown {
-    return this.slots.get(partitionOf(key))?.get(key)?.state ?? null;
+    const slot = this.slots.get(partitionOf(key))?.get(key);
+    if (slot !== undefined) return slot.state;
+    // Out of memory (issue 33): as its row holds it, read without bringing it back.
+    return this.holdsFolded(partitionOf(key)) ? (this.storedState(key)?.s ?? null) : null;
   }
 
   /**
@@ -782,8 +812,15 @@ export class Shard {
     // The head in the same commit: one small row per batch (chain.ts).
     const check = this.lastCheck.get(p)!;
     writes.push(headRows.head(p, { seq: entries[entries.length - 1]!.seq, check }));
-    // So is the aggregate's deadline where the batch set, moved or cleared it (issue 33).
+    // So is the aggregate's deadline where the batch set, moved or cleared it (issue 33), and
+    // its state whole, where it may leave memory: what it comes back from.
     writes.push(...this.deadlineMoved(key, p, slot, draft));
+    const rowed = this.deciders.get(draft.type)?.passivates === true;
+    if (rowed) {
+      const q = entries[entries.length - 1]!.seq;
+      const state = planted('stale-state-row') && slot.state !== null ? slot.state : draft.state;
+      writes.push(stateRows.write(key, { a: draft.type, q, s: state }));
+    }
     const appending = performance.now();
     if (planted('evolve-before-commit')) {
       slot.type = draft.type;
@@ -801,6 +838,7 @@ export class Shard {
     results[results.length - 1]!.commit = { seconds, commands: entries.length };
     slot.type = draft.type;
     slot.state = draft.state;
+    slot.rowed = rowed;
     this.adopted.set(p, entries[entries.length - 1]!.seq);
     this.adoptedCheck.set(p, check);
     this.scheduleFor(key, slot);
@@ -962,7 +1000,7 @@ export class Shard {
     });
     return {
       kind: 'committed',
-      record: { a: routed.aggregate, k: key, e: decision.events, t: now },
+      record: recordOf(decider, key, decision.events, now),
       writes,
       result: {
         reply,
@@ -1066,33 +1104,107 @@ export class Shard {
   private scheduleFor(key: string, slot: Slot): void {
     const decider = this.deciders.get(slot.type);
     if (decider?.deadline === undefined || slot.state === null) return;
-    this.scheduler.schedule(key, decider.deadline(slot.state));
+    this.scheduler.schedule(key, decider.deadline(slot.state), slot.type);
   }
 
-  private tick(key: string): void {
+  /** The deadlines of partition `p` as its `deadlines` rows keep them (issue 33). */
+  private scheduleRows(p: number): void {
+    for (const { key, bytes } of this.options.log.scan('deadlines', deadlineRows.of(p))) {
+      const due = deadlineRows.parse(key);
+      this.scheduler.schedule(due.key, due.at, deadlineRows.read(key, bytes).a);
+    }
+  }
+
+  /** An aggregate's `states` row, read and checked (a damaged one throws DamagedRowError). */
+  private storedState(key: string): StateRow | undefined {
+    const bytes = this.options.log.get('states', key);
+    return bytes === undefined ? undefined : stateRows.read(key, bytes);
+  }
+
+  /**
+   * The slot of an aggregate not in memory (issue 33): of a type that keeps its state as a row,
+   * from that row, else (or with none yet) a new aggregate's, with no state.
+   */
+  private activate(key: string, type: string): Slot {
+    const used = this.options.clock.now();
+    const fresh = { type, state: null, queue: [], busy: false, rowed: false, used };
+    if (this.deciders.get(type)?.passivates !== true) return fresh;
+    const row = this.storedState(key);
+    if (row === undefined) return fresh;
+    this.residency.activations++;
+    return { type: row.a, state: row.s, queue: [], busy: false, rowed: true, used };
+  }
+
+  /** Arms the next sweep (passivate), unless the shard has stopped. */
+  private armSweep(): void {
+    if (this.stopped) return;
+    this.sweepTimer = this.options.clock.setTimer(() => {
+      this.passivate();
+      this.armSweep();
+    }, this.options.limits.passivation_sweep_interval_ms);
+  }
+
+  /**
+   * Lets go of the aggregates that may leave memory (issue 33): each idle for aggregate_idle_ms,
+   * then, while the shard holds more than its share of aggregates_in_memory_max, the least
+   * recently used. Only one whose row holds its state as committed, with no command running or
+   * waiting, in a partition held and folded: the next command brings it back from its row.
+   */
+  passivate(): void {
+    const limits = this.options.limits;
+    const now = this.options.clock.now();
+    const share = Math.ceil(
+      (limits.aggregates_in_memory_max * this.options.partitions.length) / PARTITION_COUNT,
+    );
+    let held = this.aggregatesInMemory();
+    const candidates: { p: number; key: string; used: number }[] = [];
+    for (const [p, slots] of this.slots) {
+      if (!this.holdsFolded(p)) continue;
+      for (const [key, slot] of slots) {
+        if (!(slot.rowed || planted('passivate-unrowed')) || slot.busy || slot.queue.length > 0)
+          continue;
+        if (now - slot.used >= limits.aggregate_idle_ms) {
+          slots.delete(key);
+          this.residency.passivations++;
+          held--;
+        } else if (held > share) candidates.push({ p, key, used: slot.used });
+      }
+    }
+    if (held <= share) return;
+    candidates.sort((a, b) => a.used - b.used);
+    for (const { p, key } of candidates) {
+      if (held <= share) break;
+      this.slots.get(p)!.delete(key);
+      this.residency.passivations++;
+      held--;
+    }
+  }
+
+  private tick(key: string, type: string): void {
     const slot = this.slots.get(partitionOf(key))?.get(key);
-    if (slot === undefined) return;
+    const aggregate = slot?.type ?? type;
+    if (aggregate === '') return;
     this.submit({
-      aggregate: slot.type,
+      aggregate,
       key,
       command: { name: 'tick', input: null, caller: null },
     }).then(
       (result) => {
         if (result.committed) this.options.onEffects?.(result);
         // Refused for want of the log: asked again later (a refold schedules it anew as well).
-        else if (result.reply.status === 503) this.retryTick(key);
+        else if (result.reply.status === 503) this.retryTick(key, aggregate);
       },
       (error: unknown) => {
         if (error instanceof MovedError) return;
         this.options.onTrouble?.(error, partitionOf(key));
-        this.retryTick(key);
+        this.retryTick(key, aggregate);
       },
     );
   }
 
-  private retryTick(key: string): void {
+  private retryTick(key: string, type: string): void {
     const at = this.options.clock.now() + DATABASE_RETRY_AFTER_SECONDS * 1000;
-    this.scheduler.schedule(key, at);
+    this.scheduler.schedule(key, at, type);
   }
 
   private countForSnapshot(p: number): void {
@@ -1129,8 +1241,9 @@ export class Shard {
     if (this.doubted.has(p)) return Promise.resolve();
     const doubts = this.doubts;
     const aggregates: SnapshotBody['aggregates'] = [];
+    // Not those whose rows hold them (issue 33): a fold leaves them there, as they are on disk.
     for (const [key, slot] of this.slots.get(p)!)
-      if (slot.state !== null) aggregates.push([key, slot.type, slot.state]);
+      if (slot.state !== null && !slot.rowed) aggregates.push([key, slot.type, slot.state]);
     const body: SnapshotBody = {
       seq: this.adopted.get(p)!,
       check: this.adoptedCheck.get(p)!,
@@ -1147,6 +1260,13 @@ export class Shard {
     this.snapshotting.set(p, written);
     return written;
   }
+}
+
+/** The record of one command's events (fold.ts, LogRecord). */
+function recordOf(decider: AnyDecider, key: string, events: unknown[], now: number): LogRecord {
+  // Its commit writes the state as the aggregate's row (executeBatch; issue 33).
+  if (decider.passivates === true) return { a: decider.type, k: key, e: events, t: now, w: 1 };
+  return { a: decider.type, k: key, e: events, t: now };
 }
 
 /**

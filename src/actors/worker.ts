@@ -88,7 +88,12 @@ function received(message: ToWorker): void {
       });
       break;
     case 'census':
-      send({ t: 'counted', id: message.id, aggregates: shard.aggregatesInMemory() });
+      send({
+        t: 'counted',
+        id: message.id,
+        aggregates: shard.aggregatesInMemory(),
+        ...shard.residency,
+      });
       break;
     case 'signing-key':
       signer = signingKeyFromSeed(message.seedHex);

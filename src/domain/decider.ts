@@ -164,6 +164,12 @@ export interface Decider<S, C extends CommandSchemas, E> {
   reads?(command: CommandOf<C>, state: S | null, views: ReadonlyMap<string, ReadView>): string[];
   /** When the aggregate next needs a `tick` command, if ever. */
   deadline?(state: S): number | null;
+  /**
+   * Its state stays small whatever happens to it (no growing children): each commit writes it
+   * whole as the aggregate's `states` row, so that it may leave memory when idle and come back
+   * from that row (issue 33). Absent: the aggregate stays in memory while its partition is held.
+   */
+  passivates?: true;
 }
 
 /** Any decider, as the runtime holds them (it checks each command against the schemas itself). */

@@ -83,6 +83,7 @@ export function openEnvironment(
       resends: table('resends'),
       heads: table('heads'),
       deadlines: table('deadlines'),
+      states: table('states'),
     },
   };
 }

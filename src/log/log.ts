@@ -55,6 +55,12 @@ export const TABLES = [
    * outside the aggregate, so that one no longer in memory is woken all the same.
    */
   'deadlines',
+  /**
+   * The state of each aggregate that may leave memory (a decider's `passivates`), written whole
+   * in the commit of each of its records (rows.ts, stateRows; issue 33): where it comes back
+   * from when it is needed again.
+   */
+  'states',
 ] as const;
 
 export type Table = (typeof TABLES)[number];

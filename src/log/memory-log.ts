@@ -40,6 +40,7 @@ export class MemoryLog extends ReadsInPlace implements Log {
     resends: new Map(),
     heads: new Map(),
     deadlines: new Map(),
+    states: new Map(),
   };
   private pending: Pending[] = [];
   /** Bumped by every change to the tables: peeks read them as they are. */

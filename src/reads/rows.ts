@@ -194,3 +194,15 @@ export const deadlineRows = {
     };
   },
 };
+
+/**
+ * An aggregate's state as its last commit left it (log.ts, `states`; issue 33): its type, the
+ * seq of that commit's last record of it, and the state. Keyed by the aggregate.
+ */
+export interface StateRow {
+  a: string;
+  q: number;
+  s: unknown;
+}
+
+export const stateRows = codec<[key: string], StateRow>('states', (key) => key);

@@ -55,6 +55,7 @@ const dayOf = (now: number) => isoTime(now).slice(0, 10);
 
 export const budgetDecider: Decider<BudgetState, Commands, BudgetEvent> = {
   type: 'budget',
+  passivates: true,
   prefix: null,
   commands: budgetCommands,
 

@@ -73,6 +73,7 @@ const unauthenticated = () =>
 
 export const checkoutDecider: Decider<SessionState, Commands, SessionEvent> = {
   type: 'checkout',
+  passivates: true,
   prefix: 'chk',
   commands: checkoutCommands,
 

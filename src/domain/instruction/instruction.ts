@@ -56,6 +56,7 @@ const GONE: Record<Exclude<InstructionStatus, 'open'>, [ErrorCode, string]> = {
 
 export const instructionDecider: Decider<InstructionState, Commands, InstructionEvent> = {
   type: 'instruction',
+  passivates: true,
   prefix: 'ins',
   commands: instructionCommands,
 

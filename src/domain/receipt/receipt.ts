@@ -64,6 +64,7 @@ export const RECEIPT_EVENT = 'receipt.issued';
 
 export const receiptDecider: Decider<ReceiptState, Commands, ReceiptEvent> = {
   type: 'receipt',
+  passivates: true,
   prefix: 'rcp',
   commands: receiptCommands,
 

@@ -90,6 +90,7 @@ export function openRequestOf(view: ReadView | undefined): RequestObject | Refus
 
 export const requestDecider: Decider<RequestState, Commands, RequestEvent> = {
   type: 'request',
+  passivates: true,
   prefix: 'req',
   commands: requestCommands,
 
