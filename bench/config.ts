@@ -2,11 +2,14 @@
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
-// growth,snapshot,hashbatch,cluster,start,client,nodes runs a subset; BENCH_HASH_INDEX_KEYS the size of the hash batch
-// figure's directory; BENCH_NODES the Node.js majors the `nodes` section runs this build under
-// beside the running one (default 24).
+// growth,snapshot,hashbatch,cluster,start,client,nodes,memory runs a subset;
+// BENCH_HASH_INDEX_KEYS the size of the hash batch figure's directory; BENCH_NODES the Node.js
+// majors the `nodes` section runs this build under beside the running one (default 24);
+// BENCH_MEMORY_COUNTS the receipts the `memory` section writes to each fresh node (default
+// 100000,1000000) and BENCH_MEMORY_IDLE_MS how long each node then idles before its memory is
+// read (default 10000).
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -59,6 +62,14 @@ export interface BenchConfig {
     present_share: number;
     hash: SignedLoad;
   };
+  /**
+   * Figure 18 (issue 33): a fresh node for each of `counts` (and an empty one), that many signed
+   * durable `POST /receipts` over `connections` connections, sent in loads of at most
+   * `batch_requests` (the load generator signs a load's requests 1 ms apart before it starts, and
+   * the node refuses a timestamp more than 300 s from its clock); then `idle_ms` of idle before
+   * the node's memory is read.
+   */
+  memory: { counts: readonly number[]; idle_ms: number; connections: number; batch_requests: number };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
   versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
@@ -254,6 +265,12 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       present_share: 0.5,
       hash: { count: quick ? 100 : 600, warmup: quick ? 20 : 60, connections: 8 },
     },
+    memory: {
+      counts: countsFrom(env.BENCH_MEMORY_COUNTS, quick ? [2_000, 10_000] : [100_000, 1_000_000]),
+      idle_ms: positiveInteger(env.BENCH_MEMORY_IDLE_MS, quick ? 2_000 : 10_000, 'BENCH_MEMORY_IDLE_MS'),
+      connections: 256,
+      batch_requests: 50_000,
+    },
     child_timeout_ms: 600_000,
   };
 }
@@ -263,6 +280,17 @@ function positiveInteger(raw: string | undefined, fallback: number, name: string
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`${name} must be a positive integer`);
   return n;
+}
+
+/** BENCH_MEMORY_COUNTS: receipt counts, comma-separated, each measured on its own node, ascending. */
+function countsFrom(raw: string | undefined, fallback: readonly number[]): readonly number[] {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const counts = raw.split(',').map((word) => {
+    const count = Number(word.trim());
+    if (word.trim() === '' || !Number.isInteger(count) || count < 1) throw new RangeError(`BENCH_MEMORY_COUNTS: '${word.trim()}' is not a positive integer`);
+    return count;
+  });
+  return [...new Set(counts)].sort((a, b) => a - b);
 }
 
 /** BENCH_NODES: Node.js majors, comma-separated (default 24). */

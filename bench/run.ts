@@ -13,6 +13,7 @@ import { runHttpPost } from './http-post.js';
 import { runLogAppend } from './log-append.js';
 import { runLatency } from './latency.js';
 import { runLookup } from './lookup.js';
+import { runMemory } from './memory.js';
 import { runMicro } from './micro.js';
 import { runNodes } from './nodes.js';
 import { cleanupAll } from './processes.js';
@@ -44,6 +45,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   start: runStart,
   client: (_config, report) => runClientSize(report),
   nodes: runNodes,
+  memory: runMemory,
   versus: runVersus,
 };
 

@@ -1,0 +1,136 @@
+// Figure 18 (issue 33): the node's own memory after writing many receipts. The node keeps every
+// aggregate it has touched folded in memory for good, so its memory grows with each receipt it
+// writes. For each count of BENCH_MEMORY_COUNTS, and for none (the baseline), a fresh node on a
+// fresh data directory (the embedded LMDB store) is sent that many signed durable
+// `POST /receipts`, each of which must answer 201, then left idle for the same time, and read:
+// RssAnon from /proc (the process's own memory, every thread's, without the pages of the mapped
+// LMDB file), `path_aggregates_in_memory` from its operator listener, and its CPU seconds since
+// it started. The target (issue 33, for later work to meet): RssAnon after the largest count at
+// most 1.2 times that after the smallest, both after the same idle time.
+import type { BenchConfig } from './config.js';
+import { processCpuSeconds } from './cpu.js';
+import { PAYEE_RECEIPT_BODY } from './fixtures.js';
+import { statusText } from './http-post.js';
+import {
+  anonymousMiB,
+  createLocalCredential,
+  removeDir,
+  residentMiB,
+  startNodeProcess,
+  tempDir,
+  type RunningServer,
+} from './processes.js';
+import { ms, rate, ratio, type Report } from './report.js';
+import { fixedPostPlan } from './request-plans.js';
+import { requireAllOk, runSignedLoad } from './signed-load.js';
+import { API_PREFIX, type ClientCredential } from './signed-request.js';
+
+const SECTION = '18 memory';
+const TARGET = 1.2;
+const AGGREGATES_LINE = /^path_aggregates_in_memory (\S+)$/m;
+const BYTES_PER_MIB = 1024 * 1024;
+
+/** One node's figures after its receipts and the idle time. */
+interface Reading {
+  receipts: number;
+  anonMiB: number;
+  rssMiB: number;
+  aggregates: number;
+  /** CPU seconds of the node process since it started, every thread, user and system. */
+  cpuSeconds: number;
+  /** Seconds the loads took, from each one's first request to its last answer. */
+  writeSeconds: number;
+}
+
+const pause = (msToWait: number) => new Promise<void>((resolve) => { setTimeout(resolve, msToWait); });
+
+async function aggregatesInMemory(node: RunningServer): Promise<number> {
+  const admin = node.announcement.admin_port as number;
+  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const match = AGGREGATES_LINE.exec(text);
+  if (match === null) throw new Error('the node\'s /metrics has no path_aggregates_in_memory');
+  return Number(match[1]);
+}
+
+/**
+ * Sends `receipts` signed durable receipts in loads of at most `batch_requests` (each load's
+ * requests are signed 1 ms apart, so a load must end inside the node's timestamp window); fails
+ * unless every one is answered 201. Returns the seconds the loads took.
+ */
+async function writeReceipts(config: BenchConfig, report: Report, node: RunningServer, credential: ClientCredential, receipts: number): Promise<number> {
+  const { batch_requests: batch, connections } = config.memory;
+  const plan = fixedPostPlan(`${API_PREFIX}/receipts`, PAYEE_RECEIPT_BODY);
+  const loads = Math.ceil(receipts / batch);
+  let seconds = 0;
+  for (let written = 0, n = 1; written < receipts; n++) {
+    const count = Math.min(batch, receipts - written);
+    const what = `load ${n}/${loads}`;
+    const run = await runSignedLoad(config, node, {
+      credentials: [credential], plan, load: { count, warmup: 0, connections: Math.min(connections, count) }, idempotency: true,
+    });
+    const { result } = run;
+    requireAllOk(run, what);
+    if (result.statusCounts['201'] !== count) throw new Error(`${what}: ${count} sent, answered ${statusText(result)}; each must answer 201`);
+    written += count;
+    seconds += result.durationMs / 1000;
+    report.line(`    ${what}: ${rate(count)} answered 201 in ${ms(result.durationMs)} ms, ${rate(result.perSecond)}/s, p99 ${ms(result.latencyP99Ms)} ms`);
+  }
+  return seconds;
+}
+
+/** A fresh node, `receipts` receipts written to it, the idle time, its figures; then it is stopped and its directory removed. */
+async function measure(config: BenchConfig, report: Report, receipts: number): Promise<Reading> {
+  const dataDir = tempDir(`memory-${receipts}`);
+  let node: RunningServer | null = null;
+  try {
+    const credential = createLocalCredential(dataDir);
+    node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
+    const writeSeconds = receipts === 0 ? 0 : await writeReceipts(config, report, node, credential, receipts);
+    await pause(config.memory.idle_ms);
+    // Memory first: the scrape itself allocates, in the front end and in the workers.
+    const anonMiB = anonymousMiB(node.pid);
+    const rssMiB = residentMiB(node.pid);
+    if (anonMiB === null || rssMiB === null) throw new Error('cannot read the node\'s memory from /proc');
+    const cpuSeconds = processCpuSeconds(node.pid);
+    return { receipts, anonMiB, rssMiB, aggregates: await aggregatesInMemory(node), cpuSeconds, writeSeconds };
+  } finally {
+    await node?.stop();
+    removeDir(dataDir);
+  }
+}
+
+const mib = (value: number) => value.toFixed(1);
+
+function readingText(reading: Reading): string {
+  return `RssAnon ${mib(reading.anonMiB)} MiB (VmRSS ${mib(reading.rssMiB)} MiB), ${rate(reading.aggregates)} aggregates in memory, ${reading.cpuSeconds.toFixed(1)} CPU s since start`;
+}
+
+export async function runMemory(config: BenchConfig, report: Report): Promise<void> {
+  const { counts, idle_ms: idleMs, connections, batch_requests: batch } = config.memory;
+  const idle = `${idleMs / 1000} s idle`;
+  report.heading('18. The node\'s own memory after writing receipts (issue 33)');
+  report.line(`  a fresh node for each count: signed durable POST /receipts over ${connections} connections, in loads of at most ${rate(batch)}, then ${idle}; an empty node for the baseline`);
+  const empty = await measure(config, report, 0);
+  report.line(`  empty node, ${idle} after listening: ${readingText(empty)}`);
+  report.add({ section: SECTION, figure: `RssAnon of an empty node, ${idle}`, value: `${mib(empty.anonMiB)} MiB` });
+  const readings: Reading[] = [];
+  for (const receipts of counts) {
+    report.line(`  ${rate(receipts)} receipts:`);
+    const reading = await measure(config, report, receipts);
+    readings.push(reading);
+    const cpuPerReceipt = ((reading.cpuSeconds - empty.cpuSeconds) * 1000) / receipts;
+    report.line(`    after ${idle}: ${readingText(reading)}; written at ${rate(receipts / reading.writeSeconds)}/s, ${cpuPerReceipt.toFixed(3)} CPU ms per receipt`);
+    const perReceipt = ((reading.anonMiB - empty.anonMiB) * BYTES_PER_MIB) / receipts;
+    report.add({ section: SECTION, figure: `RssAnon after ${rate(receipts)} receipts, ${idle}`, value: `${mib(reading.anonMiB)} MiB` });
+    report.add({ section: SECTION, figure: `aggregates in memory after ${rate(receipts)} receipts`, value: rate(reading.aggregates) });
+    report.add({ section: SECTION, figure: `RssAnon growth per receipt over the empty node, ${rate(receipts)} receipts`, value: `${rate(perReceipt)} bytes` });
+  }
+  if (readings.length < 2) return;
+  const first = readings[0]!;
+  const last = readings[readings.length - 1]!;
+  const grown = last.anonMiB / first.anonMiB;
+  report.add({
+    section: SECTION, figure: `RssAnon after ${rate(last.receipts)} / after ${rate(first.receipts)} receipts`, value: ratio(grown),
+    target: { text: `<= ${TARGET}`, met: grown <= TARGET },
+  });
+}
