@@ -147,7 +147,8 @@ describe('recovery helpers at start', () => {
     // The listening line counts the records checked; the recovered line, those folded: the same.
     expect(listening.recovery.records).toBeGreaterThanOrEqual(RECEIPTS);
     expect(recovery.records).toBe(listening.recovery.records);
-    expect(recovery.aggregates).toBe(issued.size);
+    // None folded into memory: receipts come back from their `states` rows (issue 33).
+    expect(recovery.aggregates).toBe(0);
     const reader = new Client(node.baseUrl);
     for (const reference of issued) expect((await reader.get(`/receipts/${reference}`)).json.status).toBe('settled');
   });

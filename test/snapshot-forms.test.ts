@@ -1,6 +1,6 @@
 // Snapshots are stored in pieces behind a marker byte (src/actors/snapshot.ts); a data directory
 // whose snapshots an earlier build wrote as one msgpack map still starts, from those snapshots,
-// and serves every receipt byte for byte as before.
+// and serves every subject byte for byte as before.
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
@@ -10,8 +10,7 @@ import { Client, createCredential, startNode, tempDir } from './support/harness.
 import { cleanedUpAfterEach, stamp } from './support/lifecycle.js';
 
 const { running, dirs } = cleanedUpAfterEach();
-const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
-const RECEIPTS = 60;
+const SUBJECTS = 60;
 /** msgpack's never-used type byte, which opens a snapshot stored in pieces. */
 const PIECES_MARKER = 0xc1;
 
@@ -37,21 +36,32 @@ async function rewriteSnapshotsAsOneMap(dir: string): Promise<number> {
 }
 
 describe('stored snapshot forms', () => {
-  it('one-map snapshots: the node starts from them, every receipt the same', async () => {
+  it('one-map snapshots: the node starts from them, every subject the same', async () => {
     const dataDir = tempDir('path-snapshot-forms');
     dirs.push(dataDir);
     const credential = createCredential(dataDir, 'local', { local: true });
     const first = await startNode({ dataDir, workers: 1 });
     running.push(first);
     const client = new Client(first.baseUrl, credential);
+    // Subjects: they stay in memory, so snapshots hold them (receipts leave theirs for their
+    // `states` rows, issue 33).
     const issued = new Map<string, string>();
-    for (let i = 0; i < RECEIPTS; i++) {
-      const received = { value: `${i}.25`, asset_type: 'fiat', asset_code: 'EUR' };
-      const rail_references = [{ type: 'book_entry', value: `BE-${i}` }];
-      const body = { issued_by: 'payee', via: EUR, received, rail_references };
-      const res = await client.post('/receipts', body, { timestamp: stamp() });
+    for (let i = 0; i < SUBJECTS; i++) {
+      const res = await client.post(
+        '/subjects',
+        { subject_type: 'natural_person', external_ref: `subject-${i}` },
+        { timestamp: stamp() },
+      );
       expect(res.status, res.text).toBe(201);
-      issued.set(res.json.reference, res.text);
+      const address = await client.post(
+        '/addresses',
+        { subject_id: res.json.id, profile: 'directory', discoverability: 'network' },
+        { timestamp: stamp() },
+      );
+      expect(address.status, address.text).toBe(201);
+      const read = await client.get(`/addresses?subject_id=${res.json.id}`);
+      expect(read.status, read.text).toBe(200);
+      issued.set(res.json.id, read.text);
     }
     // The shutdown snapshots every partition written to.
     expect(await first.stop()).toBe(0);
@@ -62,10 +72,9 @@ describe('stored snapshot forms', () => {
     const { recovery } = await node.line('recovered');
     expect(recovery.snapshots).toBe(rewritten);
     expect(recovery.records).toBe(0);
-    expect(recovery.aggregates).toBeGreaterThanOrEqual(RECEIPTS);
-    const reader = new Client(node.baseUrl);
-    for (const [reference, text] of issued) {
-      expect((await reader.get(`/receipts/${reference}`)).text).toBe(text);
-    }
+    expect(recovery.aggregates).toBeGreaterThanOrEqual(SUBJECTS);
+    const reader = new Client(node.baseUrl, credential);
+    for (const [id, text] of issued)
+      expect((await reader.get(`/addresses?subject_id=${id}`)).text).toBe(text);
   });
 });

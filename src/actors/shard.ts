@@ -256,7 +256,6 @@ export class Shard {
     }
     this.scheduler = new Scheduler(options.clock, (key, type) => this.tick(key, type));
     for (const p of options.released ?? []) this.released.add(p);
-    this.armSweep();
   }
 
   /**
@@ -398,6 +397,8 @@ export class Shard {
     // states (of one folded from a snapshot written before the rows were, the state alone).
     this.scheduleRows(p);
     for (const [key, slot] of slots) this.scheduleFor(key, slot);
+    // Those folded from records that wrote their rows may leave memory again.
+    this.armSweep();
     const stats = this.recovered;
     if (folded.snapshot) stats.snapshots++;
     stats.records += folded.records;
@@ -839,6 +840,7 @@ export class Shard {
     slot.type = draft.type;
     slot.state = draft.state;
     slot.rowed = rowed;
+    if (rowed) this.armSweep();
     this.adopted.set(p, entries[entries.length - 1]!.seq);
     this.adoptedCheck.set(p, check);
     this.scheduleFor(key, slot);
@@ -1132,15 +1134,19 @@ export class Shard {
     const row = this.storedState(key);
     if (row === undefined) return fresh;
     this.residency.activations++;
+    this.armSweep();
     return { type: row.a, state: row.s, queue: [], busy: false, rowed: true, used };
   }
 
-  /** Arms the next sweep (passivate), unless the shard has stopped. */
+  /**
+   * Arms the next sweep (passivate) unless one is armed or the shard has stopped: while it holds
+   * aggregates that may leave memory, and only then (an idle shard sets no timer).
+   */
   private armSweep(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.sweepTimer !== null) return;
     this.sweepTimer = this.options.clock.setTimer(() => {
-      this.passivate();
-      this.armSweep();
+      this.sweepTimer = null;
+      if (this.passivate() > 0) this.armSweep();
     }, this.options.limits.passivation_sweep_interval_ms);
   }
 
@@ -1149,35 +1155,42 @@ export class Shard {
    * then, while the shard holds more than its share of aggregates_in_memory_max, the least
    * recently used. Only one whose row holds its state as committed, with no command running or
    * waiting, in a partition held and folded: the next command brings it back from its row.
+   * Answers how many that may leave memory it still holds.
    */
-  passivate(): void {
+  passivate(): number {
     const limits = this.options.limits;
     const now = this.options.clock.now();
     const share = Math.ceil(
       (limits.aggregates_in_memory_max * this.options.partitions.length) / PARTITION_COUNT,
     );
     let held = this.aggregatesInMemory();
+    let rowed = 0;
     const candidates: { p: number; key: string; used: number }[] = [];
     for (const [p, slots] of this.slots) {
       if (!this.holdsFolded(p)) continue;
       for (const [key, slot] of slots) {
+        if (slot.rowed) rowed++;
         if (!(slot.rowed || planted('passivate-unrowed')) || slot.busy || slot.queue.length > 0)
           continue;
         if (now - slot.used >= limits.aggregate_idle_ms) {
           slots.delete(key);
           this.residency.passivations++;
           held--;
+          rowed--;
         } else if (held > share) candidates.push({ p, key, used: slot.used });
       }
     }
-    if (held <= share) return;
-    candidates.sort((a, b) => a.used - b.used);
-    for (const { p, key } of candidates) {
-      if (held <= share) break;
-      this.slots.get(p)!.delete(key);
-      this.residency.passivations++;
-      held--;
+    if (held > share) {
+      candidates.sort((a, b) => a.used - b.used);
+      for (const { p, key } of candidates) {
+        if (held <= share) break;
+        this.slots.get(p)!.delete(key);
+        this.residency.passivations++;
+        held--;
+        rowed--;
+      }
     }
+    return rowed;
   }
 
   private tick(key: string, type: string): void {
