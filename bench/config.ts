@@ -7,7 +7,8 @@
 // majors the `nodes` section runs this build under beside the running one (default 24);
 // BENCH_MEMORY_COUNTS the receipts the `memory` section writes to each fresh node (default
 // 100000,1000000) and BENCH_MEMORY_IDLE_MS how long each node then idles before its memory is
-// read (default 10000).
+// read (default 70000: past the node's aggregate_idle_ms, 60 s, after which an aggregate leaves
+// memory).
 
 export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
@@ -267,7 +268,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     },
     memory: {
       counts: countsFrom(env.BENCH_MEMORY_COUNTS, quick ? [2_000, 10_000] : [100_000, 1_000_000]),
-      idle_ms: positiveInteger(env.BENCH_MEMORY_IDLE_MS, quick ? 2_000 : 10_000, 'BENCH_MEMORY_IDLE_MS'),
+      idle_ms: positiveInteger(env.BENCH_MEMORY_IDLE_MS, quick ? 2_000 : 70_000, 'BENCH_MEMORY_IDLE_MS'),
       connections: 256,
       batch_requests: 50_000,
     },
