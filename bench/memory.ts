@@ -27,7 +27,12 @@ import { API_PREFIX, type ClientCredential } from './signed-request.js';
 
 const SECTION = '18 memory';
 const TARGET = 1.2;
-const AGGREGATES_LINE = /^path_aggregates_in_memory (\S+)$/m;
+/** A figure of the node's /metrics, by name. */
+const metricOf = (text: string, name: string): number => {
+  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  if (match === null) throw new Error(`the node's /metrics has no ${name}`);
+  return Number(match[1]);
+};
 const BYTES_PER_MIB = 1024 * 1024;
 
 /** One node's figures after its receipts and the idle time. */
@@ -36,6 +41,10 @@ interface Reading {
   anonMiB: number;
   rssMiB: number;
   aggregates: number;
+  /** The workers' JavaScript heaps in use and held, the front end's in use, in MiB. */
+  workersHeapMiB: number;
+  workersHeapHeldMiB: number;
+  frontHeapMiB: number;
   /** CPU seconds of the node process since it started, every thread, user and system. */
   cpuSeconds: number;
   /** Seconds the loads took, from each one's first request to its last answer. */
@@ -44,12 +53,15 @@ interface Reading {
 
 const pause = (msToWait: number) => new Promise<void>((resolve) => { setTimeout(resolve, msToWait); });
 
-async function aggregatesInMemory(node: RunningServer): Promise<number> {
+async function nodeFigures(node: RunningServer) {
   const admin = node.announcement.admin_port as number;
   const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
-  const match = AGGREGATES_LINE.exec(text);
-  if (match === null) throw new Error('the node\'s /metrics has no path_aggregates_in_memory');
-  return Number(match[1]);
+  return {
+    aggregates: metricOf(text, 'path_aggregates_in_memory'),
+    workersHeapMiB: metricOf(text, 'path_workers_heap_used_bytes') / BYTES_PER_MIB,
+    workersHeapHeldMiB: metricOf(text, 'path_workers_heap_total_bytes') / BYTES_PER_MIB,
+    frontHeapMiB: metricOf(text, 'nodejs_heap_size_used_bytes') / BYTES_PER_MIB,
+  };
 }
 
 /**
@@ -92,7 +104,7 @@ async function measure(config: BenchConfig, report: Report, receipts: number): P
     const rssMiB = residentMiB(node.pid);
     if (anonMiB === null || rssMiB === null) throw new Error('cannot read the node\'s memory from /proc');
     const cpuSeconds = processCpuSeconds(node.pid);
-    return { receipts, anonMiB, rssMiB, aggregates: await aggregatesInMemory(node), cpuSeconds, writeSeconds };
+    return { receipts, anonMiB, rssMiB, ...(await nodeFigures(node)), cpuSeconds, writeSeconds };
   } finally {
     await node?.stop();
     removeDir(dataDir);
@@ -102,7 +114,7 @@ async function measure(config: BenchConfig, report: Report, receipts: number): P
 const mib = (value: number) => value.toFixed(1);
 
 function readingText(reading: Reading): string {
-  return `RssAnon ${mib(reading.anonMiB)} MiB (VmRSS ${mib(reading.rssMiB)} MiB), ${rate(reading.aggregates)} aggregates in memory, ${reading.cpuSeconds.toFixed(1)} CPU s since start`;
+  return `RssAnon ${mib(reading.anonMiB)} MiB (VmRSS ${mib(reading.rssMiB)} MiB), ${rate(reading.aggregates)} aggregates in memory, workers' heaps ${mib(reading.workersHeapMiB)} MiB in use of ${mib(reading.workersHeapHeldMiB)} MiB held, front end's ${mib(reading.frontHeapMiB)} MiB in use, ${reading.cpuSeconds.toFixed(1)} CPU s since start`;
 }
 
 export async function runMemory(config: BenchConfig, report: Report): Promise<void> {

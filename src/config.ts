@@ -387,6 +387,13 @@ export const BROTLI_QUALITY = 6;
 /** gzip level (1-9) of the documents compressed once: 13.4 KB for OpenAPI in about 2 ms. */
 export const GZIP_LEVEL = 9;
 
+/**
+ * Aggregates a worker lets go of, idle since its last sweep, before it asks for a full garbage
+ * collection (issue 33, actors/collect.ts): a few hundred KB of states at least, for a pause of a
+ * few ms a heap of that size costs.
+ */
+export const COLLECT_AFTER_PASSIVATIONS = 1_000;
+
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,
   body_drain_bytes_max: 16 * 1024 * 1024,

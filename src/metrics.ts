@@ -7,7 +7,7 @@
 // microseconds, and prom-client's labelled observe cost a tenth of that: it hashes the labels
 // and builds objects on every call); the counts are handed to prom-client only when scraped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Residency } from './actors/pool.js';
+import type { Residency } from './actors/messages.js';
 
 /** Where the gauges read from when Prometheus scrapes; bound once the node's parts exist. */
 export interface MetricSources {
@@ -126,7 +126,7 @@ export class Metrics {
   /** The aggregates held in memory, their budget, and how they came and went (issue 33). */
   private residencyMetrics(): void {
     const self = this;
-    // Asked of the workers once a scrape for the three figures (its collects run together); a
+    // Asked of the workers once a scrape for all these figures (its collects run together); a
     // scrape while they refuse new calls (too many in flight) keeps the last figures rather than
     // failing the whole scrape.
     let asking: Promise<Residency | null> | null = null;
@@ -140,21 +140,34 @@ export class Metrics {
         });
       return asking;
     };
-    new Gauge({
-      name: 'path_aggregates_in_memory',
-      help: 'Aggregates whose state the workers hold in memory.',
-      registers: [this.registry],
-      async collect() {
-        const now = await residency();
-        if (now !== null) this.set(now.aggregates);
-      },
-    });
     this.gauge(
       'path_aggregates_in_memory_max',
       'The budget of aggregates held in memory (aggregates_in_memory_max): past it, ' +
         'the least recently used that may leave memory do.',
       (s) => s.aggregatesInMemoryMax,
     );
+    for (const [name, help, figure] of [
+      [
+        'path_aggregates_in_memory',
+        'Aggregates whose state the workers hold in memory.',
+        'aggregates',
+      ],
+      ['path_workers_heap_used_bytes', "The workers' JavaScript heaps in use.", 'heapUsed'],
+      [
+        'path_workers_heap_total_bytes',
+        "The workers' heaps, as held from the system.",
+        'heapTotal',
+      ],
+    ] as const)
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          const now = await residency();
+          if (now !== null) this.set(now[figure]);
+        },
+      });
     for (const [name, help, figure] of [
       [
         'path_aggregate_activations_total',

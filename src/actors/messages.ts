@@ -41,6 +41,16 @@ export type ToWorker =
   | { t: 'release' | 'adopt'; id: number; partition: number }
   | { t: 'drain' };
 
+/** What the workers hold in memory, and how it came and went (issue 33). */
+export interface Residency {
+  aggregates: number;
+  activations: number;
+  passivations: number;
+  /** The workers' JavaScript heaps: in use, and held from the system (V8's own figures). */
+  heapUsed: number;
+  heapTotal: number;
+}
+
 export type FromWorker =
   | { t: 'ready'; checked: Checked }
   | { t: 'recovered'; stats: RecoveryStats }
@@ -48,7 +58,7 @@ export type FromWorker =
   | { t: 'signed'; id: number; text: string }
   | { t: 'hashed'; id: number; outcome: ReturnType<typeof hashKeys> }
   | { t: 'done'; id: number }
-  | { t: 'counted'; id: number; aggregates: number; activations: number; passivations: number }
+  | ({ t: 'counted'; id: number } & Residency)
   /**
    * `moved`: the command's partition is held by another instance (cluster mode, MovedError);
    * `unavailable`: the log's database did not answer (issue 29: 503, not 500).

@@ -13,7 +13,13 @@ import {
   type Limits,
 } from '../config.js';
 import { startHelpers, type Checked, type Helped } from './recovery.js';
-import { turnBatcher, type FromWorker, type ToWorker, type WorkerData } from './messages.js';
+import {
+  turnBatcher,
+  type FromWorker,
+  type Residency,
+  type ToWorker,
+  type WorkerData,
+} from './messages.js';
 import { MovedError } from './moved.js';
 import { UnavailableError } from '../log/unavailable.js';
 import type { RecoveryStats } from './shard.js';
@@ -70,13 +76,6 @@ export interface SubmitOptions {
 
 /** What the front end's routes ask of the shards: a pool's, or in cluster mode the router's. */
 export type Commands = Pick<ShardPool, 'submit' | 'hashKeys' | 'signAnswers'>;
-
-/** What the workers hold in memory, and how it came and went (issue 33). */
-export interface Residency {
-  aggregates: number;
-  activations: number;
-  passivations: number;
-}
 
 export class ShardPool {
   private readonly workers: Worker[] = [];
@@ -197,12 +196,16 @@ export class ShardPool {
     const counts = this.workers.map((_, worker) =>
       this.call<Residency>(worker, (id) => ({ t: 'census', id })),
     );
-    const total: Residency = { aggregates: 0, activations: 0, passivations: 0 };
-    for (const count of await Promise.all(counts)) {
-      total.aggregates += count.aggregates;
-      total.activations += count.activations;
-      total.passivations += count.passivations;
-    }
+    const total: Residency = {
+      aggregates: 0,
+      activations: 0,
+      passivations: 0,
+      heapUsed: 0,
+      heapTotal: 0,
+    };
+    for (const count of await Promise.all(counts))
+      for (const figure of Object.keys(total) as (keyof Residency)[])
+        total[figure] += count[figure];
     return total;
   }
 
@@ -358,6 +361,8 @@ export class ShardPool {
           aggregates: m.aggregates,
           activations: m.activations,
           passivations: m.passivations,
+          heapUsed: m.heapUsed,
+          heapTotal: m.heapTotal,
         } as never);
         break;
       case 'failed':

@@ -17,7 +17,7 @@ import { keptOutbox } from './decision.js';
 import { Claims, Elsewhere } from './recovery.js';
 import { foldInTurns, foldPartition } from './fold.js';
 import { Type } from '@sinclair/typebox';
-import { DEFAULT_LIMITS } from '../config.js';
+import { COLLECT_AFTER_PASSIVATIONS, DEFAULT_LIMITS } from '../config.js';
 import type { Decider } from '../domain/decider.js';
 
 const signer = signingKeyFromSeed(
@@ -62,6 +62,8 @@ function shardOver(
     snapshotEveryRecords?: number;
     operatorWebhooks?: boolean;
     released?: number[];
+    limits?: Partial<typeof DEFAULT_LIMITS>;
+    collect?: () => void;
   } = {},
 ) {
   return new Shard({
@@ -74,7 +76,8 @@ function shardOver(
     newId: newReference,
     snapshotEveryRecords: options.snapshotEveryRecords ?? 1_000_000,
     mailboxDepthMax: 1024,
-    limits: DEFAULT_LIMITS,
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    ...(options.collect === undefined ? {} : { collect: options.collect }),
     ...(options.operatorWebhooks === undefined
       ? {}
       : { operatorWebhooks: options.operatorWebhooks }),
@@ -327,6 +330,76 @@ describe('the mailbox', () => {
     log.flush();
     const answers = await Promise.all(queued);
     expect(answers.map((a) => a.reply.status).sort()).toEqual([200, 201]);
+  });
+});
+
+describe('aggregates out of memory (issue 33)', () => {
+  it('lets idle ones go, brings one back from its row as it was, and asks for one collection once quiet', async () => {
+    const clock = new SimulatedClock(Date.parse('2026-11-21T12:00:00Z'));
+    const log = new MemoryLog();
+    let collections = 0;
+    const shard = shardOver(log, {
+      clock,
+      limits: { aggregate_idle_ms: 1_000, passivation_sweep_interval_ms: 100 },
+      collect: () => collections++,
+    });
+    await shard.recover();
+    const count = COLLECT_AFTER_PASSIVATIONS + 10;
+    const issued = await Promise.all(Array.from({ length: count }, () => issue(shard)));
+    const first = issued[0]!.reference;
+    const held = structuredClone(shard.stateOf(first));
+    expect(shard.aggregatesInMemory()).toBe(count);
+    // Not yet idle long enough: all stay.
+    clock.advance(900);
+    await turn();
+    expect(shard.aggregatesInMemory()).toBe(count);
+    expect(collections).toBe(0);
+    // Idle past aggregate_idle_ms: all go, and the next quiet sweep asks for a collection.
+    clock.advance(200);
+    await turn();
+    expect(shard.aggregatesInMemory()).toBe(0);
+    expect(shard.residency.passivations).toBe(count);
+    clock.advance(100);
+    await turn();
+    expect(collections).toBe(1);
+    // Read out of memory, and brought back by a command: the state it had.
+    expect(shard.stateOf(first)).toEqual(held);
+    const moved = await settle(shard, first);
+    expect(moved.reply.status).toBe(201);
+    expect(shard.residency.activations).toBe(1);
+    expect(shard.aggregatesInMemory()).toBe(1);
+    expect((shard.stateOf(first) as ReceiptState).status).toBe('settled');
+  });
+
+  it('past its share of the budget, lets the least recently used go first', async () => {
+    const clock = new SimulatedClock(Date.parse('2026-11-21T12:00:00Z'));
+    const log = new MemoryLog();
+    const shard = shardOver(log, {
+      clock,
+      // A share of 4 for a shard of every partition; never idle long enough.
+      limits: { aggregates_in_memory_max: 4, passivation_sweep_interval_ms: 100 },
+    });
+    await shard.recover();
+    const issued: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      issued.push((await issue(shard)).reference);
+      clock.advance(10);
+    }
+    // The first one used again: the second and third are now the least recently used.
+    await settle(shard, issued[0]!);
+    clock.advance(100);
+    await turn();
+    expect(shard.aggregatesInMemory()).toBe(4);
+    const inMemory = (reference: string) => {
+      const before = shard.residency.activations;
+      void shard.submit({
+        aggregate: 'receipt',
+        key: reference,
+        command: { name: 'transition', input: { to: 'pending' }, caller: LOCAL },
+      });
+      return shard.residency.activations === before;
+    };
+    expect(issued.map(inMemory)).toEqual([true, false, false, true, true, true]);
   });
 });
 

@@ -56,6 +56,7 @@ import {
 } from '../domain/decider.js';
 import {
   COMMIT_REDO_MAX,
+  COLLECT_AFTER_PASSIVATIONS,
   DATABASE_RETRY_AFTER_SECONDS,
   DATABASE_RETRY_BASE_MS,
   DATABASE_RETRY_MAX_MS,
@@ -120,6 +121,11 @@ export interface ShardOptions {
    * outbox events to deliver, index rows to apply.
    */
   onEffects?: (result: CommandResult) => void;
+  /**
+   * A full garbage collection (collect.ts), asked for when the shard has let go of many
+   * aggregates and has had no command since its last sweep (issue 33). Absent: none is asked.
+   */
+  collect?: () => void;
 }
 
 interface Job {
@@ -190,6 +196,8 @@ export class Shard {
   readonly residency = { activations: 0, passivations: 0 };
   /** The sweep that lets idle aggregates go (passivate), armed while the shard runs. */
   private sweepTimer: Timer | null = null;
+  /** Commands since the last sweep, and aggregates let go of since the last collection. */
+  private readonly sinceSweep = { commands: 0, released: 0 };
 
   private readonly seq = new Map<number, number>();
   /**
@@ -459,6 +467,7 @@ export class Shard {
       slots.set(routed.key, slot);
     }
     slot.used = this.options.clock.now();
+    this.sinceSweep.commands++;
     if (slot.queue.length >= this.options.mailboxDepthMax) {
       return Promise.resolve(
         refused(
@@ -1146,7 +1155,18 @@ export class Shard {
     if (this.stopped || this.sweepTimer !== null) return;
     this.sweepTimer = this.options.clock.setTimer(() => {
       this.sweepTimer = null;
-      if (this.passivate() > 0) this.armSweep();
+      const before = this.residency.passivations;
+      const left = this.passivate();
+      const since = this.sinceSweep;
+      since.released += this.residency.passivations - before;
+      // Idle since the last sweep, and many let go of: their memory goes back now.
+      if (since.commands === 0 && since.released >= COLLECT_AFTER_PASSIVATIONS) {
+        this.options.collect?.();
+        since.released = 0;
+      }
+      since.commands = 0;
+      // Once all are let go of, one more sweep waits for the quiet the collection needs.
+      if (left > 0 || since.released >= COLLECT_AFTER_PASSIVATIONS) this.armSweep();
     }, this.options.limits.passivation_sweep_interval_ms);
   }
 

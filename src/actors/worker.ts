@@ -1,6 +1,8 @@
 // Worker thread entry: one shard of actors over the shared LMDB log.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
+import { fullCollection } from './collect.js';
 import { DECIDERS } from '../domain/index.js';
 import { signAnswers } from '../domain/budget/budget.js';
 import { openThreadLog } from '../log/open.js';
@@ -53,6 +55,7 @@ const shard = new Shard({
       unavailable: unreachable(error),
     }),
   onEffects: (result) => send({ t: 'effects', result }),
+  collect: fullCollection(),
 });
 
 port.on('message', (messages: ToWorker[]) => {
@@ -93,6 +96,8 @@ function received(message: ToWorker): void {
         id: message.id,
         aggregates: shard.aggregatesInMemory(),
         ...shard.residency,
+        heapUsed: getHeapStatistics().used_heap_size,
+        heapTotal: getHeapStatistics().total_heap_size,
       });
       break;
     case 'signing-key':
