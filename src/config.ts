@@ -387,6 +387,9 @@ export const BROTLI_QUALITY = 6;
 /** gzip level (1-9) of the documents compressed once: 13.4 KB for OpenAPI in about 2 ms. */
 export const GZIP_LEVEL = 9;
 
+/** The smallest ring of a credential's replay window (http/replay-window.ts): 400 bytes. */
+export const REPLAY_WINDOW_ENTRIES_MIN = 16;
+
 /**
  * Aggregates a worker lets go of, idle since its last sweep, before it asks for a full garbage
  * collection (issue 33, actors/collect.ts): a few hundred KB of states at least, for a pause of a

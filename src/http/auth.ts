@@ -8,6 +8,7 @@ import { refusal, type Refusal } from '../protocol/errors.js';
 import { signBytes, verifyBytes, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import type { Credential } from '../store.js';
+import { DigestWindow } from './replay-window.js';
 
 export interface SignedRequest {
   method: string;
@@ -75,7 +76,7 @@ export type { ReplayMark };
 export type Authenticated = Caller & { replay: ReplayMark };
 
 /** A remembered request: when it may be forgotten (ms), per credential, in insertion order. */
-type Seen = Map<string, number>;
+type Seen = DigestWindow;
 
 const UNTIL_HEX_DIGITS = 12;
 
@@ -134,10 +135,9 @@ export class Authenticator {
       .update('\n')
       .update(text)
       .digest()
-      .subarray(0, DIGEST_BYTES)
-      .toString('base64url');
+      .subarray(0, DIGEST_BYTES);
     const seen = this.seenOf(keyId);
-    forgetExpired(seen, now);
+    seen.forgetExpired(now);
     if (seen.has(digest)) return fail('replayed');
     if (seen.size >= this.options.replayEntriesPerCredentialMax) {
       return refusal(
@@ -149,7 +149,7 @@ export class Authenticator {
     // Kept until the timestamp can no longer be fresh, whatever the client's clock said; `now`
     // based, so each credential's entries stay in the order they expire.
     const until = now + 2 * this.options.skewMs;
-    seen.set(digest, until);
+    seen.add(digest, until);
     // The mark's row is keyed by the request's own time, not this clock's: the same request
     // makes the same key on every instance of a cluster, where its claim is checked (issue 29).
     // Kept as long as the request can be fresh on a clock up to the window apart from this one.
@@ -157,7 +157,7 @@ export class Authenticator {
     return {
       member: credential.member,
       local: credential.local,
-      replay: { key: replayRowKey(kept, digest), keyId, until: kept },
+      replay: { key: replayRowKey(kept, digest.toString('base64url')), keyId, until: kept },
     };
   }
 
@@ -170,14 +170,16 @@ export class Authenticator {
       if (until > now) kept.push({ until, digest: row.key.slice(cut + 1), keyId: row.keyId });
     }
     kept.sort((a, b) => a.until - b.until);
-    for (const { until, digest, keyId } of kept) this.seenOf(keyId).set(digest, until);
+    for (const { until, digest, keyId } of kept)
+      this.seenOf(keyId).add(Buffer.from(digest, 'base64url'), until);
     return kept.length;
   }
 
   /** Everything remembered now, as replay rows (written on an orderly stop). */
   *remembered(): Iterable<ReplayMark> {
     for (const [keyId, seen] of this.seen) {
-      for (const [digest, until] of seen) yield { key: replayRowKey(until, digest), keyId, until };
+      for (const { digest, until } of seen.entries())
+        yield { key: replayRowKey(until, digest.toString('base64url')), keyId, until };
     }
   }
 
@@ -191,7 +193,7 @@ export class Authenticator {
   /** Drops what no fresh request can match any more, for every credential. */
   forget(now: number): void {
     for (const [keyId, seen] of this.seen) {
-      forgetExpired(seen, now);
+      seen.forgetExpired(now);
       if (seen.size === 0) this.seen.delete(keyId);
     }
   }
@@ -199,7 +201,7 @@ export class Authenticator {
   private seenOf(keyId: string): Seen {
     let seen = this.seen.get(keyId);
     if (seen === undefined) {
-      seen = new Map();
+      seen = new DigestWindow();
       this.seen.set(keyId, seen);
     }
     return seen;
@@ -207,11 +209,3 @@ export class Authenticator {
 }
 
 const DIGEST_BYTES = 16; // tidy: format (replay row keys hold the digest: 128 bits)
-
-/** Entries older than the freshness window can never match a fresh request again. */
-function forgetExpired(seen: Seen, now: number): void {
-  for (const [digest, until] of seen) {
-    if (until > now) break;
-    seen.delete(digest);
-  }
-}
