@@ -26,6 +26,7 @@ const ENV = {
   PATH_LIMIT_AGGREGATE_IDLE_MS: String(IDLE_MS),
   PATH_LIMIT_PASSIVATION_SWEEP_INTERVAL_MS: '50',
   PATH_LIMIT_PAYEE_CHECK_DAILY_MAX: '2',
+  PATH_LIMIT_INSTRUCTION_LIFETIME_MS: '2500',
 };
 
 let dataDir: string;
@@ -90,6 +91,34 @@ async function newSession(extra: Record<string, unknown> = {}) {
   return session.json as { id: string; reference: string; expires_at: string };
 }
 
+/** A subject with an address taking EUR on the book rail and a payee record: the address. */
+async function newPayee(): Promise<{ id: string; address: string }> {
+  const subject = await local.post('/subjects', { subject_type: 'natural_person' });
+  expect(subject.status, subject.text).toBe(201);
+  const address = await local.post('/addresses', {
+    subject_id: subject.json.id,
+    profile: 'directory',
+    discoverability: 'network',
+  });
+  expect(address.status, address.text).toBe(201);
+  const target = await local.post(`/addresses/${address.json.id}/targets`, {
+    ...EUR,
+    account_kind: 'own_ledger',
+    account_ref: 'X',
+    is_default: true,
+  });
+  expect(target.status, target.text).toBe(201);
+  const intent = await local.request('PUT', `/addresses/${address.json.id}/standing-intent`, {
+    body: { accepts: [EUR] },
+  });
+  expect(intent.status, intent.text).toBe(200);
+  const record = await local.request('PUT', `/subjects/${subject.json.id}/payee-record`, {
+    body: { registered_name: 'Anna Maria Rossi', payee_check: 'enabled' },
+  });
+  expect(record.status, record.text).toBe(200);
+  return address.json as { id: string; address: string };
+}
+
 const expiredEvent = (reference: string) =>
   merchant.deliveries.find(
     (d) => d.body?.event === 'checkout.session.expired' && d.body?.data?.reference === reference,
@@ -99,7 +128,7 @@ const expiredEvent = (reference: string) =>
 const kept = { receipt: '', receiptText: '', session: '', sessionText: '' };
 
 describe('aggregates out of memory (issue 33)', () => {
-  it('a receipt, a request and a checkout session out of memory answer the same bytes, and keep their idempotency', async () => {
+  it('a receipt, a request and a checkout session out of memory answer as in memory, and keep their idempotency', async () => {
     const before = await residency();
     expect(before.budget).toBe(1_000_000);
     const issued = await local.post('/receipts', payeeReceipt('7.00'), {
@@ -109,6 +138,8 @@ describe('aggregates out of memory (issue 33)', () => {
     const session = await newSession();
     const read = await local.get(`/checkout/sessions/${session.id}`);
     expect(read.status, read.text).toBe(200);
+    const request = await local.post('/requests', { accepts: [EUR] });
+    expect(request.status, request.text).toBe(201);
     // Idle past aggregate_idle_ms, every one of them leaves memory.
     const out = await heldAtMost(0);
     expect(out.passivations).toBeGreaterThanOrEqual(before.passivations + 3);
@@ -143,6 +174,13 @@ describe('aggregates out of memory (issue 33)', () => {
       to: 'settled',
     });
     expect(twice.status).toBe(409);
+    // A request revoked out of memory: its state brought back, moved, and its view with it.
+    const revoked = await local.post(`/requests/${request.json.reference}/revoke`);
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.json).toEqual({ reference: request.json.reference, status: 'revoked' });
+    const gone = await new Client(node.baseUrl).get(`/requests/${request.json.reference}`);
+    expect(gone.status).toBe(410);
+    expect(gone.json.error.code).toBe('path.request.revoked');
     kept.receipt = issued.json.reference as string;
     kept.receiptText = (await local.get(`/receipts/${kept.receipt}`)).text;
     kept.session = session.id;
@@ -191,33 +229,11 @@ describe('aggregates out of memory (issue 33)', () => {
   });
 
   it("a member's payee-check allowance holds while its budget is out of memory", async () => {
-    const subject = await local.post('/subjects', { subject_type: 'natural_person' });
-    expect(subject.status, subject.text).toBe(201);
-    const address = await local.post('/addresses', {
-      subject_id: subject.json.id,
-      profile: 'directory',
-      discoverability: 'network',
-    });
-    expect(address.status, address.text).toBe(201);
-    const target = await local.post(`/addresses/${address.json.id}/targets`, {
-      ...EUR,
-      account_kind: 'own_ledger',
-      account_ref: 'X',
-      is_default: true,
-    });
-    expect(target.status, target.text).toBe(201);
-    const intent = await local.request('PUT', `/addresses/${address.json.id}/standing-intent`, {
-      body: { accepts: [EUR] },
-    });
-    expect(intent.status, intent.text).toBe(200);
-    const record = await local.request('PUT', `/subjects/${subject.json.id}/payee-record`, {
-      body: { registered_name: 'Anna Maria Rossi', payee_check: 'enabled' },
-    });
-    expect(record.status, record.text).toBe(200);
+    const address = await newPayee();
     const check = () =>
       beta.post('/payee-check', {
         nonce: `n-${randomBytes(8).toString('hex')}`,
-        key: address.json.address,
+        key: address.address,
         mode: 'display',
       });
     for (let n = 0; n < 2; n++) {
@@ -233,5 +249,33 @@ describe('aggregates out of memory (issue 33)', () => {
     const refused = await check();
     expect(refused.status, refused.text).toBe(429);
     expect(refused.json.error.code).toBe('path.finder.budget_exhausted');
+  });
+
+  it("an instruction's expiry wakes it out of memory", async () => {
+    const address = await newPayee();
+    // Subjects stay in memory: those held now, and no more, once the instruction has gone.
+    const subjects = (await residency()).inMemory;
+    const request = await local.post('/requests', { accepts: [EUR], address_id: address.id });
+    expect(request.status, request.text).toBe(201);
+    const issued = await new Client(node.baseUrl).post('/instructions', {
+      request: request.json.reference,
+      via: EUR,
+    });
+    expect(issued.status, issued.text).toBe(201);
+    // Out of memory well before its expiry.
+    const out = await waitFor('the instruction to leave memory', async () => {
+      const now = await residency();
+      return now.inMemory <= subjects && now;
+    });
+    expect(Date.parse(issued.json.expires_at)).toBeGreaterThan(Date.now());
+    // Its deadline, from its row, brings it back with no command asked of it.
+    await waitFor('the expiry to bring it back', async () => {
+      const now = await residency();
+      return now.activations > out.activations;
+    });
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(issued.json.expires_at));
+    const revoke = await local.post(`/instructions/${issued.json.reference}/revoke`);
+    expect(revoke.status, revoke.text).toBe(410);
+    expect(revoke.json.error.code).toBe('path.instruction.expired');
   });
 });
