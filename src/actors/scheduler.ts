@@ -37,11 +37,6 @@ export class Scheduler {
     for (const key of this.due.keys()) if (which(key)) this.due.delete(key);
   }
 
-  /** The deadline set for `key`, if any. */
-  dueAt(key: string): number | null {
-    return this.due.get(key)?.at ?? null;
-  }
-
   stop(): void {
     this.timer?.cancel();
     this.timer = null;

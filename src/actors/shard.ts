@@ -167,6 +167,16 @@ interface Slot {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A slot with an empty mailbox, nothing running. */
+const slotOf = (type: string, state: unknown, rowed: boolean, used: number): Slot => ({
+  type,
+  state,
+  queue: [],
+  busy: false,
+  rowed,
+  used,
+});
+
 /** The views of a decision that reads none (never written to). */
 const NO_VIEWS: ReadonlyMap<string, ReadView> = new Map();
 
@@ -378,7 +388,7 @@ export class Shard {
     const used = this.options.clock.now();
     return {
       held: this.slots.get(p)!,
-      hold: (type, state) => ({ type, state, queue: [], busy: false, rowed: false, used }),
+      hold: (type, state) => slotOf(type, state, false, used),
     };
   }
 
@@ -1138,13 +1148,13 @@ export class Shard {
    */
   private activate(key: string, type: string): Slot {
     const used = this.options.clock.now();
-    const fresh = { type, state: null, queue: [], busy: false, rowed: false, used };
+    const fresh = slotOf(type, null, false, used);
     if (this.deciders.get(type)?.passivates !== true) return fresh;
     const row = this.storedState(key);
     if (row === undefined) return fresh;
     this.residency.activations++;
     this.armSweep();
-    return { type: row.a, state: row.s, queue: [], busy: false, rowed: true, used };
+    return slotOf(row.a, row.s, true, used);
   }
 
   /**

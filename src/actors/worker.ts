@@ -90,16 +90,18 @@ function received(message: ToWorker): void {
         text: signAnswers(message.answers, message.requester, message.signedAt, signer),
       });
       break;
-    case 'census':
+    case 'census': {
+      const heap = getHeapStatistics();
       send({
         t: 'counted',
         id: message.id,
         aggregates: shard.aggregatesInMemory(),
         ...shard.residency,
-        heapUsed: getHeapStatistics().used_heap_size,
-        heapTotal: getHeapStatistics().total_heap_size,
+        heapUsed: heap.used_heap_size,
+        heapTotal: heap.total_heap_size,
       });
       break;
+    }
     case 'signing-key':
       signer = signingKeyFromSeed(message.seedHex);
       break;

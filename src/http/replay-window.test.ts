@@ -3,19 +3,8 @@
 // shrink it again, with digests whose first words collide so that probes and the back-shifting
 // removal are exercised, not just the happy path.
 import { describe, expect, it } from 'vitest';
+import { mulberry32 as generator } from '../../bench/request-plans.js';
 import { DigestWindow } from './replay-window.js';
-
-/** A small seeded generator (mulberry32): the same run every time. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A 16-byte digest whose first word is one of `homes` values (colliding on purpose). */
 function digestOf(random: () => number, homes: number): Buffer {

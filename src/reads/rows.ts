@@ -177,13 +177,10 @@ export const deadlineRows = {
   removal(partition: number, at: number, key: string): TableWrite {
     return { table: 'deadlines', key: deadlineRows.key(partition, at, key), bytes: null };
   },
-  /** Every row of `partition`, or those due at or before `until`. */
-  of(partition: number, until?: number) {
+  /** Every row of `partition`. */
+  of(partition: number) {
     const prefix = String(partition).padStart(PARTITION_DIGITS, '0');
-    return {
-      start: `${prefix}:`,
-      end: until === undefined ? `${prefix};` : `${prefix}:${timeKey(until)}:~`,
-    };
+    return { start: `${prefix}:`, end: `${prefix};` };
   },
   /** The time and the aggregate a row's key names. */
   parse(key: string): { at: number; key: string } {
