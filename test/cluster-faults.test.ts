@@ -418,6 +418,11 @@ async function probe(url: string, ms: number): Promise<Probed> {
   }
 }
 
+/** Whether a probe was answered 200 within PROBE_ANSWER_MS. */
+function inTime(p: Probed): boolean {
+  return p.status === 200 && p.ms < PROBE_ANSWER_MS;
+}
+
 /** A probe's status, or what became of it when it had none. */
 function answered(p: Probed): number | string {
   return p.status === 0 ? p.failure : p.status;
@@ -625,8 +630,9 @@ async function cachedRead(cluster: Cluster, load: WriteLoad): Promise<string> {
 
 /**
  * `rounds` rounds of probes spread until `until`: each instance's `/healthz`, keys and the cached
- * read, one at a time, each timed; what did not answer 200 within PROBE_ANSWER_MS. Probing stops
- * after the first round with a miss, since a node that waits on its database waits on every one.
+ * read, one at a time, each timed; what did not answer 200 within PROBE_ANSWER_MS twice in a
+ * row. Probing stops after the first round with a miss, since a node that waits on its database
+ * waits on every one.
  */
 async function probeDuring(
   cluster: Cluster,
@@ -644,14 +650,17 @@ async function probeDuring(
         `${via.node.baseUrl}/.well-known/path-keys`,
         `${via.node.baseUrl}${cachedPath}`,
       ]) {
-        const answer = await probe(url, PROBE_GIVE_UP_MS);
-        if (answer.status !== 200 || answer.ms >= PROBE_ANSWER_MS) {
-          const what = new URL(url).pathname.replace(/rcp_[0-9a-f]+/, 'rcp_…');
-          slow.push(
-            `round ${round}, instance ${via.n} ${what}: ${answered(answer)}, ` +
-              `${answer.ms.toFixed(0)} ms`,
-          );
-        }
+        const first = await probe(url, PROBE_GIVE_UP_MS);
+        if (inTime(first)) continue;
+        // Asked again at once: a front end that waits on its database misses again, as the fault
+        // lasts seconds; a moment the shared machine gave the instance no core does not.
+        const again = await probe(url, PROBE_GIVE_UP_MS);
+        const what = new URL(url).pathname.replace(/rcp_[0-9a-f]+/, 'rcp_…');
+        const told = (p: Probed) => `${answered(p)}, ${p.ms.toFixed(0)} ms`;
+        const line = `round ${round}, instance ${via.n} ${what}: ${told(first)}, then ${told(again)}`;
+        if (inTime(again))
+          console.log(`a probe missed once, answered in time when asked again: ${line}`);
+        else slow.push(line);
       }
     }
     await sleep(spacing);
