@@ -2,15 +2,16 @@
 // BENCH_QUICK=1 shrinks each section for a smoke run; BENCH_RESTART_RECORDS sets the size of the
 // log the restart figure recovers; BENCH_INDEX_KEYS the size of the lookup figure's directory;
 // BENCH_ONLY=micro,log,get,post,restart,resolver,requests,lookup,latency,consume,replication,
-// growth,snapshot,hashbatch,cluster,start,client,nodes,memory runs a subset;
+// growth,snapshot,hashbatch,cluster,start,client,nodes,memory,passivated runs a subset;
 // BENCH_HASH_INDEX_KEYS the size of the hash batch figure's directory; BENCH_NODES the Node.js
 // majors the `nodes` section runs this build under beside the running one (default 24);
 // BENCH_MEMORY_COUNTS the receipts the `memory` section writes to each fresh node (default
 // 100000,1000000) and BENCH_MEMORY_IDLE_MS how long each node then idles before its memory is
 // read (default 70000: past the node's aggregate_idle_ms, 60 s, after which an aggregate leaves
-// memory).
+// memory); BENCH_PASSIVATED_IDLE_MS the aggregate_idle_ms the `passivated` section's node runs
+// with (default 5000).
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'passivated', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -71,6 +72,12 @@ export interface BenchConfig {
    * the node's memory is read.
    */
   memory: { counts: readonly number[]; idle_ms: number; connections: number; batch_requests: number };
+  /**
+   * Figure 19 (issue 33): `count` receipts and checkout sessions made `parallel` at a time on a
+   * node whose aggregates leave memory after `idle_ms`, then timed against as many made again in
+   * rounds of `round_size` (each round ends well inside `idle_ms`, so those stay in memory).
+   */
+  passivated: { count: number; round_size: number; idle_ms: number; parallel: number };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
   versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
@@ -271,6 +278,12 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       idle_ms: positiveInteger(env.BENCH_MEMORY_IDLE_MS, quick ? 2_000 : 70_000, 'BENCH_MEMORY_IDLE_MS'),
       connections: 256,
       batch_requests: 50_000,
+    },
+    passivated: {
+      count: quick ? 200 : 2_000,
+      round_size: 20,
+      idle_ms: positiveInteger(env.BENCH_PASSIVATED_IDLE_MS, 5_000, 'BENCH_PASSIVATED_IDLE_MS'),
+      parallel: 8,
     },
     child_timeout_ms: 600_000,
   };

@@ -16,6 +16,7 @@ import { runLookup } from './lookup.js';
 import { runMemory } from './memory.js';
 import { runMicro } from './micro.js';
 import { runNodes } from './nodes.js';
+import { runPassivated } from './passivated.js';
 import { cleanupAll } from './processes.js';
 import { runReplication } from './replication.js';
 import { Report } from './report.js';
@@ -46,6 +47,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   client: (_config, report) => runClientSize(report),
   nodes: runNodes,
   memory: runMemory,
+  passivated: runPassivated,
   versus: runVersus,
 };
 

@@ -396,6 +396,12 @@ export const REPLAY_WINDOW_ENTRIES_MIN = 16;
  * few ms a heap of that size costs.
  */
 export const COLLECT_AFTER_PASSIVATIONS = 1_000;
+/**
+ * Answers the front end gives, then quiet for aggregate_idle_ms, before it asks for a full
+ * garbage collection (issue 33, actors/collect.ts): some tens of MB of garbage, for a pause of
+ * a few tens of ms on a quiet node.
+ */
+export const FRONT_COLLECT_AFTER_ANSWERS = 10_000;
 
 export const DEFAULT_LIMITS: Limits = {
   body_bytes_max: 1024 * 1024,

@@ -197,8 +197,12 @@ export class Metrics {
     this.sources = sources;
   }
 
+  /** Every answer counted, whatever its operation and status. */
+  answers = 0;
+
   /** One answer. Both label sets are closed (operations of the route table, HTTP statuses). */
   answered(operation: string, status: number, seconds: number): void {
+    this.answers++;
     let counts = this.operations.get(operation);
     if (counts === undefined) {
       counts = new OperationCounts(operation);

@@ -1,7 +1,12 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import { OWN_KEYS_WAIT_MS, REPLAY_SWEEP_ROWS_MAX, type Config } from './config.js';
+import {
+  FRONT_COLLECT_AFTER_ANSWERS,
+  OWN_KEYS_WAIT_MS,
+  REPLAY_SWEEP_ROWS_MAX,
+  type Config,
+} from './config.js';
 import { exceptionFields } from './logger.js';
 import { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult } from './actors/types.js';
@@ -56,6 +61,7 @@ import { openDeployment, type Deployment } from './deployment.js';
 import { NodeStore } from './store.js';
 import type { StoreTables } from './log/node-tables.js';
 import { Scrub } from './actors/scrub.js';
+import { fullCollection, IdleCollector } from './actors/collect.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
 import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
@@ -113,7 +119,7 @@ export async function startNode(
     onAnswered: answeredTo(accessLog, watch.metrics),
     onInternalError: () => watch.metrics.internalError(),
   });
-  const parts = { log, identity, signer, runtime, access, listeners, database };
+  const parts = { log, identity, signer, runtime, access, listeners, database, metrics };
   const followers = startFollowers(config, logger, { ...parts, changes: deployment.changes });
   await catchUpHousekeeping(log, config, runtime.events);
   becomeReady(config, logger, { log, watch, runtime, access, joined, database });
@@ -437,6 +443,7 @@ function startFollowers(
     listeners: Listeners;
     database: DatabaseHealth | null;
     changes: Deployment['changes'];
+    metrics: Metrics;
   },
 ): NodeJS.Timeout[] {
   const { log, identity, signer, runtime, access, listeners, database } = parts;
@@ -480,7 +487,26 @@ function startFollowers(
     replaysForgotten(() => forgetReplays(log, Date.now()));
     eventsSwept(() => runtime.events.sweep());
   }, config.limits.replay_sweep_interval_ms);
-  return [poll, sweep, replaySweep];
+  return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics)];
+}
+
+/** The front end's full collection once quiet after many answers (actors/collect.ts). */
+function collectWhenQuiet(config: Config, metrics: Metrics): NodeJS.Timeout {
+  const collector = new IdleCollector(
+    {
+      answers: () => metrics.answers,
+      idleMs: config.limits.aggregate_idle_ms,
+      after: FRONT_COLLECT_AFTER_ANSWERS,
+      collect: fullCollection(),
+    },
+    Date.now(),
+  );
+  const timer = setInterval(
+    () => collector.check(Date.now()),
+    config.limits.passivation_sweep_interval_ms,
+  );
+  timer.unref();
+  return timer;
 }
 
 /**

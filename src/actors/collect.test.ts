@@ -1,0 +1,69 @@
+import { setImmediate as turn } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { fullCollection, IdleCollector } from './collect.js';
+
+describe('a full collection (issue 33)', () => {
+  it('frees what nothing holds any more', async () => {
+    const collect = fullCollection();
+    let held: object | null = { payload: new Array(1_000).fill(0) };
+    const weak = new WeakRef(held);
+    // A WeakRef's target is kept until the end of the job that made or read it.
+    await turn();
+    held = null;
+    expect(weak.deref()).toBeDefined();
+    await turn();
+    collect();
+    expect(weak.deref()).toBeUndefined();
+  });
+});
+
+describe("the front end's collection once quiet (issue 33)", () => {
+  const IDLE_MS = 60_000;
+  const AFTER = 10;
+
+  function collector() {
+    const seen = { answers: 0, collections: 0 };
+    const idle = new IdleCollector(
+      {
+        answers: () => seen.answers,
+        idleMs: IDLE_MS,
+        after: AFTER,
+        collect: () => seen.collections++,
+      },
+      0,
+    );
+    return { seen, idle };
+  }
+
+  it('collects once the answers stood still for the idle time, not again until more came', () => {
+    const { seen, idle } = collector();
+    seen.answers = 25;
+    expect(idle.check(1_000)).toBe(false);
+    expect(idle.check(1_000 + IDLE_MS - 1)).toBe(false);
+    expect(idle.check(1_000 + IDLE_MS)).toBe(true);
+    expect(seen.collections).toBe(1);
+    // Still quiet: the garbage went with the first collection.
+    expect(idle.check(1_000 + 3 * IDLE_MS)).toBe(false);
+    seen.answers += AFTER;
+    expect(idle.check(2_000 + 3 * IDLE_MS)).toBe(false);
+    expect(idle.check(2_000 + 4 * IDLE_MS)).toBe(true);
+    expect(seen.collections).toBe(2);
+  });
+
+  it('never collects while answers keep coming, however long', () => {
+    const { seen, idle } = collector();
+    for (let now = 0; now < 10 * IDLE_MS; now += 1_000) {
+      seen.answers += 1;
+      expect(idle.check(now)).toBe(false);
+    }
+    expect(seen.collections).toBe(0);
+  });
+
+  it('does not collect after fewer answers than it waits for, idle or not', () => {
+    const { seen, idle } = collector();
+    seen.answers = AFTER - 1;
+    idle.check(0);
+    expect(idle.check(5 * IDLE_MS)).toBe(false);
+    expect(seen.collections).toBe(0);
+  });
+});
