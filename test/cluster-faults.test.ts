@@ -710,10 +710,10 @@ async function synchronousStandby(primary: Postgres): Promise<Standby> {
   const data = join(dir, 'data');
   const from = new URL(primary.url);
   const port = await freePort();
-  // As the primary runs (scripts/throwaway-postgres.ts): a standby may not have fewer connections.
+  // As the primary runs (test/support/postgres.ts): a standby may not have fewer connections.
   const options = [
     `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir}`,
-    '-c max_connections=200 -c fsync=on -c synchronous_commit=on',
+    '-c max_connections=200 -c fsync=off -c synchronous_commit=on',
   ].join(' ');
   const log = join(dir, 'server.log');
   try {
