@@ -28,7 +28,7 @@ import { API_PREFIX, type ClientCredential } from './signed-request.js';
 const SECTION = '18 memory';
 const TARGET = 1.2;
 /** A figure of the node's /metrics, by name. */
-const metricOf = (text: string, name: string): number => {
+export const metricOf = (text: string, name: string): number => {
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (match === null) throw new Error(`the node's /metrics has no ${name}`);
   return Number(match[1]);

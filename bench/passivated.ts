@@ -10,6 +10,7 @@
 // Every read must answer 200 and every reversal 201. The target (issue 33): each p99 on the
 // passivated within 2 ms of the same on the ones in memory.
 import type { BenchConfig } from './config.js';
+import { metricOf } from './memory.js';
 import { createLocalCredential, removeDir, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { ms, quantile, rate, type Report } from './report.js';
@@ -59,18 +60,16 @@ async function make(node: RunningServer, credential: ClientCredential, count: nu
   return made;
 }
 
-async function metricOf(node: RunningServer, name: string): Promise<number> {
+/** A figure of the node's operator listener's /metrics, by name. */
+async function nodeMetric(node: RunningServer, name: string): Promise<number> {
   const admin = node.announcement.admin_port as number;
-  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
-  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (match === null) throw new Error(`the node's /metrics has no ${name}`);
-  return Number(match[1]);
+  return metricOf(await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text(), name);
 }
 
 /** Waits until no aggregate is in memory; fails after `timeoutMs`. */
 async function allPassivated(node: RunningServer, timeoutMs: number): Promise<void> {
   const until = performance.now() + timeoutMs;
-  while ((await metricOf(node, 'path_aggregates_in_memory')) > 0) {
+  while ((await nodeMetric(node, 'path_aggregates_in_memory')) > 0) {
     if (performance.now() > until) throw new Error(`aggregates still in memory after ${timeoutMs} ms idle`);
     await pause(250);
   }
@@ -124,7 +123,7 @@ export async function runPassivated(config: BenchConfig, report: Report): Promis
     node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms, env: { PATH_LIMIT_AGGREGATE_IDLE_MS: String(idleMs) } });
     const cold = await make(node, credential, count, parallel);
     await allPassivated(node, idleMs * 10 + 10_000);
-    const passivations = await metricOf(node, 'path_aggregate_passivations_total');
+    const passivations = await nodeMetric(node, 'path_aggregate_passivations_total');
     report.line(`  out of memory: ${rate(passivations)} aggregates let go of`);
     const reads: Timed = { passivated: [], active: [] };
     const commands: Timed = { passivated: [], active: [] };
@@ -136,7 +135,7 @@ export async function runPassivated(config: BenchConfig, report: Report): Promis
     }
     // Each session read and each reversal out of memory brought its aggregate back: fewer, and
     // the figure would time something other than what it names.
-    const activations = await metricOf(node, 'path_aggregate_activations_total');
+    const activations = await nodeMetric(node, 'path_aggregate_activations_total');
     // Exactly those: one more is an aggregate timed as in memory that had left it (a round
     // outlasted idle_ms), and the figure would not be what it says.
     if (activations !== 2 * count) throw new Error(`${rate(activations)} activations for ${rate(count)} sessions and ${rate(count)} receipts out of memory: a round outlasted aggregate_idle_ms (make rounds smaller or BENCH_PASSIVATED_IDLE_MS longer)`);
