@@ -76,15 +76,23 @@ export function readView(view: StoredView, now: number): ReadView {
 
 /** The checks of every decider's command inputs, compiled once. */
 export class CommandChecks {
-  private readonly checks = new Map<string, Map<string, TypeCheck<TSchema>>>();
+  private readonly schemas = new Map<string, CommandSchemas>();
+  /** Each command's check, compiled when its first command comes (a start compiles none). */
+  private readonly checks = new Map<string, TypeCheck<TSchema>>();
 
   constructor(deciders: readonly AnyDecider[]) {
-    for (const d of deciders) {
-      const byName = new Map<string, TypeCheck<TSchema>>();
-      for (const [name, schema] of Object.entries(d.commands as CommandSchemas))
-        byName.set(name, TypeCompiler.Compile(schema));
-      this.checks.set(d.type, byName);
-    }
+    for (const d of deciders) this.schemas.set(d.type, d.commands as CommandSchemas);
+  }
+
+  private checkOf(aggregate: string, name: string): TypeCheck<TSchema> | undefined {
+    const key = `${aggregate}.${name}`;
+    let check = this.checks.get(key);
+    if (check !== undefined) return check;
+    const commands = this.schemas.get(aggregate);
+    if (commands === undefined || !Object.hasOwn(commands, name)) return undefined;
+    check = TypeCompiler.Compile(commands[name]!);
+    this.checks.set(key, check);
+    return check;
   }
 
   /**
@@ -93,7 +101,7 @@ export class CommandChecks {
    * refused as internal, with the aggregate, command and field named for the log.
    */
   problem(routed: RoutedCommand): Refusal | null {
-    const check = this.checks.get(routed.aggregate)?.get(routed.command.name);
+    const check = this.checkOf(routed.aggregate, routed.command.name);
     if (check === undefined)
       return refusal('path.core.not_found', `no such operation on ${routed.aggregate}`);
     if (check.Check(routed.command.input)) return null;

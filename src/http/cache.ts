@@ -2,9 +2,10 @@
 // (keys, discovery, OpenAPI) when the node makes them, a commitment when its view is first read.
 // Each representation carries a strong ETag, the hash of its exact bytes (RFC 9110 8.8.3), and
 // its 304 made beside it; a document long enough to pay is compressed once, brotli and gzip, each
-// coding a representation of its own with its own ETag. Per request only a choice is made: the
-// coding from Accept-Encoding, then If-None-Match against the chosen representation (RFC 9110
-// 13.1.2), for GET and HEAD (the only methods of the routes that read them).
+// when first asked for and each a representation of its own with its own ETag. Per request only
+// a choice is made: the coding from Accept-Encoding, then If-None-Match against the chosen
+// representation (RFC 9110 13.1.2), for GET and HEAD (the only methods of the routes that read
+// them).
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import Negotiator from 'negotiator';
@@ -54,7 +55,8 @@ function represented(reply: HttpReply, headers: Record<string, string>): HttpRep
 
 /**
  * A 200 made cacheable, once: its ETag and Cache-Control, and where `compress` is set and the
- * body is long enough, its brotli and gzip codings (all representations `Vary: Accept-Encoding`).
+ * body is long enough, its brotli and gzip codings (all representations `Vary: Accept-Encoding`),
+ * each compressed on its first use.
  */
 export function cacheable(
   reply: HttpReply,
@@ -66,20 +68,35 @@ export function cacheable(
   if (!compress) return represented({ ...reply, body: bytes }, headers);
   headers.vary = 'Accept-Encoding';
   const identity = represented({ ...reply, body: bytes }, headers);
-  const coded = (coding: Coding, body: Uint8Array) =>
-    represented({ ...reply, body }, { ...headers, 'content-encoding': coding });
-  const brotli = brotliCompressSync(bytes, {
-    params: {
-      [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
-      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
-    },
-  });
+  const coded = (coding: Coding, body: () => Uint8Array) =>
+    once(() => represented({ ...reply, body: body() }, { ...headers, 'content-encoding': coding }));
+  const brotli = () =>
+    brotliCompressSync(bytes, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+        [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
+      },
+    });
+  // Each coding is made when a request first asks for it, then kept: a start, and a document
+  // made again (the keys at each poll), compress nothing no client has asked for.
+  const br = coded('br', brotli);
+  const gzip = coded('gzip', () => gzipSync(bytes, { level: GZIP_LEVEL }));
   const codings = {
-    br: coded('br', brotli),
-    gzip: coded('gzip', gzipSync(bytes, { level: GZIP_LEVEL })),
+    get br() {
+      return br();
+    },
+    get gzip() {
+      return gzip();
+    },
   };
   return { ...identity, cache: { ...identity.cache!, coded: codings } };
+}
+
+/** `make`'s value, made on the first call and kept. */
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | null = null;
+  return () => (made ??= { value: make() }).value;
 }
 
 /** A public document (P4, P19) as the node serves it: JSON, cacheable, compressed once. */
