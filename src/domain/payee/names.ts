@@ -175,22 +175,30 @@ export function nameWords(name: string): string[] {
     .filter((w) => w.length > 0);
 }
 
-/** Every title of TITLES_BY_LANGUAGE as nameWords reads it: one word each. */
-const COURTESY_TITLES = new Set(
-  Object.values(TITLES_BY_LANGUAGE)
-    .flat()
-    .map((written) => {
-      const words = nameWords(written);
-      if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
-      return words[0]!;
-    }),
-);
+/**
+ * Every title of TITLES_BY_LANGUAGE as nameWords reads it: one word each. Read when a name is
+ * first compared, not when the module loads (a start of every thread would pay for it).
+ */
+let courtesyTitles: ReadonlySet<string> | null = null;
+function courtesyTitlesRead(): ReadonlySet<string> {
+  courtesyTitles ??= new Set(
+    Object.values(TITLES_BY_LANGUAGE)
+      .flat()
+      .map((written) => {
+        const words = nameWords(written);
+        if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
+        return words[0]!;
+      }),
+  );
+  return courtesyTitles;
+}
 
 /** Words of a name without the courtesy titles that lead it ("Dr", "Mme", "Herr"…). */
 export function untitledWords(name: string): string[] {
   const words = nameWords(name);
+  const titles = courtesyTitlesRead();
   let first = 0;
-  while (first < words.length - 1 && COURTESY_TITLES.has(words[first]!)) first++;
+  while (first < words.length - 1 && titles.has(words[first]!)) first++;
   return words.slice(first);
 }
 
@@ -301,7 +309,8 @@ export function maskedName(registered: string, subjectType: SubjectType): string
   if (subjectType === 'legal_entity') return registered.trim();
   const all = registered.trim().split(/\s+/);
   let first = 0;
-  while (first < all.length - 1 && COURTESY_TITLES.has(nameWords(all[first]!)[0] ?? '')) first++;
+  const titles = courtesyTitlesRead();
+  while (first < all.length - 1 && titles.has(nameWords(all[first]!)[0] ?? '')) first++;
   const words = all.slice(first);
   if (words.length === 0) return '';
   if (words.length === 1) return words[0]!;
