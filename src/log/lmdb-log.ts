@@ -107,9 +107,32 @@ export async function withEnvironment<T>(
 
 // LMDB's file header: two meta pages, at page 0 and page 1. Offsets within a meta page of
 // the 64-bit layout lmdb-js writes: magic, the page size (kept in the free-page database's pad),
-// the last page in use and the transaction id (the newer meta page is the current one).
+// the roots of the free-page tree and of the main tree, the last page and the transaction id
+// (the newer meta page is the current one).
 const META_MAGIC = 0xbeefc0de;
-const META = { magic: 0x18, pageSize: 0x30, lastPage: 0x90, txnId: 0x98, bytes: 0xa0 } as const;
+const META = {
+  magic: 0x18,
+  pageSize: 0x30,
+  freeRoot: 0x58,
+  mainRoot: 0x88,
+  lastPage: 0x90,
+  txnId: 0x98,
+  bytes: 0xa0,
+} as const;
+// A tree page of that layout: a 24-byte header (its number, a txnid, a pad, its flags at 18, and
+// at 20 the end of its node offsets, or an overflow run's page count), then a 16-bit offset per
+// node. A node: three 16-bit words (a leaf's data size, or a branch's child page), its flags in
+// the third, its key size, then key and data. A leaf's data is a page number when it lies on
+// overflow pages, a tree's description (root at byte 40) when it is a named or duplicate tree.
+const PAGE = { flags: 18, lower: 20, overflowPages: 20, header: 24 } as const;
+const PAGE_BRANCH = 0x01;
+const PAGE_LEAF = 0x02;
+/** A leaf of fixed-size keys alone, no nodes (duplicates of a fixed size): it points nowhere. */
+const PAGE_FIXED_KEYS = 0x20;
+const NODE_BIG_DATA = 0x01;
+const NODE_TREE = 0x02;
+const TREE_ROOT = 40;
+const NO_PAGE = 0xffff_ffff_ffff_ffffn;
 
 /**
  * Refuses a data file shorter than its last commit needs. LMDB maps the file and trusts its
@@ -130,6 +153,7 @@ export function checkDataFile(path: string): void {
         pageSize: header.readUInt32LE(META.pageSize),
         lastPage: Number(header.readBigUInt64LE(META.lastPage)),
         txnId: header.readBigUInt64LE(META.txnId),
+        roots: [header.readBigUInt64LE(META.freeRoot), header.readBigUInt64LE(META.mainRoot)],
       };
     };
     const first = readMeta(0);
@@ -146,16 +170,61 @@ export function checkDataFile(path: string): void {
       );
     }
     const current = second.txnId > first.txnId ? second : first;
-    const needed = (current.lastPage + 1) * first.pageSize;
-    if (size < needed) {
-      throw new DataFileError(
-        `${path} is truncated: ${size} bytes, but its last commit needs ` +
-          `${needed}; the node will not read past the end of the file. ` +
-          'Restore the data directory from the latest backup',
-      );
-    }
+    const pageSize = first.pageSize;
+    const filePages = Math.floor(size / pageSize);
+    // LMDB lets a file end before its last page when the pages past the end are free (a page
+    // dirtied and freed in one commit is never written): only a page in use may not be missing.
+    if (filePages > current.lastPage) return;
+    const read = (pgno: number) => {
+      if (pgno >= filePages) {
+        throw new DataFileError(
+          `${path} is truncated: ${size} bytes, but page ${pgno} of its last commit ends at ` +
+            `${(pgno + 1) * pageSize}; the node will not read past the end of the file. ` +
+            'Restore the data directory from the latest backup',
+        );
+      }
+      const page = Buffer.alloc(pageSize);
+      readSync(fd, page, 0, pageSize, pgno * pageSize);
+      return page;
+    };
+    walkPagesInUse(read, current.roots);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Reads every page the trees from `roots` use, through `read`, which throws for a page past the
+ * end of the file: every branch and leaf page, the first page of every overflow run and the
+ * number of its last. Run only for a file shorter than its last page, which is rare.
+ */
+function walkPagesInUse(read: (pgno: number) => Buffer, roots: readonly bigint[]): void {
+  const pending = roots.filter((root) => root !== NO_PAGE).map(Number);
+  while (pending.length > 0) {
+    const page = read(pending.pop()!);
+    const flags = page.readUInt16LE(PAGE.flags);
+    if ((flags & (PAGE_BRANCH | PAGE_LEAF)) === 0 || (flags & PAGE_FIXED_KEYS) !== 0) continue;
+    const nodes = page.readUInt16LE(PAGE.lower) >> 1;
+    for (let i = 0; i < nodes; i++) {
+      const at = PAGE.header + page.readUInt16LE(PAGE.header + 2 * i);
+      const [lo, hi, word] = [0, 2, 4].map((offset) => page.readUInt16LE(at + offset)) as [
+        number,
+        number,
+        number,
+      ];
+      if ((flags & PAGE_BRANCH) !== 0) {
+        pending.push(lo + hi * 0x1_0000 + word * 0x1_0000_0000);
+        continue;
+      }
+      const data = at + 8 + page.readUInt16LE(at + 6);
+      if ((word & NODE_BIG_DATA) !== 0) {
+        const run = Number(page.readBigUInt64LE(data));
+        read(run + read(run).readUInt32LE(PAGE.overflowPages) - 1);
+      } else if ((word & NODE_TREE) !== 0) {
+        const root = page.readBigUInt64LE(data + TREE_ROOT);
+        if (root !== NO_PAGE) pending.push(Number(root));
+      }
+    }
   }
 }
 
