@@ -3,7 +3,9 @@
 // it all comes from the node's own decider, so the sizes and shapes are the ones the node writes.
 import { DEFAULT_LIMITS } from '../src/config.js';
 import { isRefusal, type DecideContext } from '../src/domain/decider.js';
-import { receiptDecider, type ReceiptEvent } from '../src/domain/receipt/receipt.js';
+import { receiptDecider, type ReceiptEvent, type ReceiptState } from '../src/domain/receipt/receipt.js';
+import type { TableWrite } from '../src/log/log.js';
+import { stateRows } from '../src/reads/rows.js';
 import { newReference } from '../src/protocol/ids.js';
 import { generateSeedHex, signingKeyFromSeed, type SigningKey } from '../src/protocol/signing.js';
 
@@ -16,12 +18,16 @@ export const PAYEE_RECEIPT_BODY = {
   payer: { member: 'beta' },
 } as const;
 
-/** A log record as src/actors/shard.ts writes it: the events of one command for one aggregate. */
+/**
+ * A log record as src/actors/shard.ts writes it: the events of one command for one aggregate,
+ * marked as one whose state its commit also wrote as a `states` row (`w: 1`, issue 33).
+ */
 export interface ReceiptLogRecord {
   a: 'receipt';
   k: string;
   e: ReceiptEvent[];
   t: number;
+  w: 1;
 }
 
 export interface IssuedReceipt {
@@ -48,6 +54,12 @@ export function issueReceipt(key: SigningKey, now: number, reference = newRefere
   return { reference, envelopeText: decision.answer.text, events: decision.events };
 }
 
+/** The receipt's `states` row as the commit of its record writes it (seq: that record's). */
+export function receiptStateRow(issued: IssuedReceipt, seq: number): TableWrite {
+  const state = issued.events.reduce<ReceiptState | null>(receiptDecider.evolve, null);
+  return stateRows.write(issued.reference, { a: 'receipt', q: seq, s: state });
+}
+
 export function receiptRecord(issued: IssuedReceipt, now: number): ReceiptLogRecord {
-  return { a: 'receipt', k: issued.reference, e: issued.events, t: now };
+  return { a: 'receipt', k: issued.reference, e: issued.events, t: now, w: 1 };
 }

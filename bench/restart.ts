@@ -10,7 +10,7 @@
 //   2. after a SIGTERM with no writes in between but the timed ones (below);
 //   3. after some signed POSTs and a SIGTERM, whose shutdown snapshots the touched partitions.
 import { LmdbLog, openEnvironment } from '../src/log/lmdb-log.js';
-import { PARTITION_COUNT, partitionOf, type LogEntry } from '../src/log/log.js';
+import { PARTITION_COUNT, partitionOf, type LogEntry, type TableWrite } from '../src/log/log.js';
 import { MemoryLog } from '../src/log/memory-log.js';
 import { frameRecord, recordCheck } from '../src/log/record.js';
 import { headRows } from '../src/reads/rows.js';
@@ -28,6 +28,7 @@ import {
   issueReceipt,
   PAYEE_RECEIPT_BODY,
   receiptRecord,
+  receiptStateRow,
   type IssuedReceipt,
 } from './fixtures.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
@@ -84,6 +85,7 @@ async function buildLog(
     await lmdbStoreTables(env).transaction((w) => w.put('meta', 'log_format', LOG_FORMAT));
     for (let first = 0; first < config.restart.records; first += config.restart.batch_records) {
       const entries: LogEntry[] = [];
+      const states: TableWrite[] = [];
       const last = Math.min(config.restart.records, first + config.restart.batch_records);
       for (let i = first; i < last; i++) {
         const issued = withReference(templates[i % templates.length]!, newReference('rcp'));
@@ -93,12 +95,13 @@ async function buildLog(
         checks[partition] = recordCheck(framed);
         bytes += framed.length;
         entries.push({ partition, seq: ++seqs[partition]!, bytes: framed });
+        states.push(receiptStateRow(issued, seqs[partition]!));
       }
-      // Each partition's head in the same commit, as the shard writes it.
+      // Each partition's head and each receipt's state in the same commit, as the shard writes them.
       const heads = [...new Set(entries.map((e) => e.partition))].map((p) =>
         headRows.head(p, { seq: seqs[p]!, check: checks[p]! }),
       );
-      await log.append(entries, heads);
+      await log.append(entries, [...heads, ...states]);
     }
   } finally {
     await log.close();
