@@ -175,33 +175,58 @@ export function checkDataFile(path: string): void {
     // LMDB lets a file end before its last page when the pages past the end are free (a page
     // dirtied and freed in one commit is never written): only a page in use may not be missing.
     if (filePages > current.lastPage) return;
-    const read = (pgno: number) => {
-      if (pgno >= filePages) {
-        throw new DataFileError(
-          `${path} is truncated: ${size} bytes, but page ${pgno} of its last commit ends at ` +
-            `${(pgno + 1) * pageSize}; the node will not read past the end of the file. ` +
-            'Restore the data directory from the latest backup',
-        );
-      }
-      const page = Buffer.alloc(pageSize);
-      readSync(fd, page, 0, pageSize, pgno * pageSize);
-      return page;
-    };
-    walkPagesInUse(read, current.roots);
+    walkPagesInUse(pagesOf(fd, { path, size, pageSize }), current.roots);
   } finally {
     closeSync(fd);
   }
 }
 
+interface PageSource {
+  /** Page `pgno`, valid until the next call; throws when it lies past the end of the file. */
+  page(pgno: number): Buffer;
+  /** The number of pages of the overflow run at `pgno`, its first and last page in the file. */
+  run(pgno: number): number;
+}
+
+function pagesOf(fd: number, file: { path: string; size: number; pageSize: number }): PageSource {
+  const { path, size, pageSize } = file;
+  const filePages = Math.floor(size / pageSize);
+  const within = (pgno: number) => {
+    if (pgno < filePages) return;
+    throw new DataFileError(
+      `${path} is truncated: ${size} bytes, but page ${pgno} of its last commit ends at ` +
+        `${(pgno + 1) * pageSize}; the node will not read past the end of the file. ` +
+        'Restore the data directory from the latest backup',
+    );
+  };
+  // One buffer for every page: the walk is done with a page before it reads the next.
+  const page = Buffer.alloc(pageSize);
+  const word = Buffer.alloc(4);
+  return {
+    page(pgno) {
+      within(pgno);
+      readSync(fd, page, 0, pageSize, pgno * pageSize);
+      return page;
+    },
+    run(pgno) {
+      within(pgno);
+      readSync(fd, word, 0, 4, pgno * pageSize + PAGE.overflowPages);
+      const pages = word.readUInt32LE(0);
+      within(pgno + pages - 1);
+      return pages;
+    },
+  };
+}
+
 /**
- * Reads every page the trees from `roots` use, through `read`, which throws for a page past the
- * end of the file: every branch and leaf page, the first page of every overflow run and the
- * number of its last. Run only for a file shorter than its last page, which is rare.
+ * Reads every page the trees from `roots` use: every branch and leaf page, and the first and
+ * last page of every overflow run, each checked to lie within the file. Run only for a file that
+ * ends before its last page, which is rare.
  */
-function walkPagesInUse(read: (pgno: number) => Buffer, roots: readonly bigint[]): void {
+function walkPagesInUse(pages: PageSource, roots: readonly bigint[]): void {
   const pending = roots.filter((root) => root !== NO_PAGE).map(Number);
   while (pending.length > 0) {
-    const page = read(pending.pop()!);
+    const page = pages.page(pending.pop()!);
     const flags = page.readUInt16LE(PAGE.flags);
     if ((flags & (PAGE_BRANCH | PAGE_LEAF)) === 0 || (flags & PAGE_FIXED_KEYS) !== 0) continue;
     const nodes = page.readUInt16LE(PAGE.lower) >> 1;
@@ -217,10 +242,8 @@ function walkPagesInUse(read: (pgno: number) => Buffer, roots: readonly bigint[]
         continue;
       }
       const data = at + 8 + page.readUInt16LE(at + 6);
-      if ((word & NODE_BIG_DATA) !== 0) {
-        const run = Number(page.readBigUInt64LE(data));
-        read(run + read(run).readUInt32LE(PAGE.overflowPages) - 1);
-      } else if ((word & NODE_TREE) !== 0) {
+      if ((word & NODE_BIG_DATA) !== 0) pages.run(Number(page.readBigUInt64LE(data)));
+      else if ((word & NODE_TREE) !== 0) {
         const root = page.readBigUInt64LE(data + TREE_ROOT);
         if (root !== NO_PAGE) pending.push(Number(root));
       }
