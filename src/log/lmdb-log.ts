@@ -40,17 +40,19 @@ export class DataFileError extends Error {
 
 /**
  * Opens the data directory's environment; `readOnly` for a look that must change nothing
- * (`path-node verify`: every table a node of this build writes must exist already).
+ * (`path-node verify`: every table a node of this build writes must exist already); `checked`
+ * for a thread whose node checked the data file as it opened it first (checkDataFile, which may
+ * read every page in use of a file that ends before its last page).
  */
 export function openEnvironment(
   dataDir: string,
-  options: { readOnly?: boolean } = {},
+  options: { readOnly?: boolean; checked?: boolean } = {},
 ): LmdbEnvironment {
   // A directory that already exists is made private before this by `serve` and the commands
   // (privateDataDir in data-dir.ts, which can log it); here a missing one is made private.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
-  if (existsSync(path)) checkDataFile(path);
+  if (options.checked !== true && existsSync(path)) checkDataFile(path);
   const readOnly = options.readOnly ?? false;
   const root = open({
     path,

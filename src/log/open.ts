@@ -35,11 +35,12 @@ export async function openStore(
 }
 
 /**
- * A thread's own handle on the log (the actor workers and their recovery helpers); in cluster
- * mode a worker's appends are checked against what its instance holds.
+ * A thread's own handle on the log (the actor workers and their recovery helpers), opened after
+ * the node's main thread opened and checked the same file; in cluster mode a worker's appends are
+ * checked against what its instance holds.
  */
 export async function openThreadLog(place: Place, holding: Holding | null = null): Promise<Log> {
-  if (place.store === null) return new LmdbLog(openEnvironment(place.dataDir));
+  if (place.store === null) return new LmdbLog(openEnvironment(place.dataDir, { checked: true }));
   return PostgresLog.open(place.store, { holding });
 }
 
