@@ -9,6 +9,7 @@
 // /receipts/:reference/transitions`, signed and durable), on one out of memory and one just made.
 // Every read must answer 200 and every reversal 201. The target (issue 33): each p99 on the
 // passivated within 2 ms of the same on the ones in memory.
+import { setTimeout as pause } from 'node:timers/promises';
 import type { BenchConfig } from './config.js';
 import { metricOf } from './memory.js';
 import { createLocalCredential, removeDir, startNodeProcess, tempDir, type RunningServer } from './processes.js';
@@ -31,8 +32,6 @@ interface Timed {
   passivated: number[];
   active: number[];
 }
-
-const pause = (msToWait: number) => new Promise<void>((resolve) => { setTimeout(resolve, msToWait); });
 
 /** A signed GET (P5: the body hashed is empty); fails unless it answers 200. */
 async function signedGet(node: RunningServer, credential: ClientCredential, target: string, stamp: number): Promise<void> {

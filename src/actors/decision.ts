@@ -26,6 +26,7 @@ import { directoryRows } from '../domain/subject/directory-rows.js';
 import { journalRows } from '../domain/budget/journal-rows.js';
 import { usageRows } from '../domain/connection/usage-rows.js';
 import { encodeView, type View as StoredView } from '../reads/views.js';
+import { once } from '../once.js';
 import {
   errorBody,
   expiredRefusal,
@@ -74,25 +75,18 @@ export function readView(view: StoredView, now: number): ReadView {
   return { text: null, gone: error };
 }
 
-/** The checks of every decider's command inputs, compiled once. */
+/** The checks of every decider's command inputs, each compiled once, when first used. */
 export class CommandChecks {
-  private readonly schemas = new Map<string, CommandSchemas>();
-  /** Each command's check, compiled when its first command comes (a start compiles none). */
-  private readonly checks = new Map<string, TypeCheck<TSchema>>();
+  /** Each command's check, by aggregate and command, compiled when its first command comes. */
+  private readonly checks = new Map<string, () => TypeCheck<TSchema>>();
 
   constructor(deciders: readonly AnyDecider[]) {
-    for (const d of deciders) this.schemas.set(d.type, d.commands as CommandSchemas);
-  }
-
-  private checkOf(aggregate: string, name: string): TypeCheck<TSchema> | undefined {
-    const key = `${aggregate}.${name}`;
-    let check = this.checks.get(key);
-    if (check !== undefined) return check;
-    const commands = this.schemas.get(aggregate);
-    if (commands === undefined || !Object.hasOwn(commands, name)) return undefined;
-    check = TypeCompiler.Compile(commands[name]!);
-    this.checks.set(key, check);
-    return check;
+    for (const d of deciders)
+      for (const [name, schema] of Object.entries(d.commands as CommandSchemas))
+        this.checks.set(
+          `${d.type}.${name}`,
+          once(() => TypeCompiler.Compile(schema)),
+        );
   }
 
   /**
@@ -101,7 +95,7 @@ export class CommandChecks {
    * refused as internal, with the aggregate, command and field named for the log.
    */
   problem(routed: RoutedCommand): Refusal | null {
-    const check = this.checkOf(routed.aggregate, routed.command.name);
+    const check = this.checks.get(`${routed.aggregate}.${routed.command.name}`)?.();
     if (check === undefined)
       return refusal('path.core.not_found', `no such operation on ${routed.aggregate}`);
     if (check.Check(routed.command.input)) return null;

@@ -11,6 +11,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import Negotiator from 'negotiator';
 import { BROTLI_QUALITY, COMPRESSED_DOCUMENT_BYTES_MIN, GZIP_LEVEL } from '../config.js';
 import type { HttpReply, ReplyCache } from './reply.js';
+import { once } from '../once.js';
 
 /**
  * The Cache-Control of the cacheable answers: any cache may keep them, as they are identical for
@@ -91,12 +92,6 @@ export function cacheable(
     },
   };
   return { ...identity, cache: { ...identity.cache!, coded: codings } };
-}
-
-/** `make`'s value, made on the first call and kept. */
-function once<T>(make: () => T): () => T {
-  let made: { value: T } | null = null;
-  return () => (made ??= { value: make() }).value;
 }
 
 /** A public document (P4, P19) as the node serves it: JSON, cacheable, compressed once. */

@@ -4,15 +4,11 @@
 // A refusal says what was expected in words (P7): a closed set lists its allowed values, and a
 // string with a pattern carries a `description` that the message uses instead of the regex.
 import { Kind, Type, type TSchema, type Static } from '@sinclair/typebox';
-import {
-  TypeCompiler,
-  ValueErrorType,
-  type TypeCheck,
-  type ValueError,
-} from '@sinclair/typebox/compiler';
+import { TypeCompiler, ValueErrorType, type ValueError } from '@sinclair/typebox/compiler';
 import { DECIMAL_PATTERN } from './amounts.js';
 import { TEXT_LENGTH_MAX } from '../config.js';
 import { invalid, refusal, type Refusal } from './errors.js';
+import { once } from '../once.js';
 
 export const Text = (options: { maxLength?: number; minLength?: number } = {}) =>
   Type.String({
@@ -112,9 +108,9 @@ export interface Validator<T> {
  * compiles none of them, and each costs about a millisecond once, on its route's first request.
  */
 export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
-  let compiled: TypeCheck<S> | null = null;
+  const compiled = once(() => TypeCompiler.Compile(schema));
   return (value) => {
-    const check = (compiled ??= TypeCompiler.Compile(schema));
+    const check = compiled();
     if (check.Check(value)) return { ok: true, value: value as Static<S> };
     const first = check.Errors(value).First();
     if (first === undefined) return { ok: false, refusal: invalid('(body)', 'invalid request') };

@@ -10,6 +10,7 @@
 //   no_match:    anything else
 
 import { TITLES_BY_LANGUAGE } from './titles.js';
+import { once } from '../../once.js';
 
 export type NameResult = 'match' | 'close_match' | 'no_match';
 export type SubjectType = 'natural_person' | 'legal_entity';
@@ -179,19 +180,18 @@ export function nameWords(name: string): string[] {
  * Every title of TITLES_BY_LANGUAGE as nameWords reads it: one word each. Read when a name is
  * first compared, not when the module loads (a start of every thread would pay for it).
  */
-let courtesyTitles: ReadonlySet<string> | null = null;
-function courtesyTitlesRead(): ReadonlySet<string> {
-  courtesyTitles ??= new Set(
-    Object.values(TITLES_BY_LANGUAGE)
-      .flat()
-      .map((written) => {
-        const words = nameWords(written);
-        if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
-        return words[0]!;
-      }),
-  );
-  return courtesyTitles;
-}
+const courtesyTitlesRead = once(
+  (): ReadonlySet<string> =>
+    new Set(
+      Object.values(TITLES_BY_LANGUAGE)
+        .flat()
+        .map((written) => {
+          const words = nameWords(written);
+          if (words.length !== 1) throw new Error(`title '${written}' does not read as one word`);
+          return words[0]!;
+        }),
+    ),
+);
 
 /** Words of a name without the courtesy titles that lead it ("Dr", "Mme", "Herr"…). */
 export function untitledWords(name: string): string[] {
