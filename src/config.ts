@@ -312,6 +312,11 @@ export const DATABASE_RETRY_AFTER_SECONDS = 2;
  */
 export const DATABASE_CONNECT_TIMEOUT_MS = 5_000;
 export const DATABASE_QUERY_TIMEOUT_MS = 3_000;
+/**
+ * The slowest a database that still answers is taken to accept a commit's bytes: 1 MiB a second.
+ * A commit is given a millisecond past DATABASE_QUERY_TIMEOUT_MS for every this many of its bytes.
+ */
+export const DATABASE_SLOWEST_BYTES_PER_MS = 1_024;
 /** Idle time after which a connection's socket sends TCP keepalive probes. */
 export const DATABASE_KEEPALIVE_DELAY_MS = 1_000;
 /**

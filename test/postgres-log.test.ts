@@ -8,7 +8,9 @@ import { logContract } from '../src/log/log.contract.js';
 import type { Log } from '../src/log/log.js';
 import type { PostgresLog as PostgresLogType } from '../src/log/postgres-log.js';
 import type * as Schema from '../src/log/postgres-schema.js';
+import { DATABASE_QUERY_TIMEOUT_MS } from '../src/config.js';
 import { NodeStore } from '../src/store.js';
+import { waitFor } from './support/wait.js';
 import { freshDatabase, startPostgres } from './support/postgres.js';
 
 // The compiled modules: the log's reader thread is a file beside it (postgres-reader.js).
@@ -159,6 +161,35 @@ describe('PostgresLog (P22)', () => {
     // The log goes on: the next commit lands.
     await log.append([record(4, 1)], [view]);
     expect(log.get('views', 'v')?.toString()).toBe('view');
+  });
+
+  it('gives a commit time for its bytes: 8 MiB waiting 4.5 s on a lock commits', async () => {
+    const url = await freshDatabase(inject('postgresUrl'));
+    const log = await openLog(url);
+    // Another session holds the records table against writes for longer than a statement's
+    // bound, as a slow database takes long over a large commit.
+    const holder = sql(
+      url,
+      'begin; lock table records in exclusive mode; select pg_sleep(4.5); commit',
+    );
+    await waitFor(
+      'the lock taken',
+      async () => {
+        const held = await sql(
+          url,
+          "select 1 from pg_locks where mode = 'ExclusiveLock' and relation = 'records'::regclass",
+        );
+        return held.length === 1;
+      },
+      5_000,
+    );
+    const big = Buffer.alloc(8 * 1024 * 1024, 5);
+    const started = performance.now();
+    await log.append([record(1, 1)], [{ table: 'views', key: 'big', bytes: big }]);
+    expect(performance.now() - started).toBeGreaterThan(DATABASE_QUERY_TIMEOUT_MS);
+    await holder;
+    log.refresh();
+    expect(log.peek('views', 'big', (bytes) => Buffer.compare(bytes, big))).toBe(0);
   });
 
   it('P14: every append acknowledged before the database server crashed is there after its restart', async () => {

@@ -32,9 +32,11 @@ import { pack, unpack } from 'msgpackr';
 import type pg from 'pg';
 import {
   DATABASE_LISTENER_PING_MS,
+  DATABASE_QUERY_TIMEOUT_MS,
   DATABASE_READER_WAIT_MS,
   DATABASE_RETRY_BASE_MS,
   DATABASE_RETRY_MAX_MS,
+  DATABASE_SLOWEST_BYTES_PER_MS,
   NOTE_BYTES_MAX,
   READ_SNAPSHOT_HOLD_MS,
 } from '../config.js';
@@ -205,6 +207,19 @@ const joined = (parts: readonly Buffer[]): [Buffer, number[]] => [
   Buffer.concat(parts),
   parts.map((b) => b.length),
 ];
+
+/**
+ * A statement given DATABASE_QUERY_TIMEOUT_MS and a millisecond more for every
+ * DATABASE_SLOWEST_BYTES_PER_MS of its byte parameters: a commit carrying a large snapshot is
+ * not taken for a database that stopped answering, and a small one still is within seconds.
+ */
+function timedBySize(text: string, values: unknown[]): pg.QueryConfig {
+  let bytes = 0;
+  for (const value of values) if (Buffer.isBuffer(value)) bytes += value.length;
+  const timeout = DATABASE_QUERY_TIMEOUT_MS + Math.ceil(bytes / DATABASE_SLOWEST_BYTES_PER_MS);
+  // node-postgres reads query_timeout from a statement's config as from its client's.
+  return { text, values, query_timeout: timeout } as pg.QueryConfig;
+}
 
 const claimKey = (w: { table: string; key: string }) => `${w.table}\u0000${w.key}`;
 
@@ -436,7 +451,7 @@ export class PostgresLog implements Log {
       const call =
         'select path_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, ' +
         '$16, $17, $18, $19, $20, $21)';
-      await this.pool.query(call, [
+      const values = [
         fence?.holder ?? null,
         fenced,
         fenced.map((p) => String(fence!.epochs[p])),
@@ -455,7 +470,8 @@ export class PostgresLog implements Log {
         del.tables,
         del.keys,
         notesOf(batch.flatMap((p) => p.writes)),
-      ]);
+      ];
+      await this.pool.query(timedBySize(call, values));
     } catch (error) {
       const refused = commitError(error);
       // A refusal the database made (fenced, not following on, a claim taken) says it answers.
