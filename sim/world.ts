@@ -54,6 +54,8 @@ export const SIM_LIMITS: Limits = {
   // and reads find theirs out of memory, to be brought back from its row.
   aggregate_idle_ms: 2_000,
   aggregates_in_memory_max: 8,
+  // A subject with more than a few identifiers and addresses stays in memory, its row stopped.
+  state_row_bytes_max: 1_650,
 };
 
 /** An instance's clock: the world's, skewed; its timers die with its incarnation. */
@@ -184,8 +186,12 @@ export class SimInstance {
       released,
       turnClock: () => (turns++ * WARM_TURN_MS) / 8,
       // A process killed meanwhile is gone: what its leftovers run into is nobody's.
+      // A fatal error ends the node's process: the shard stops with it (a start waiting on a
+      // fold that failed so ends, refused, rather than waiting for ever).
       onFatal: (error) => {
-        if (this.incarnation === incarnation && !this.log.dead) this.fatal.push(error);
+        if (this.incarnation !== incarnation || this.log.dead) return;
+        this.fatal.push(error);
+        this.shard.stop();
       },
     });
     try {

@@ -73,6 +73,12 @@ export interface Limits {
   aggregates_in_memory_max: number;
   /** How often each worker looks for aggregates to let go of (idle, or over the budget). */
   passivation_sweep_interval_ms: number;
+  /**
+   * The largest `states` row an aggregate is kept as (its state encoded). A subject or a
+   * connection whose children grow past it stays in memory for good instead, so that no command
+   * writes more than this for the state of what it changed (issue 15's cost kept).
+   */
+  state_row_bytes_max: number;
 }
 
 export interface Config {
@@ -455,6 +461,7 @@ export const DEFAULT_LIMITS: Limits = {
   aggregate_idle_ms: 60_000,
   aggregates_in_memory_max: 1_000_000,
   passivation_sweep_interval_ms: 1_000,
+  state_row_bytes_max: 16_384,
 };
 
 export class ConfigError extends Error {

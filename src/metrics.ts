@@ -35,6 +35,32 @@ export const LATENCY_BUCKETS = [
 ]; // tidy: format (histogram buckets in seconds)
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256]; // tidy: format (commands per commit)
 
+/** The workers' residency figures shown as gauges (issue 33): name, help, figure. */
+const RESIDENCY_GAUGES = [
+  ['path_aggregates_in_memory', 'Aggregates whose state the workers hold in memory.', 'aggregates'],
+  [
+    'path_aggregates_pinned',
+    'Of those, the ones kept in memory for good: their state is past state_row_bytes_max.',
+    'pinned',
+  ],
+  ['path_workers_heap_used_bytes', "The workers' JavaScript heaps in use.", 'heapUsed'],
+  ['path_workers_heap_total_bytes', "The workers' heaps, as held from the system.", 'heapTotal'],
+] as const;
+
+/** And those shown as counters since the start. */
+const RESIDENCY_COUNTERS = [
+  [
+    'path_aggregate_activations_total',
+    'Aggregates brought back into memory from their stored state since the start.',
+    'activations',
+  ],
+  [
+    'path_aggregate_passivations_total',
+    'Aggregates let go of from memory (idle, or past the budget) since the start.',
+    'passivations',
+  ],
+] as const;
+
 export class Metrics {
   readonly registry = new Registry();
   private sources: MetricSources | null = null;
@@ -146,19 +172,7 @@ export class Metrics {
         'the least recently used that may leave memory do.',
       (s) => s.aggregatesInMemoryMax,
     );
-    for (const [name, help, figure] of [
-      [
-        'path_aggregates_in_memory',
-        'Aggregates whose state the workers hold in memory.',
-        'aggregates',
-      ],
-      ['path_workers_heap_used_bytes', "The workers' JavaScript heaps in use.", 'heapUsed'],
-      [
-        'path_workers_heap_total_bytes',
-        "The workers' heaps, as held from the system.",
-        'heapTotal',
-      ],
-    ] as const)
+    for (const [name, help, figure] of RESIDENCY_GAUGES)
       new Gauge({
         name,
         help,
@@ -168,18 +182,7 @@ export class Metrics {
           if (now !== null) this.set(now[figure]);
         },
       });
-    for (const [name, help, figure] of [
-      [
-        'path_aggregate_activations_total',
-        'Aggregates brought back into memory from their stored state since the start.',
-        'activations',
-      ],
-      [
-        'path_aggregate_passivations_total',
-        'Aggregates let go of from memory (idle, or past the budget) since the start.',
-        'passivations',
-      ],
-    ] as const)
+    for (const [name, help, figure] of RESIDENCY_COUNTERS)
       new Counter({
         name,
         help,

@@ -1,9 +1,10 @@
 // Issue 33: aggregates leave memory when idle and come back from their `states` rows, over the
 // real server and real LMDB. A node whose aggregates leave memory 300 ms after their last
-// command: a receipt, a request, a checkout session and a member's allowance out of memory answer
-// as they did in memory (the same bytes), keep the idempotency of their creation and their
-// ceilings, and a session's expiry fires while it is out of memory; after a restart nothing of
-// them is folded into memory until asked for, and each answers the same.
+// command: a receipt, a request, a checkout session, a member's allowance, a subject and a
+// connection out of memory answer as they did in memory (the same bytes), keep the idempotency
+// of their creation and their ceilings, and a session's expiry fires while it is out of memory;
+// after a restart nothing of them is folded into memory until asked for, and each answers the
+// same. A subject grown past state_row_bytes_max stays in memory, across a kill -9 too.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -27,12 +28,16 @@ const ENV = {
   PATH_LIMIT_PASSIVATION_SWEEP_INTERVAL_MS: '50',
   PATH_LIMIT_PAYEE_CHECK_DAILY_MAX: '2',
   PATH_LIMIT_INSTRUCTION_LIFETIME_MS: '2500',
+  PATH_LIMIT_PAYEE_CHECK_NAMES_PER_DAY_MAX: '1',
+  PATH_LIMIT_STATE_ROW_BYTES_MAX: '4096',
 };
+const inHours = (h: number) => new Date(Date.now() + h * 3_600_000).toISOString();
 
 let dataDir: string;
 let node: NodeProcess;
 let local: Client;
 let beta: Client;
+let gamma: Client;
 let publicKey: string;
 const merchant = new Receiver();
 
@@ -46,9 +51,11 @@ beforeAll(async () => {
   dataDir = tempDir('path-passivation');
   const own = createCredential(dataDir, 'local', { local: true });
   const b = createCredential(dataDir, 'beta', { local: false });
+  const g = createCredential(dataDir, 'gamma', { local: false });
   await start();
   local = new Client(node.baseUrl, own);
   beta = new Client(node.baseUrl, b);
+  gamma = new Client(node.baseUrl, g);
 });
 
 afterAll(async () => {
@@ -63,6 +70,7 @@ async function residency() {
   const figure = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
   return {
     inMemory: figure('path_aggregates_in_memory'),
+    pinned: figure('path_aggregates_pinned'),
     activations: figure('path_aggregate_activations_total'),
     passivations: figure('path_aggregate_passivations_total'),
     budget: figure('path_aggregates_in_memory_max'),
@@ -91,12 +99,19 @@ async function newSession(extra: Record<string, unknown> = {}) {
   return session.json as { id: string; reference: string; expires_at: string };
 }
 
-/** A subject with an address taking EUR on the book rail and a payee record: the address. */
-async function newPayee(): Promise<{ id: string; address: string }> {
-  const subject = await local.post('/subjects', { subject_type: 'natural_person' });
-  expect(subject.status, subject.text).toBe(201);
+/**
+ * A subject (`of`, else a new one) with an address taking EUR on the book rail and a payee record:
+ * the address.
+ */
+async function newPayee(of?: string): Promise<{ id: string; address: string }> {
+  let subject = of;
+  if (subject === undefined) {
+    const made = await local.post('/subjects', { subject_type: 'natural_person' });
+    expect(made.status, made.text).toBe(201);
+    subject = made.json.id as string;
+  }
   const address = await local.post('/addresses', {
-    subject_id: subject.json.id,
+    subject_id: subject,
     profile: 'directory',
     discoverability: 'network',
   });
@@ -112,12 +127,18 @@ async function newPayee(): Promise<{ id: string; address: string }> {
     body: { accepts: [EUR] },
   });
   expect(intent.status, intent.text).toBe(200);
-  const record = await local.request('PUT', `/subjects/${subject.json.id}/payee-record`, {
+  const record = await local.request('PUT', `/subjects/${subject}/payee-record`, {
     body: { registered_name: 'Anna Maria Rossi', payee_check: 'enabled' },
   });
   expect(record.status, record.text).toBe(200);
   return address.json as { id: string; address: string };
 }
+
+/** A signed answer without what its signing at read time adds. */
+const unsigned = ({ signed_at, signature, ...rest }: Record<string, unknown>) => {
+  expect([typeof signed_at, typeof signature]).toEqual(['string', 'string']);
+  return rest;
+};
 
 const expiredEvent = (reference: string) =>
   merchant.deliveries.find(
@@ -206,6 +227,7 @@ describe('aggregates out of memory (issue 33)', () => {
     await start();
     local = new Client(node.baseUrl, local.credential!);
     beta = new Client(node.baseUrl, beta.credential!);
+    gamma = new Client(node.baseUrl, gamma.credential!);
     await waitFor(
       'ready',
       async () => (await fetch(`http://127.0.0.1:${node.adminPort}/readyz`)).ok,
@@ -253,8 +275,6 @@ describe('aggregates out of memory (issue 33)', () => {
 
   it("an instruction's expiry wakes it out of memory", async () => {
     const address = await newPayee();
-    // Subjects stay in memory: those held now, and no more, once the instruction has gone.
-    const subjects = (await residency()).inMemory;
     const request = await local.post('/requests', { accepts: [EUR], address_id: address.id });
     expect(request.status, request.text).toBe(201);
     const issued = await new Client(node.baseUrl).post('/instructions', {
@@ -263,10 +283,7 @@ describe('aggregates out of memory (issue 33)', () => {
     });
     expect(issued.status, issued.text).toBe(201);
     // Out of memory well before its expiry.
-    const out = await waitFor('the instruction to leave memory', async () => {
-      const now = await residency();
-      return now.inMemory <= subjects && now;
-    });
+    const out = await heldAtMost(0);
     expect(Date.parse(issued.json.expires_at)).toBeGreaterThan(Date.now());
     // Its deadline, from its row, brings it back with no command asked of it.
     await waitFor('the expiry to bring it back', async () => {
@@ -277,5 +294,149 @@ describe('aggregates out of memory (issue 33)', () => {
     const revoke = await local.post(`/instructions/${issued.json.reference}/revoke`);
     expect(revoke.status, revoke.text).toBe(410);
     expect(revoke.json.error.code).toBe('path.instruction.expired');
+  });
+  it('a subject and a connection out of memory answer as in memory, keep their idempotency and refuse past their ceilings', async () => {
+    const before = await residency();
+    const created = await local.post(
+      '/subjects',
+      { subject_type: 'legal_entity' },
+      { idempotencyKey: 'passivated-subject' },
+    );
+    expect(created.status, created.text).toBe(201);
+    const subject = created.json.id as string;
+    const address = await newPayee(subject);
+    const listed = await local.get(`/addresses?subject_id=${subject}`);
+    expect(listed.status, listed.text).toBe(200);
+    const terms = {
+      grantee: 'beta',
+      subject_id: subject,
+      capabilities: { payment_request: true },
+      mode: 'persistent_consent',
+      max_single: '10',
+      max_total: '25',
+      currency: 'EUR',
+      expires_at: inHours(2),
+    };
+    const connection = await local.post('/connect/connections', terms, {
+      idempotencyKey: 'passivated-connection',
+    });
+    expect(connection.status, connection.text).toBe(201);
+    const reference = connection.json.reference as string;
+    const read = await local.get(`/connect/connections/${reference}`);
+    expect(read.status, read.text).toBe(200);
+    await heldAtMost(0);
+    // Read through their aggregates, brought back from their rows: the same bytes (a
+    // connection's answer is signed as it is read, with the time of reading).
+    expect((await local.get(`/addresses?subject_id=${subject}`)).text).toBe(listed.text);
+    const again = await local.get(`/connect/connections/${reference}`);
+    expect(verifiesWith(again.json, publicKey)).toBe(true);
+    expect(unsigned(again.json)).toEqual(unsigned(read.json));
+    expect((await residency()).activations).toBeGreaterThanOrEqual(before.activations + 2);
+    // Their creations retried with their keys: the stored answers, byte for byte.
+    for (const [path, body, key, first] of [
+      ['/subjects', { subject_type: 'legal_entity' }, 'passivated-subject', created],
+      ['/connect/connections', terms, 'passivated-connection', connection],
+    ] as const) {
+      await heldAtMost(0);
+      const retried = await local.post(path, body, { idempotencyKey: key });
+      expect(retried.text).toBe(first.text);
+      expect(retried.headers.get('path-idempotent-replayed')).toBe('true');
+    }
+    // The connection's total, charged with it out of memory between every two charges.
+    const consume = (amount: string) =>
+      beta.post(`/connect/connections/${reference}/consume`, {
+        capability: 'payment_request',
+        amount,
+        currency: 'EUR',
+        operation_ref: `op-${randomBytes(6).toString('hex')}`,
+      });
+    for (const amount of ['10', '10']) {
+      await heldAtMost(0);
+      const charged = await consume(amount);
+      expect(charged.status, charged.text).toBe(200);
+    }
+    await heldAtMost(0);
+    const over = await consume('10');
+    expect(over.status, over.text).toBe(403);
+    expect(over.json.error.code).toBe('path.connect.delegation_limit_reached');
+    await heldAtMost(0);
+    expect((await consume('5')).status).toBe(200);
+    await heldAtMost(0);
+    expect((await consume('0.01')).status).toBe(403);
+    // The subject's own allowance (P12): one distinct name a day for a requester and address,
+    // its count kept while the subject is out of memory.
+    const verify = (name: string) =>
+      gamma.post('/payee-check', {
+        nonce: `n-${randomBytes(8).toString('hex')}`,
+        key: address.address,
+        mode: 'verify',
+        name,
+      });
+    const first = await verify('Anna Maria Rossi');
+    expect(first.status, first.text).toBe(200);
+    await heldAtMost(0);
+    const second = await verify('Someone Else');
+    expect(second.status, second.text).toBe(429);
+    expect(second.json.error.code).toBe('path.finder.budget_exhausted');
+    expect(second.json.error.message).toMatch(/different names/);
+  });
+
+  it('a subject grown past state_row_bytes_max stays in memory; after a kill -9 it answers the same and goes on', async () => {
+    const subject = await local.post('/subjects', { subject_type: 'natural_person' });
+    expect(subject.status, subject.text).toBe(201);
+    const id = subject.json.id as string;
+    const addresses: string[] = [];
+    const grow = async (from: number, to: number) => {
+      for (let n = from; n < to; n++) {
+        const added = await local.post('/identifiers', {
+          subject_id: id,
+          identifier_type: 'email',
+          identifier: `grown${n}@passivation.example`,
+          discoverability: 'network',
+        });
+        expect(added.status, added.text).toBe(201);
+        if (n % 10 === 0) {
+          const address = await local.post('/addresses', {
+            subject_id: id,
+            profile: 'directory',
+            discoverability: 'network',
+          });
+          expect(address.status, address.text).toBe(201);
+          addresses.push(address.json.id as string);
+        }
+      }
+    };
+    // Out of memory between the first commits, while its row is within the bound.
+    await grow(0, 3);
+    await heldAtMost(0);
+    await grow(3, 40);
+    // Past 4 KiB: every other aggregate leaves memory, it stays.
+    const held = await heldAtMost(1);
+    expect(held).toMatchObject({ inMemory: 1, pinned: 1 });
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
+    expect(await residency()).toMatchObject({ inMemory: 1, pinned: 1 });
+    const listed = await local.get(`/addresses?subject_id=${id}`);
+    expect(listed.json.addresses.map((a: { id: string }) => a.id)).toEqual(addresses);
+    // A kill -9: the start folds it back into memory (its row stopped), and nothing else.
+    await node.kill9();
+    await start();
+    local = new Client(node.baseUrl, local.credential!);
+    beta = new Client(node.baseUrl, beta.credential!);
+    const recovered = await node.line('recovered');
+    expect(recovered.recovery.aggregates).toBe(1);
+    expect(await residency()).toMatchObject({ inMemory: 1, pinned: 1 });
+    expect((await local.get(`/addresses?subject_id=${id}`)).text).toBe(listed.text);
+    await grow(40, 42);
+    const found = await beta.post('/sonar/lookup/batch', {
+      items: Array.from({ length: 42 }, (_, n) => ({
+        identifier_type: 'email',
+        identifier: `grown${n}@passivation.example`,
+      })),
+    });
+    expect(found.status, found.text).toBe(200);
+    expect(found.json.results.every((r: { found: boolean }) => r.found)).toBe(true);
+    expect((await local.get(`/addresses?subject_id=${id}`)).json.addresses).toHaveLength(
+      addresses.length,
+    );
   });
 });

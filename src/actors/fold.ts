@@ -17,6 +17,7 @@ import {
   type SnapshotPosition,
 } from './snapshot.js';
 import { Chain, headOf, LOG_START, type ChainFault } from './chain.js';
+import { planted } from './planted.js';
 
 export { damagedRecordMessage } from './chain.js';
 
@@ -35,6 +36,12 @@ export interface LogRecord {
    * that does not hold the aggregate already leaves it there, to be read when it is needed.
    */
   w?: 1;
+  /**
+   * The aggregate's state before this record's events, on the first record after its `states`
+   * row stopped being written (an aggregate grown past `state_row_bytes_max`): a fold that does
+   * not hold it (it passed over the records its row held) takes it up from here.
+   */
+  s?: unknown;
 }
 
 /** What a fold keeps of one aggregate: a shard's slot, or a helper's plain holder. */
@@ -301,6 +308,9 @@ function replay<H extends Held>(
     // The decider's own type string: one for all its aggregates, not one per record.
     slot = into.hold(decider.type, null);
     into.held.set(record.k, slot);
+    // A replay of everything folds it from its first record instead, and so checks this.
+    if (record.s !== undefined && into.everything !== true && !planted('ignore-state-before'))
+      slot.state = record.s;
   }
   for (const event of record.e) slot.state = decider.evolve(slot.state, event);
   slot.rowed = record.w === 1;

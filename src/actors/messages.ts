@@ -44,6 +44,8 @@ export type ToWorker =
 /** What the workers hold in memory, and how it came and went (issue 33). */
 export interface Residency {
   aggregates: number;
+  /** Of those, the ones kept in memory for good: state past state_row_bytes_max. */
+  pinned: number;
   activations: number;
   passivations: number;
   /** The workers' JavaScript heaps: in use, and held from the system (V8's own figures). */

@@ -26,8 +26,16 @@ export type Plant =
   | 'keep-old-deadline-row'
   /** Issue 33: a commit writes the aggregate's state row as it was before the commit. */
   | 'stale-state-row'
-  /** Issue 33: the sweep lets go of aggregates whose state no row holds (a connection). */
-  | 'passivate-unrowed';
+  /**
+   * Issue 33: the sweep lets go of aggregates whose state no row holds (one folded from a
+   * snapshot before its next commit, or one past state_row_bytes_max).
+   */
+  | 'passivate-unrowed'
+  /**
+   * Issue 33: a fold ignores the state a record carries where its aggregate's row stopped
+   * (`s`, an aggregate grown past state_row_bytes_max), and folds it from nothing instead.
+   */
+  | 'ignore-state-before';
 
 export const PLANTS: readonly Plant[] = [
   'skip-held-check',
@@ -38,6 +46,7 @@ export const PLANTS: readonly Plant[] = [
   'keep-old-deadline-row',
   'stale-state-row',
   'passivate-unrowed',
+  'ignore-state-before',
 ];
 
 let current: Plant | null = null;

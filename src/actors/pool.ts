@@ -198,6 +198,7 @@ export class ShardPool {
     );
     const total: Residency = {
       aggregates: 0,
+      pinned: 0,
       activations: 0,
       passivations: 0,
       heapUsed: 0,
@@ -359,6 +360,7 @@ export class ShardPool {
       case 'counted':
         this.settle(m.id)?.resolve({
           aggregates: m.aggregates,
+          pinned: m.pinned,
           activations: m.activations,
           passivations: m.passivations,
           heapUsed: m.heapUsed,

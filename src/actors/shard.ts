@@ -16,7 +16,7 @@ import type { Clock, Timer } from '../clock.js';
 import { refusal, type Refusal } from '../protocol/errors.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { ReferencePrefix } from '../protocol/ids.js';
-import { DamagedRowError, frameRecord, recordCheck } from '../log/record.js';
+import { DamagedRowError, frameRecord, holdsMoreValuesThan, recordCheck } from '../log/record.js';
 import { deadlineRows, headRows, stateRows, type StateRow } from '../reads/rows.js';
 import {
   ClaimTakenError,
@@ -161,9 +161,22 @@ interface Slot {
    * folded from a snapshot and no record of it since).
    */
   rowed: boolean;
+  /**
+   * Its state has grown past `state_row_bytes_max` (a subject's or a connection's children): it
+   * stays in memory for good, and its row is no longer written (the next commit says so).
+   */
+  pinned: boolean;
   /** When a command last came for it, on the shard's clock: the least recent leave first. */
   used: number;
 }
+
+/**
+ * What a batch's commit does for its aggregate's `states` row (issue 33): nothing (a kind that
+ * keeps none, or one pinned in memory); `write` it, the records marked `w: 1`; or `stop` writing
+ * it: the row is deleted and the first record carries the state before it (`s`), for a fold
+ * that passed over the records the row held.
+ */
+type Rowing = 'none' | 'write' | 'stop';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -174,6 +187,7 @@ const slotOf = (type: string, state: unknown, rowed: boolean, used: number): Slo
   queue: [],
   busy: false,
   rowed,
+  pinned: false,
   used,
 });
 
@@ -199,6 +213,14 @@ export class Shard {
   aggregatesInMemory(): number {
     let count = 0;
     for (const held of this.slots.values()) count += held.size;
+    return count;
+  }
+
+  /** Those of them kept in memory for good, their state past state_row_bytes_max (issue 33). */
+  aggregatesPinned(): number {
+    let count = 0;
+    for (const held of this.slots.values())
+      for (const slot of held.values()) if (slot.pinned) count++;
     return count;
   }
 
@@ -414,7 +436,10 @@ export class Shard {
     // The deadlines of its aggregates out of memory from their rows; those in memory from their
     // states (of one folded from a snapshot written before the rows were, the state alone).
     this.scheduleRows(p);
-    for (const [key, slot] of slots) this.scheduleFor(key, slot);
+    for (const [key, slot] of slots) {
+      this.scheduleFor(key, slot);
+      this.measure(key, slot);
+    }
     // Those folded from records that wrote their rows may leave memory again.
     this.armSweep();
     const stats = this.recovered;
@@ -817,8 +842,9 @@ export class Shard {
     const writes: TableWrite[] = [];
     const draft = { state: slot.state, type: slot.type };
     const before = { seq: this.seq.get(p)!, check: this.lastCheck.get(p)! };
+    const rowing = this.rowing(key, slot);
     try {
-      this.decideAll(key, p, { draft, commands, results, entries, writes });
+      this.decideAll(key, p, { draft, commands, results, entries, writes, rowing, slot });
     } catch (error) {
       // Nothing was appended: the partition's next record takes the seq it would have taken.
       this.seq.set(p, before.seq);
@@ -835,12 +861,15 @@ export class Shard {
     // So is the aggregate's deadline where the batch set, moved or cleared it (issue 33), and
     // its state whole, where it may leave memory: what it comes back from.
     writes.push(...this.deadlineMoved(key, p, slot, draft));
-    const rowed = this.deciders.get(draft.type)?.passivates === true;
-    if (rowed) {
+    let pin = false;
+    if (rowing === 'write') {
       const q = entries[entries.length - 1]!.seq;
       const state = planted('stale-state-row') && slot.state !== null ? slot.state : draft.state;
-      writes.push(stateRows.write(key, { a: draft.type, q, s: state }));
-    }
+      const row = stateRows.write(key, { a: draft.type, q, s: state });
+      writes.push(row);
+      pin = row.bytes!.length > this.options.limits.state_row_bytes_max;
+    } else if (rowing === 'stop') writes.push({ table: 'states', key, bytes: null });
+    const rowed = rowing === 'write';
     const appending = performance.now();
     if (planted('evolve-before-commit')) {
       slot.type = draft.type;
@@ -859,6 +888,8 @@ export class Shard {
     slot.type = draft.type;
     slot.state = draft.state;
     slot.rowed = rowed;
+    // Past the bound: the next commit stops the row (this one's row holds its state exactly).
+    if (pin) slot.pinned = true;
     if (rowed) this.armSweep();
     this.adopted.set(p, entries[entries.length - 1]!.seq);
     this.adoptedCheck.set(p, check);
@@ -913,9 +944,11 @@ export class Shard {
       results: CommandResult[];
       entries: LogEntry[];
       writes: TableWrite[];
+      rowing: Rowing;
+      slot: Slot;
     },
   ): void {
-    const { draft, commands, results, entries, writes } = batch;
+    const { draft, commands, results, entries, writes, rowing } = batch;
     const claimed = new Set<string>();
     for (const routed of commands) {
       // A command that reads committed views, once an earlier one of the batch has changed the
@@ -940,7 +973,13 @@ export class Shard {
         continue;
       }
       const seq = this.seq.get(p)! + 1;
-      const bytes = frameRecord(outcome.record, this.lastCheck.get(p)!);
+      const record: LogRecord =
+        rowing === 'write'
+          ? { ...outcome.record, w: 1 }
+          : rowing === 'stop' && entries.length === 0
+            ? { ...outcome.record, s: batch.slot.state }
+            : outcome.record;
+      const bytes = frameRecord(record, this.lastCheck.get(p)!);
       this.seq.set(p, seq);
       this.lastCheck.set(p, recordCheck(bytes));
       entries.push({ partition: p, seq, bytes });
@@ -1021,7 +1060,7 @@ export class Shard {
     });
     return {
       kind: 'committed',
-      record: recordOf(decider, key, decision.events, now),
+      record: { a: decider.type, k: key, e: decision.events, t: now },
       writes,
       result: {
         reply,
@@ -1138,8 +1177,38 @@ export class Shard {
 
   /** An aggregate's `states` row, read and checked (a damaged one throws DamagedRowError). */
   private storedState(key: string): StateRow | undefined {
+    return this.storedRow(key)?.row;
+  }
+
+  /** The row, and whether it is past `state_row_bytes_max` (its next commit stops it). */
+  private storedRow(key: string): { row: StateRow; past: boolean } | undefined {
     const bytes = this.options.log.get('states', key);
-    return bytes === undefined ? undefined : stateRows.read(key, bytes);
+    if (bytes === undefined) return undefined;
+    const past = bytes.length > this.options.limits.state_row_bytes_max;
+    return { row: stateRows.read(key, bytes), past };
+  }
+
+  /** What the next batch of `slot` does for its row. */
+  private rowing(key: string, slot: Slot): Rowing {
+    if (this.deciders.get(slot.type)?.passivates !== true) return 'none';
+    this.measure(key, slot);
+    if (slot.pinned) return slot.rowed ? 'stop' : 'none';
+    return 'write';
+  }
+
+  /**
+   * Pins one that keeps rows but that its row does not hold (folded from a snapshot, or from
+   * records that wrote none) when its state is past the bound; one within it has its row
+   * written from its next commit on.
+   */
+  private measure(key: string, slot: Slot): void {
+    if (slot.rowed || slot.pinned || slot.state === null) return;
+    if (this.deciders.get(slot.type)?.passivates !== true) return;
+    const max = this.options.limits.state_row_bytes_max;
+    // Each value it holds takes a byte at least: one with more is past without being encoded.
+    slot.pinned =
+      holdsMoreValuesThan(slot.state, max) ||
+      stateRows.write(key, { a: slot.type, q: 0, s: slot.state }).bytes!.length > max;
   }
 
   /**
@@ -1150,11 +1219,13 @@ export class Shard {
     const used = this.options.clock.now();
     const fresh = slotOf(type, null, false, used);
     if (this.deciders.get(type)?.passivates !== true) return fresh;
-    const row = this.storedState(key);
-    if (row === undefined) return fresh;
+    const stored = this.storedRow(key);
+    if (stored === undefined) return fresh;
     this.residency.activations++;
     this.armSweep();
-    return slotOf(row.a, row.s, true, used);
+    const slot = slotOf(stored.row.a, stored.row.s, true, used);
+    slot.pinned = stored.past;
+    return slot;
   }
 
   /**
@@ -1303,13 +1374,6 @@ export class Shard {
     this.snapshotting.set(p, written);
     return written;
   }
-}
-
-/** The record of one command's events (fold.ts, LogRecord). */
-function recordOf(decider: AnyDecider, key: string, events: unknown[], now: number): LogRecord {
-  // Its commit writes the state as the aggregate's row (executeBatch; issue 33).
-  if (decider.passivates === true) return { a: decider.type, k: key, e: events, t: now, w: 1 };
-  return { a: decider.type, k: key, e: events, t: now };
 }
 
 /**

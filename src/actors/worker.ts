@@ -96,6 +96,7 @@ function received(message: ToWorker): void {
         t: 'counted',
         id: message.id,
         aggregates: shard.aggregatesInMemory(),
+        pinned: shard.aggregatesPinned(),
         ...shard.residency,
         heapUsed: heap.used_heap_size,
         heapTotal: heap.total_heap_size,

@@ -165,9 +165,11 @@ export interface Decider<S, C extends CommandSchemas, E> {
   /** When the aggregate next needs a `tick` command, if ever. */
   deadline?(state: S): number | null;
   /**
-   * Its state stays small whatever happens to it (no growing children): each commit writes it
-   * whole as the aggregate's `states` row, so that it may leave memory when idle and come back
-   * from that row (issue 33). Absent: the aggregate stays in memory while its partition is held.
+   * Each commit writes its state whole as the aggregate's `states` row, so that it may leave
+   * memory when idle and come back from that row (issue 33). One whose children grow (a
+   * subject's, a connection's) past `state_row_bytes_max` stops writing it and stays in memory,
+   * so that a command never writes more than that for its state. Absent: the aggregate stays in
+   * memory while its partition is held.
    */
   passivates?: true;
 }

@@ -10,6 +10,7 @@ import {
   ChecksumError,
   frame,
   frameRecord,
+  holdsMoreValuesThan,
   openRecord,
   recordCheck,
   unframe,
@@ -108,5 +109,23 @@ describe('log records link to the one before (issue 28)', () => {
       damaged[at] = damaged[at]! ^ 1;
       expect(() => openRecord(damaged)).toThrow(ChecksumError);
     }
+  });
+});
+
+describe('a state measured against the bound of its row (issue 33)', () => {
+  it('counts the values it holds, all the way down, and frames to more bytes than that', () => {
+    const entry = (n: number) => ({ id: `e${n}`, at: n, tags: [n, n + 1] });
+    const state = {
+      id: 's',
+      children: OrderedMap([1, 2, 3].map((n) => [`k${n}`, entry(n)] as [string, unknown])),
+    };
+    // id, children; three entries; each with id, at, tags; each tags with two numbers.
+    const values = 2 + 3 + 3 * 3 + 3 * 2;
+    expect(holdsMoreValuesThan(state, values - 1)).toBe(true);
+    expect(holdsMoreValuesThan(state, values)).toBe(false);
+    expect(frame(state).length).toBeGreaterThan(values);
+    // A state of many children is found past a small bound without a look at most of them.
+    const many = { children: OrderedMap(Array.from({ length: 100_000 }, (_, n) => [`k${n}`, n])) };
+    expect(holdsMoreValuesThan(many, 16_384)).toBe(true);
   });
 });

@@ -168,3 +168,23 @@ export function unframeRow<T>(table: string, key: string, bytes: Uint8Array): T 
     throw error;
   }
 }
+
+/**
+ * Whether `value` holds more than `max` values (its fields, its children's, all the way down),
+ * counted no further than that. Framed, each takes a byte at least: a value that holds more
+ * than `max` frames to more than `max` bytes, found so without framing it.
+ */
+export function holdsMoreValuesThan(value: unknown, max: number): boolean {
+  const budget = { left: max };
+  const past = (held: unknown): boolean => {
+    if (held === null || typeof held !== 'object') return false;
+    const inner: Iterable<unknown> = OrderedMap.isOrderedMap(held)
+      ? (held as OrderedMap<string, unknown>).values()
+      : Array.isArray(held)
+        ? held
+        : Object.values(held);
+    for (const each of inner) if (--budget.left < 0 || past(each)) return true;
+    return false;
+  };
+  return past(value);
+}

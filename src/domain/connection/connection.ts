@@ -45,6 +45,8 @@ const forbidden = (message = 'not a party to this connection') =>
 
 export const connectionDecider: Decider<ConnectionState, Commands, ConnectionEvent> = {
   type: 'connection',
+  // Its delegations grow: past state_row_bytes_max it stays in memory (shard.ts).
+  passivates: true,
   prefix: 'con',
   commands: connectionCommands,
 

@@ -111,6 +111,8 @@ type Command = CommandOf<SubjectCommands>;
 
 export const subjectDecider: Decider<SubjectState, SubjectCommands, SubjectEvent> = {
   type: 'subject',
+  // Its identifiers and addresses grow: past state_row_bytes_max it stays in memory (shard.ts).
+  passivates: true,
   prefix: 'sub',
   commands: subjectCommands,
   evolve: evolveSubject,
