@@ -102,8 +102,10 @@ async function threeInstances(
     beta: createCredential(cliDir, 'beta', { local: false, store }),
     gamma: createCredential(cliDir, 'gamma', { local: false, store }),
   };
-  const instances: Instance[] = [];
-  for (let i = 0; i < 3; i++) instances.push(await instance(store, creds, args, env, owned));
+  // Started together, as a deployment's instances are: the partitions are shared out below.
+  const instances = await Promise.all(
+    [0, 1, 2].map(() => instance(store, creds, args, env, owned)),
+  );
   const db = new pg.Client({ connectionString: store });
   await db.connect();
   const owners = async () => {

@@ -16,6 +16,7 @@ import {
   CLI, Client, PREFIX, removeDir, runCli, signRequest, startNode, startWithThreeMembers, tempDir,
   type Answer, type Credential, type NodeProcess, type ThreeMembers,
 } from './support/harness.js';
+import { publicKeyFault } from '../src/protocol/signing.js';
 import { verifiesWith } from './support/verify.js';
 import { waitFor } from './support/wait.js';
 
@@ -113,14 +114,21 @@ describe('item 7, P1: small-order public keys are refused when added', () => {
   const addClient = (client: string, key: string) => ['external-clients', 'add',
     '--data-dir', dataDir, '--client', client, '--public-key', key, '--registries', 'eu.epc.vop'];
 
-  it.each(weak)('credentials add %s: exit 2, a message naming the reason', (key) => {
+  // Each is refused by the check both commands make before they store a key (store.ts); each
+  // command is run on one of each kind below.
+  it.each(weak)('%s is refused where a key is added (publicKeyFault)', (key) => {
+    expect(publicKeyFault(key)).toBe('weak');
+  });
+
+  const eachKind = [small[0]!, NON_CANONICAL_SMALL_ORDER[0]!];
+  it.each(eachKind)('credentials add %s: exit 2, a message naming the reason', (key) => {
     const r = cli(addCredential('weak', key));
     expect(r.status, r.stdout + r.stderr).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('small-order or non-canonical Ed25519 point');
   });
 
-  it.each(weak)('external-clients add %s: exit 2, refused too', (key) => {
+  it.each(eachKind)('external-clients add %s: exit 2, refused too', (key) => {
     const r = cli(addClient('weak', key));
     expect(r.status, r.stdout + r.stderr).toBe(2);
     expect(r.stderr).toContain('small-order or non-canonical Ed25519 point');
