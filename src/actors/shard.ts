@@ -844,7 +844,7 @@ export class Shard {
     const before = { seq: this.seq.get(p)!, check: this.lastCheck.get(p)! };
     const rowing = this.rowing(key, slot);
     try {
-      this.decideAll(key, p, { draft, commands, results, entries, writes, rowing, slot });
+      this.decideAll(key, p, { draft, commands, results, entries, writes, rowing });
     } catch (error) {
       // Nothing was appended: the partition's next record takes the seq it would have taken.
       this.seq.set(p, before.seq);
@@ -945,10 +945,11 @@ export class Shard {
       entries: LogEntry[];
       writes: TableWrite[];
       rowing: Rowing;
-      slot: Slot;
     },
   ): void {
     const { draft, commands, results, entries, writes, rowing } = batch;
+    // The state the batch starts from: what a record that stops the row carries (`s`).
+    const before = draft.state;
     const claimed = new Set<string>();
     for (const routed of commands) {
       // A command that reads committed views, once an earlier one of the batch has changed the
@@ -977,7 +978,7 @@ export class Shard {
         rowing === 'write'
           ? { ...outcome.record, w: 1 }
           : rowing === 'stop' && entries.length === 0
-            ? { ...outcome.record, s: batch.slot.state }
+            ? { ...outcome.record, s: before }
             : outcome.record;
       const bytes = frameRecord(record, this.lastCheck.get(p)!);
       this.seq.set(p, seq);
