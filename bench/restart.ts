@@ -167,8 +167,13 @@ async function started(
   writer?: ClientCredential,
 ): Promise<number> {
   const checked = JSON.stringify(node.announcement.recovery);
+  const pagesRead = node.announcement.data_file_every_page_read_ms;
+  const walk =
+    pagesRead === undefined
+      ? 'the data file taken on its header'
+      : `every page in use of the data file read in ${String(pagesRead)} ms`;
   report.line(
-    `  ${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, checked ${checked})`,
+    `  ${label}: listening after ${ms(node.startMs)} ms from spawn (recovery_ms ${String(node.announcement.recovery_ms)}, ${walk}, checked ${checked})`,
   );
   if (writer !== undefined) report.line(`    ${await writesWhileWarming(node, writer)}`);
   const recovered = await node.recovered;

@@ -128,6 +128,7 @@ export async function startNode(
       ...listeningFields({ config, watch, runtime, access, listeners }),
       follow_ups: followedUp,
       recovery_ms: Date.now() - started,
+      ...dataFileRead(env),
       ...(joined === null ? {} : joined.fields()),
     },
     'listening',
@@ -146,6 +147,12 @@ export async function startNode(
 const feedOf = (access: Access) => ({ onFeed: () => access.network.republish() });
 
 /** What the `listening` line says of the parts just started. */
+/** The start's read of every page in use of the data file, when it made one (checkDataFile). */
+function dataFileRead(env: LmdbEnvironment | null) {
+  const ms = env?.everyPageReadMs ?? null;
+  return ms === null ? {} : { data_file_every_page_read_ms: Math.round(ms) };
+}
+
 function listeningFields(parts: {
   config: Config;
   watch: Watch;

@@ -5,7 +5,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Client, createCredential, publishedKey, removeDir, startNode, tempDir } from './support/harness.js';
 import { verifiesWith } from './support/verify.js';
 import { waitFor } from './support/wait.js';
-import { VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX } from '../src/config.js';
+import { DATA_FILE_AHEAD_BYTES, VERIFY_CHUNK_MAX, WORKER_MESSAGE_CHUNK_MAX } from '../src/config.js';
+import { ENV_FILE } from '../src/log/lmdb-log.js';
+import { lastPageEnd } from './support/data-file.js';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 
 const EUR = { rail: 'book', asset_type: 'fiat', asset_code: 'EUR' };
 const body = (i: number) => ({
@@ -53,9 +57,15 @@ describe('crash safety', () => {
     await Promise.all(writers);
     expect(acknowledged.size).toBeGreaterThan(0);
     expect(serverErrors).toBe(0);
+    // The node kept its data file past its last page (growDataFile): the start after the kill
+    // reads the file's header, not every page in use.
+    const file = join(dataDir, ENV_FILE);
+    expect(statSync(file).size - lastPageEnd(file)).toBeGreaterThanOrEqual(DATA_FILE_AHEAD_BYTES / 2);
 
     const restarted = await startNode({ dataDir, workers: 3 });
     try {
+      const listening = JSON.parse(restarted.output().split('\n').find((l) => l.includes('"listening"'))!);
+      expect(listening.data_file_every_page_read_ms).toBeUndefined();
       const reader = new Client(restarted.baseUrl);
       const key = await publishedKey(restarted.baseUrl);
       for (const [reference, text] of acknowledged) {

@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkDataFile } from './lmdb-log.js';
+import { DATA_FILE_AHEAD_BYTES, DATA_FILE_AHEAD_CHECK_MS } from '../config.js';
+import { checkDataFile, LmdbLog, openEnvironment, ENV_FILE } from './lmdb-log.js';
+import type { TableWrite } from './log.js';
+import { lastPageEnd } from '../../test/support/data-file.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -21,10 +24,15 @@ const keyOf = (i: number) => `k${String(i).padStart(6, '0')}`;
 const kept = (i: number) => i % 7 === 0;
 const valueOf = (i: number) => Buffer.alloc(i % 500 === 0 ? 20_000 : 1_500, i % 251);
 
-/** A data file whose later commits freed most of what the first one wrote. */
-async function freedFile(): Promise<{ dir: string; file: string }> {
+const tempDir = () => {
   const dir = mkdtempSync(join(tmpdir(), 'path-node-datafile-'));
   dirs.push(dir);
+  return dir;
+};
+
+/** A data file whose later commits freed most of what the first one wrote. */
+async function freedFile(): Promise<{ dir: string; file: string }> {
+  const dir = tempDir();
   const root = open({ path: dir });
   const rows = root.openDB({ name: 'rows' });
   await root.transaction(() => {
@@ -91,5 +99,57 @@ describe('the data file check at start (P14)', () => {
     const { file } = await freedFile();
     truncateSync(file, Math.floor(statSync(file).size / 2 / 4_096) * 4_096);
     expect(() => checkDataFile(file)).toThrow(/is truncated/);
+  });
+});
+
+describe("a node's data file runs past its last page (growDataFile)", () => {
+  it('so that the file a crash leaves is taken without reading every page in use', async () => {
+    // The fixture's commits, made through the node's log; its file is read as a kill -9 would
+    // leave it, the environment still open.
+    const dir = tempDir();
+    const env = openEnvironment(dir);
+    const log = new LmdbLog(env);
+    const row = (i: number, bytes: Buffer | null): TableWrite => ({
+      table: 'views',
+      key: keyOf(i),
+      bytes,
+    });
+    await log.append(
+      [],
+      Array.from({ length: ROWS }, (_, i) => row(i, valueOf(i))),
+    );
+    await log.append(
+      [],
+      Array.from({ length: ROWS }, (_, i) => i)
+        .filter((i) => !kept(i))
+        .map((i) => row(i, null)),
+    );
+    for (let j = 0; j < 5; j++) await log.append([], [row(ROWS + j, valueOf(j))]);
+    const file = join(dir, ENV_FILE);
+    expect(statSync(file).size - lastPageEnd(file)).toBeGreaterThanOrEqual(
+      DATA_FILE_AHEAD_BYTES / 2,
+    );
+    // The start's check reads the header alone.
+    expect(checkDataFile(file)).toBe(false);
+    // Grown again once commits have used more than half of it (the next check, a second on).
+    const grownTo = statSync(file).size;
+    const big = Buffer.alloc(1024 * 1024, 3);
+    for (let j = 0; j < 48; j++)
+      await log.append([], [{ table: 'views', key: `b${j}`, bytes: big }]);
+    await new Promise((resolve) => setTimeout(resolve, DATA_FILE_AHEAD_CHECK_MS + 100));
+    await log.append([], [row(ROWS + 5, valueOf(5))]);
+    expect(statSync(file).size).toBeGreaterThan(grownTo);
+    expect(statSync(file).size - lastPageEnd(file)).toBeGreaterThanOrEqual(
+      DATA_FILE_AHEAD_BYTES / 2,
+    );
+    expect(checkDataFile(file)).toBe(false);
+    // The grown file is whole to LMDB: every row kept reads back, and it takes new commits.
+    const kept_ = Array.from({ length: ROWS }, (_, i) => i).filter(kept);
+    for (const i of kept_) expect(env.tables.views.get(keyOf(i))).toEqual(valueOf(i));
+    await log.close();
+    const reopened = new LmdbLog(openEnvironment(dir));
+    for (const i of kept_) expect(reopened['env'].tables.views.get(keyOf(i))).toEqual(valueOf(i));
+    await reopened.append([], [row(ROWS + 9, valueOf(9))]);
+    await reopened.close();
   });
 });

@@ -8,9 +8,23 @@
 // before it resolves: acknowledging on "committed" alone is never enough. Writes that arrive
 // while a commit is in progress are batched by lmdb-js into the next transaction: that is the
 // group commit.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  statSync,
+  truncateSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { PRIVATE_DIR_MODE, READ_SNAPSHOT_HOLD_MS } from '../config.js';
+import {
+  DATA_FILE_AHEAD_BYTES,
+  DATA_FILE_AHEAD_CHECK_MS,
+  PRIVATE_DIR_MODE,
+  READ_SNAPSHOT_HOLD_MS,
+} from '../config.js';
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
 import {
   ReadsInPlace,
@@ -24,6 +38,13 @@ import {
 
 export interface LmdbEnvironment {
   root: RootDatabase;
+  /** The data file's path. */
+  file: string;
+  /**
+   * How long the check of the data file before it was opened read every page in use (a file that
+   * ended before its last page: checkDataFile); null when it read the header alone.
+   */
+  everyPageReadMs: number | null;
   log: Database<Buffer, [number, number]>;
   snapshots: Database<Buffer, number>;
   tables: Record<Table, Database<Buffer, string>>;
@@ -52,7 +73,11 @@ export function openEnvironment(
   // (privateDataDir in data-dir.ts, which can log it); here a missing one is made private.
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, ENV_FILE);
-  if (options.checked !== true && existsSync(path)) checkDataFile(path);
+  let everyPageReadMs: number | null = null;
+  if (options.checked !== true && existsSync(path)) {
+    const started = performance.now();
+    if (checkDataFile(path)) everyPageReadMs = performance.now() - started;
+  }
   const readOnly = options.readOnly ?? false;
   const root = open({
     path,
@@ -64,6 +89,8 @@ export function openEnvironment(
   const table = (name: Table) => root.openDB<Buffer, string>({ name, encoding: 'binary' });
   return {
     root,
+    file: path,
+    everyPageReadMs,
     log: root.openDB<Buffer, [number, number]>({ name: 'log', encoding: 'binary' }),
     snapshots: root.openDB<Buffer, number>({ name: 'snapshots', encoding: 'binary' }),
     tables: {
@@ -140,13 +167,15 @@ const NO_PAGE = 0xffff_ffff_ffff_ffffn;
  * Refuses a data file shorter than its last commit needs. LMDB maps the file and trusts its
  * header: a page past the end of a truncated file is read as a SIGBUS that kills the process
  * with no word said. Checked before the environment is opened (P14: a clear refusal instead).
+ * True when the file ended before its last page and every page in use was read to show that none
+ * is missing (rare: a node keeps its file past its last page, growDataFile).
  */
-export function checkDataFile(path: string): void {
+export function checkDataFile(path: string): boolean {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
     // An empty file is one LMDB has created but not yet initialised: it writes the header.
-    if (size === 0) return;
+    if (size === 0) return false;
     const header = Buffer.alloc(META.bytes);
     const readMeta = (offset: number) => {
       if (readSync(fd, header, 0, META.bytes, offset) < META.bytes) return null;
@@ -176,11 +205,41 @@ export function checkDataFile(path: string): void {
     const filePages = Math.floor(size / pageSize);
     // LMDB lets a file end before its last page when the pages past the end are free (a page
     // dirtied and freed in one commit is never written): only a page in use may not be missing.
-    if (filePages > current.lastPage) return;
+    if (filePages > current.lastPage) return false;
     walkPagesInUse(pagesOf(fd, { path, size, pageSize }), current.roots);
+    return true;
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Grows the data file to DATA_FILE_AHEAD_BYTES past its last page when less than half of that is
+ * left, so that a crash leaves a file that ends past its last page (checkDataFile then reads two
+ * pages, not every page in use). LMDB lets its file end before its last page (a page dirtied and
+ * freed in one commit is never written) and grows it only by writing pages; growing it further
+ * is safe only while no commit can write past the new end, so it is done under LMDB's write
+ * lock, in a synchronous transaction that writes nothing: it waits at most for the commit under
+ * way. The new tail is sparse; LMDB's copy (backups) stops at the last page. True if it grew.
+ */
+export function growDataFile(env: LmdbEnvironment): boolean {
+  const lastPageEnd = () => {
+    const { lastPageNumber, pageSize } = env.root.getStats() as EnvironmentStats;
+    return (lastPageNumber + 1) * pageSize;
+  };
+  if (statSync(env.file).size - lastPageEnd() >= DATA_FILE_AHEAD_BYTES / 2) return false;
+  return env.root.transactionSync(() => {
+    const end = lastPageEnd() + DATA_FILE_AHEAD_BYTES;
+    if (statSync(env.file).size >= end) return false;
+    truncateSync(env.file, end);
+    return true;
+  });
+}
+
+/** What lmdb-js's getStats says of the environment (its types declare an object). */
+interface EnvironmentStats {
+  lastPageNumber: number;
+  pageSize: number;
 }
 
 interface PageSource {
@@ -274,6 +333,8 @@ export class LmdbLog extends ReadsInPlace implements Log {
   private heldTimer: NodeJS.Timeout | null = null;
   /** Bumped when the held transaction is let go: every peek of one version reads through one. */
   private heldVersion = 0;
+  /** When this thread last looked how far its data file runs past its last page. */
+  private aheadCheckedAt = -Infinity;
 
   constructor(private readonly env: LmdbEnvironment) {
     super();
@@ -292,6 +353,15 @@ export class LmdbLog extends ReadsInPlace implements Log {
     await root.flushed;
     // This thread reads its own writes (lmdb-js resets its shared read transaction itself).
     this.release();
+    this.keepFileAhead();
+  }
+
+  /** growDataFile, at most once a DATA_FILE_AHEAD_CHECK_MS (it reads LMDB's statistics). */
+  private keepFileAhead(): void {
+    const now = performance.now();
+    if (now - this.aheadCheckedAt < DATA_FILE_AHEAD_CHECK_MS) return;
+    this.aheadCheckedAt = now;
+    growDataFile(this.env);
   }
 
   refresh(): void {
@@ -419,6 +489,7 @@ export class LmdbLog extends ReadsInPlace implements Log {
   async writeSnapshot(partition: number, bytes: Buffer): Promise<void> {
     await this.env.snapshots.put(partition, bytes);
     await this.env.root.flushed;
+    this.keepFileAhead();
   }
 
   async close(): Promise<void> {
