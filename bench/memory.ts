@@ -47,6 +47,8 @@ interface Reading {
   frontHeapMiB: number;
   /** The front end's memory outside its heap held by JavaScript objects (the replay ring's arrays among it), in MiB. */
   frontExternalMiB: number;
+  /** The workers' memory outside their heaps held by JavaScript objects, in MiB. */
+  workersExternalMiB: number;
   /** Signed requests of the replay window the front end remembers (P5: ten minutes of them). */
   replayEntries: number;
   /** CPU seconds of the node process since it started, every thread, user and system. */
@@ -66,6 +68,7 @@ async function nodeFigures(node: RunningServer) {
     workersHeapHeldMiB: metricOf(text, 'path_workers_heap_total_bytes') / BYTES_PER_MIB,
     frontHeapMiB: metricOf(text, 'nodejs_heap_size_used_bytes') / BYTES_PER_MIB,
     frontExternalMiB: metricOf(text, 'nodejs_external_memory_bytes') / BYTES_PER_MIB,
+    workersExternalMiB: metricOf(text, 'path_workers_external_bytes') / BYTES_PER_MIB,
     replayEntries: metricOf(text, 'path_replay_entries'),
   };
 }
@@ -120,7 +123,7 @@ async function measure(config: BenchConfig, report: Report, receipts: number): P
 const mib = (value: number) => value.toFixed(1);
 
 function readingText(reading: Reading): string {
-  return `RssAnon ${mib(reading.anonMiB)} MiB (VmRSS ${mib(reading.rssMiB)} MiB), ${rate(reading.aggregates)} aggregates in memory, workers' heaps ${mib(reading.workersHeapMiB)} MiB in use of ${mib(reading.workersHeapHeldMiB)} MiB held, front end's ${mib(reading.frontHeapMiB)} MiB in use and ${mib(reading.frontExternalMiB)} MiB external, ${rate(reading.replayEntries)} requests remembered against replays, ${reading.cpuSeconds.toFixed(1)} CPU s since start`;
+  return `RssAnon ${mib(reading.anonMiB)} MiB (VmRSS ${mib(reading.rssMiB)} MiB), ${rate(reading.aggregates)} aggregates in memory, workers' heaps ${mib(reading.workersHeapMiB)} MiB in use of ${mib(reading.workersHeapHeldMiB)} MiB held and ${mib(reading.workersExternalMiB)} MiB external, front end's ${mib(reading.frontHeapMiB)} MiB in use and ${mib(reading.frontExternalMiB)} MiB external, ${rate(reading.replayEntries)} requests remembered against replays, ${reading.cpuSeconds.toFixed(1)} CPU s since start`;
 }
 
 export async function runMemory(config: BenchConfig, report: Report): Promise<void> {

@@ -45,6 +45,11 @@ const RESIDENCY_GAUGES = [
   ],
   ['path_workers_heap_used_bytes', "The workers' JavaScript heaps in use.", 'heapUsed'],
   ['path_workers_heap_total_bytes', "The workers' heaps, as held from the system.", 'heapTotal'],
+  [
+    'path_workers_external_bytes',
+    "The workers' memory outside their heaps held by JavaScript objects (buffers, typed arrays).",
+    'external',
+  ],
 ] as const;
 
 /** And those shown as counters since the start. */

@@ -126,6 +126,9 @@ describe('P21 metrics, health and the access log on a working node', () => {
     expect(families.has('path_replication_lag_entries')).toBe(true);
     expect(valueOf(families, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(valueOf(families, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    // The workers' heaps and the memory their buffers hold outside them (issue 33).
+    expect(valueOf(families, 'path_workers_heap_used_bytes')).toBeGreaterThan(0);
+    expect(valueOf(families, 'path_workers_external_bytes')).toBeGreaterThan(0);
   });
 
   it('path_aggregates_in_memory counts the aggregates the workers hold: three new subjects add three (issue 33)', async () => {

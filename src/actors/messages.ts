@@ -51,6 +51,8 @@ export interface Residency {
   /** The workers' JavaScript heaps: in use, and held from the system (V8's own figures). */
   heapUsed: number;
   heapTotal: number;
+  /** Their memory outside the heaps held by JavaScript objects (buffers, typed arrays). */
+  external: number;
 }
 
 export type FromWorker =

@@ -203,6 +203,7 @@ export class ShardPool {
       passivations: 0,
       heapUsed: 0,
       heapTotal: 0,
+      external: 0,
     };
     for (const count of await Promise.all(counts))
       for (const figure of Object.keys(total) as (keyof Residency)[])
@@ -365,6 +366,7 @@ export class ShardPool {
           passivations: m.passivations,
           heapUsed: m.heapUsed,
           heapTotal: m.heapTotal,
+          external: m.external,
         } as never);
         break;
       case 'failed':

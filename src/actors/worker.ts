@@ -100,6 +100,7 @@ function received(message: ToWorker): void {
         ...shard.residency,
         heapUsed: heap.used_heap_size,
         heapTotal: heap.total_heap_size,
+        external: heap.external_memory,
       });
       break;
     }
