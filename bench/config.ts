@@ -9,9 +9,10 @@
 // 100000,1000000) and BENCH_MEMORY_IDLE_MS how long each node then idles before its memory is
 // read (default 70000: past the node's aggregate_idle_ms, 60 s, after which an aggregate leaves
 // memory); BENCH_PASSIVATED_IDLE_MS the aggregate_idle_ms the `passivated` section's node runs
-// with (default 5000).
+// with (default 5000); BENCH_SOAK_MINUTES how long the `soak` section's mixed load runs (default
+// 10), in minutes each measured on its own.
 
-export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'passivated', 'versus'] as const;
+export const SECTION_NAMES = ['micro', 'log', 'get', 'post', 'restart', 'resolver', 'requests', 'lookup', 'latency', 'consume', 'replication', 'growth', 'snapshot', 'hashbatch', 'cluster', 'start', 'client', 'nodes', 'memory', 'passivated', 'soak', 'versus'] as const;
 /** Sections a plain `npm run bench` runs: `versus` needs a baseline build and is asked for by name. */
 const DEFAULT_SECTIONS = SECTION_NAMES.filter((name) => name !== 'versus');
 export type SectionName = (typeof SECTION_NAMES)[number];
@@ -78,6 +79,22 @@ export interface BenchConfig {
    * rounds of `round_size` (each round ends well inside `idle_ms`, so those stay in memory).
    */
   passivated: { count: number; round_size: number; idle_ms: number; parallel: number };
+  /**
+   * The soak (issues 33 and 34): each kind of request's saturation alone (closed loop), then a mix
+   * of them at `share` of it, on an even schedule, for `minutes` minutes measured one by one.
+   */
+  soak: {
+    minutes: number;
+    share: number;
+    index_keys: number;
+    /** Each kind's saturation: its closed-loop load (public reads: `get_seconds` of it). */
+    saturation: SignedLoad;
+    get_seconds: number;
+    /** Keys in each batch lookup. */
+    batch_keys: number;
+    /** Each paced generator's keep-alive connections. */
+    connections: number;
+  };
   /** This build against another (BENCH_BASELINE: that build's dist/src/cli/main.js), in turns. */
   versus: { baseline_cli: string | null; current_cli: string | null; rounds: number; post: SignedLoad; get_seconds: number; get_shape: LoadShape };
   restart: {
@@ -284,6 +301,15 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       round_size: 20,
       idle_ms: positiveInteger(env.BENCH_PASSIVATED_IDLE_MS, 5_000, 'BENCH_PASSIVATED_IDLE_MS'),
       parallel: 8,
+    },
+    soak: {
+      minutes: positiveInteger(env.BENCH_SOAK_MINUTES, quick ? 1 : 10, 'BENCH_SOAK_MINUTES'),
+      share: 0.5,
+      index_keys: quick ? 10_000 : 100_000,
+      saturation: signedLoad(4_000, 400, 64),
+      get_seconds: quick ? 2 : 5,
+      batch_keys: 100,
+      connections: 32,
     },
     child_timeout_ms: 600_000,
   };

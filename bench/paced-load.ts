@@ -18,7 +18,7 @@ import { requestSigner, type ClientCredential } from './signed-request.js';
 
 export interface PacedJob {
   baseUrl: string;
-  /** Taken in turn, request by request. */
+  /** Taken in turn, request by request; none: the requests go unsigned (public reads). */
   credentials: ClientCredential[];
   plan: RequestPlan;
   /** Requests per second, on an even schedule. */
@@ -103,7 +103,7 @@ function serialiseAll(job: PacedJob, host: string): Buffer[] {
     const planned = plannedRequest(job.plan, i);
     // One millisecond apart: every signing string differs, and all stay inside the 300 s window.
     const timestamp = new Date(base + i).toISOString();
-    const headers = signers[i % signers.length]!({ method: planned.method, target: planned.target, timestamp, body: planned.body });
+    const headers = signers.length === 0 ? {} : signers[i % signers.length]!({ method: planned.method, target: planned.target, timestamp, body: planned.body });
     const lines = [`${planned.method} ${planned.target} HTTP/1.1`, `host: ${host}`, 'content-type: application/json', `content-length: ${planned.body.length}`,
       ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
     out.push(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), planned.body]));

@@ -13,7 +13,7 @@ export type RequestPlan = TemplatePlan | LookupPlan;
  */
 export interface TemplatePlan {
   kind: 'template';
-  method: 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT';
   target: string;
   body: string;
   lists?: Record<string, readonly string[]>;
@@ -46,7 +46,7 @@ export interface LookupPlan {
 }
 
 export interface PlannedRequest {
-  method: 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT';
   target: string;
   body: Buffer;
 }

@@ -17,6 +17,7 @@ import { runMemory } from './memory.js';
 import { runMicro } from './micro.js';
 import { runNodes } from './nodes.js';
 import { runPassivated } from './passivated.js';
+import { runSoak } from './soak.js';
 import { cleanupAll } from './processes.js';
 import { runReplication } from './replication.js';
 import { Report } from './report.js';
@@ -48,6 +49,7 @@ const SECTIONS: Record<SectionName, (config: BenchConfig, report: Report) => voi
   nodes: runNodes,
   memory: runMemory,
   passivated: runPassivated,
+  soak: runSoak,
   versus: runVersus,
 };
 

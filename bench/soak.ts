@@ -1,0 +1,188 @@
+// Figure 20 (issues 33 and 34): a soak. One node on a directory of `index_keys` keys (built as
+// figure 8a builds it), sending each event to a webhook receiver in this process. First each
+// kind of request's saturation alone, closed loop: signed durable `POST /receipts`, single signed
+// lookups, batch lookups of `batch_keys` keys, public `GET`s of a receipt. Then all four at once,
+// each on an even schedule (paced-load.ts, one generator per kind) at `share` of its saturation
+// times its part of the mix, so that the node runs at about `share` of what it can: minute after
+// minute, each minute's requests signed just before it (a signed request is good for 300 s, P5),
+// and after each minute the node's own memory (`RssAnon`), its queues (commands waiting for a
+// worker, events not yet delivered) and the deliveries the receiver took.
+// The targets (issue 34, target 5): no error; each minute's p99 within 1.5x of the first
+// minute's, for each kind; `RssAnon` grown by less than 5 % after the first minute (issue 33: flat
+// once the idle aggregates leave memory); no queue growing.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BenchConfig } from './config.js';
+import { PAYEE_RECEIPT_BODY } from './fixtures.js';
+import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
+import { metricOf } from './memory.js';
+import type { PacedJob, PacedResult } from './paced-load.js';
+import { anonymousMiB, createLocalCredential, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import type { LoadResult } from './load.js';
+import { ms, rate, ratio, type Report } from './report.js';
+import { fixedPostPlan, type RequestPlan } from './request-plans.js';
+import { requireAllOk, runSignedLoad } from './signed-load.js';
+import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
+
+const SECTION = '20 soak';
+const P99_GROWTH_MAX = 1.5;
+const MEMORY_GROWTH_MAX = 0.05;
+/** After the last request of a minute is due, how long its answers may still take. */
+const DRAIN_MS = 10_000;
+
+/** The kinds of request the soak mixes, each with its part of the mix (the parts sum to 1). */
+const KINDS = ['receipts', 'lookups', 'batches', 'reads'] as const;
+type Kind = (typeof KINDS)[number];
+const MIX: Record<Kind, number> = { receipts: 0.4, lookups: 0.2, batches: 0.1, reads: 0.3 };
+
+interface Minute {
+  results: Record<Kind, PacedResult>;
+  anonMiB: number;
+  pendingCommands: number;
+  webhookBacklog: number;
+  delivered: number;
+  aggregates: number;
+}
+
+/** A webhook endpoint on loopback that takes every delivery (204) and counts them. */
+async function startReceiver(): Promise<{ server: Server; url: string; delivered: () => number }> {
+  let delivered = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      delivered++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, url: `http://127.0.0.1:${port}/hooks`, delivered: () => delivered };
+}
+
+/** Each kind's plan: `seed` makes each minute's lookups differ. */
+function plans(config: BenchConfig, readTarget: string, seed: number): Record<Kind, RequestPlan> {
+  const lookup = (batch: number | null): RequestPlan => ({
+    kind: 'lookup', batch, signed: false, presentKeys: config.soak.index_keys, presentShare: config.lookup.present_share, seed,
+  });
+  return {
+    receipts: fixedPostPlan(`${API_PREFIX}/receipts`, PAYEE_RECEIPT_BODY),
+    lookups: lookup(null),
+    batches: lookup(config.soak.batch_keys),
+    reads: { kind: 'template', method: 'GET', target: readTarget, body: '' },
+  };
+}
+
+/** Each kind's requests a second alone, closed loop. */
+async function saturation(config: BenchConfig, report: Report, node: RunningServer, credential: ClientCredential, readTarget: string): Promise<Record<Kind, number>> {
+  const plan = plans(config, readTarget, 0x50a4);
+  const out = {} as Record<Kind, number>;
+  for (const kind of ['receipts', 'lookups', 'batches'] as const) {
+    const run = await runSignedLoad(config, node, { credentials: [credential], plan: plan[kind], load: config.soak.saturation, idempotency: false });
+    requireAllOk(run, `${kind} at saturation`);
+    out[kind] = run.result.perSecond;
+  }
+  const read = await runLoad<LoadResult>(
+    { kind: 'get', url: `${node.baseUrl}${readTarget}`, connections: config.soak.saturation.connections, pipelining: 1, durationSeconds: config.soak.get_seconds },
+    config.child_timeout_ms,
+  );
+  out.reads = read.perSecond;
+  report.line(`  saturation, each alone, closed loop over ${config.soak.saturation.connections} connections: ${KINDS.map((k) => `${k} ${rate(out[k])}/s`).join(', ')}`);
+  return out;
+}
+
+async function nodeQueues(node: RunningServer): Promise<{ pendingCommands: number; webhookBacklog: number; aggregates: number }> {
+  const admin = node.announcement.admin_port as number;
+  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  return {
+    pendingCommands: metricOf(text, 'path_pending_commands'),
+    webhookBacklog: metricOf(text, 'path_webhook_backlog_events'),
+    aggregates: metricOf(text, 'path_aggregates_in_memory'),
+  };
+}
+
+/** One minute of the mix: a paced generator per kind, all at once. */
+async function runMinute(config: BenchConfig, node: RunningServer, credential: ClientCredential, rates: Record<Kind, number>, readTarget: string, minute: number): Promise<Record<Kind, PacedResult>> {
+  const plan = plans(config, readTarget, 0x50a4 + minute);
+  const results = await Promise.all(KINDS.map((kind) => {
+    const job: PacedJob = {
+      baseUrl: node.baseUrl, credentials: kind === 'reads' ? [] : [credential], plan: plan[kind], rate: rates[kind],
+      warmup: 0, count: Math.round(rates[kind] * 60), connections: config.soak.connections, drainMs: DRAIN_MS,
+    };
+    return runPacedLoad<PacedResult>(job, config.child_timeout_ms);
+  }));
+  return Object.fromEntries(KINDS.map((kind, i) => [kind, results[i]!])) as Record<Kind, PacedResult>;
+}
+
+const errorsOf = (r: PacedResult) => r.answered - r.ok + r.unanswered;
+
+function minuteText(n: number, m: Minute): string {
+  const kinds = KINDS.map((k) => {
+    const r = m.results[k];
+    const errors = errorsOf(r);
+    return `${k} p99 ${ms(r.latencyP99Ms)} ms${errors === 0 ? '' : ` (${errors} errors: ${JSON.stringify(r.statusCounts)}, ${r.unanswered} unanswered)`}`;
+  });
+  return `    minute ${n}: ${kinds.join(', ')}; RssAnon ${m.anonMiB.toFixed(1)} MiB, ${rate(m.aggregates)} aggregates in memory, ${m.pendingCommands} commands waiting, ${m.webhookBacklog} events undelivered, ${rate(m.delivered)} deliveries taken`;
+}
+
+function reportTargets(report: Report, minutes: Minute[]): void {
+  const first = minutes[0]!;
+  const errors = minutes.reduce((sum, m) => sum + KINDS.reduce((s, k) => s + errorsOf(m.results[k]), 0), 0);
+  report.add({ section: SECTION, figure: `errors over ${minutes.length} minutes`, value: String(errors), target: { text: '0', met: errors === 0 } });
+  for (const kind of KINDS) {
+    const worst = Math.max(...minutes.map((m) => m.results[kind].latencyP99Ms / first.results[kind].latencyP99Ms));
+    report.add({
+      section: SECTION, figure: `${kind}: worst minute's p99 / first minute's (${ms(first.results[kind].latencyP99Ms)} ms)`, value: ratio(worst),
+      target: { text: `<= ${P99_GROWTH_MAX}`, met: worst <= P99_GROWTH_MAX },
+    });
+  }
+  const grown = Math.max(...minutes.map((m) => m.anonMiB)) / first.anonMiB - 1;
+  report.add({
+    section: SECTION, figure: `RssAnon: most after the first minute over the first (${first.anonMiB.toFixed(1)} MiB)`, value: `${(grown * 100).toFixed(1)} %`,
+    target: { text: `< ${MEMORY_GROWTH_MAX * 100} %`, met: grown < MEMORY_GROWTH_MAX },
+  });
+  const last = minutes[minutes.length - 1]!;
+  const queued = (m: Minute) => m.pendingCommands + m.webhookBacklog;
+  report.add({
+    section: SECTION, figure: 'commands waiting + events undelivered, first minute / last', value: `${queued(first)} / ${queued(last)}`,
+    target: { text: 'not growing', met: queued(last) <= Math.max(queued(first), 0) },
+  });
+}
+
+export async function runSoak(config: BenchConfig, report: Report): Promise<void> {
+  const c = config.soak;
+  report.heading(`20. Soak: a mixed load at ${c.share} of saturation for ${c.minutes} minutes (issues 33, 34)`);
+  const pepper = randomBytes(32);
+  const dataDir = tempDir('soak');
+  const receiver = await startReceiver();
+  let node: RunningServer | null = null;
+  try {
+    const credential = createLocalCredential(dataDir);
+    await buildDirectory(dataDir, pepper, c.index_keys, config.lookup.build_batch_rows);
+    node = await startNodeProcess({
+      dataDir, timeoutMs: config.lookup.start_timeout_ms, env: pepperEnv(pepper),
+      // Loopback webhook endpoints are for development (--dev, P11's URL policy).
+      args: [...NODE_ARGS, '--dev', '--webhook-urls', receiver.url],
+    });
+    const issued = await signedPost(node.baseUrl, credential, `${API_PREFIX}/receipts`, PAYEE_RECEIPT_BODY);
+    if (issued.status !== 201) throw new Error(`the receipt to read: ${issued.status} ${issued.text}`);
+    const readTarget = `${API_PREFIX}/receipts/${(JSON.parse(issued.text) as { reference: string }).reference}`;
+    const saturated = await saturation(config, report, node, credential, readTarget);
+    const rates = Object.fromEntries(KINDS.map((k) => [k, Math.max(1, Math.round(saturated[k] * MIX[k] * c.share))])) as Record<Kind, number>;
+    report.line(`  the mix, each on an even schedule, ${c.connections} connections per kind: ${KINDS.map((k) => `${k} ${rate(rates[k])}/s`).join(', ')}; batches of ${c.batch_keys} keys; a webhook delivery per receipt`);
+    const minutes: Minute[] = [];
+    for (let n = 1; n <= c.minutes; n++) {
+      const results = await runMinute(config, node, credential, rates, readTarget, n);
+      const anonMiB = anonymousMiB(node.pid);
+      if (anonMiB === null) throw new Error('cannot read the node\'s memory from /proc');
+      const minute = { results, anonMiB, ...(await nodeQueues(node)), delivered: receiver.delivered() };
+      minutes.push(minute);
+      report.line(minuteText(n, minute));
+    }
+    reportTargets(report, minutes);
+  } finally {
+    await node?.stop();
+    receiver.server.close();
+    removeDir(dataDir);
+  }
+}
