@@ -2,11 +2,15 @@
 // aggregate it has touched folded in memory for good, so its memory grows with each receipt it
 // writes. For each count of BENCH_MEMORY_COUNTS, and for none (the baseline), a fresh node on a
 // fresh data directory (the embedded LMDB store) is sent that many signed durable
-// `POST /receipts`, each of which must answer 201, then left idle for the same time, and read:
+// `POST /receipts`, each of which must answer 201, then left idle for the same time (by default
+// past the ten minutes a signed request is remembered against replays, P5, and past the idle
+// time after which an aggregate leaves memory: what is left is what history costs, not the
+// working set of the last minutes), and read:
 // RssAnon from /proc (the process's own memory, every thread's, without the pages of the mapped
 // LMDB file), `path_aggregates_in_memory` from its operator listener, and its CPU seconds since
-// it started. The target (issue 33, for later work to meet): RssAnon after the largest count at
-// most 1.2 times that after the smallest, both after the same idle time.
+// it started. The nodes are written to one after another and left running, so that their idle
+// times overlap. The target (issue 33): RssAnon after the largest count at most 1.2 times that
+// after the smallest, both after the same idle time.
 import type { BenchConfig } from './config.js';
 import { processCpuSeconds } from './cpu.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
@@ -99,15 +103,35 @@ async function writeReceipts(config: BenchConfig, report: Report, node: RunningS
   return seconds;
 }
 
-/** A fresh node, `receipts` receipts written to it, the idle time, its figures; then it is stopped and its directory removed. */
-async function measure(config: BenchConfig, report: Report, receipts: number): Promise<Reading> {
+/** A node with its receipts written, idle from `idleFrom` (performance.now()). */
+interface Written {
+  node: RunningServer;
+  dataDir: string;
+  receipts: number;
+  writeSeconds: number;
+  idleFrom: number;
+}
+
+/** A fresh node on a fresh directory, and `receipts` receipts written to it; left running. */
+async function startAndWrite(config: BenchConfig, report: Report, receipts: number, started: Written[]): Promise<Written> {
   const dataDir = tempDir(`memory-${receipts}`);
-  let node: RunningServer | null = null;
+  const credential = createLocalCredential(dataDir);
+  const node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
+  const written: Written = { node, dataDir, receipts, writeSeconds: 0, idleFrom: performance.now() };
+  started.push(written);
+  if (receipts > 0) {
+    report.line(`  ${rate(receipts)} receipts:`);
+    written.writeSeconds = await writeReceipts(config, report, node, credential, receipts);
+    written.idleFrom = performance.now();
+  }
+  return written;
+}
+
+/** A node's figures once it has been idle `idle_ms`; then it is stopped and its directory removed. */
+async function readWhenIdle(config: BenchConfig, written: Written): Promise<Reading> {
+  const { node, dataDir, receipts, writeSeconds } = written;
   try {
-    const credential = createLocalCredential(dataDir);
-    node = await startNodeProcess({ dataDir, timeoutMs: config.child_timeout_ms });
-    const writeSeconds = receipts === 0 ? 0 : await writeReceipts(config, report, node, credential, receipts);
-    await pause(config.memory.idle_ms);
+    await pause(Math.max(0, written.idleFrom + config.memory.idle_ms - performance.now()));
     // Memory first: the scrape itself allocates, in the front end and in the workers.
     const anonMiB = anonymousMiB(node.pid);
     const rssMiB = residentMiB(node.pid);
@@ -115,7 +139,7 @@ async function measure(config: BenchConfig, report: Report, receipts: number): P
     const cpuSeconds = processCpuSeconds(node.pid);
     return { receipts, anonMiB, rssMiB, ...(await nodeFigures(node)), cpuSeconds, writeSeconds };
   } finally {
-    await node?.stop();
+    await node.stop();
     removeDir(dataDir);
   }
 }
@@ -130,28 +154,43 @@ export async function runMemory(config: BenchConfig, report: Report): Promise<vo
   const { counts, idle_ms: idleMs, connections, batch_requests: batch } = config.memory;
   const idle = `${idleMs / 1000} s idle`;
   report.heading('18. The node\'s own memory after writing receipts (issue 33)');
-  report.line(`  a fresh node for each count: signed durable POST /receipts over ${connections} connections, in loads of at most ${rate(batch)}, then ${idle}; an empty node for the baseline`);
-  const empty = await measure(config, report, 0);
-  report.line(`  empty node, ${idle} after listening: ${readingText(empty)}`);
-  report.add({ section: SECTION, figure: `RssAnon of an empty node, ${idle}`, value: `${mib(empty.anonMiB)} MiB` });
-  const readings: Reading[] = [];
-  for (const receipts of counts) {
-    report.line(`  ${rate(receipts)} receipts:`);
-    const reading = await measure(config, report, receipts);
-    readings.push(reading);
-    const cpuPerReceipt = ((reading.cpuSeconds - empty.cpuSeconds) * 1000) / receipts;
-    report.line(`    after ${idle}: ${readingText(reading)}; written at ${rate(receipts / reading.writeSeconds)}/s, ${cpuPerReceipt.toFixed(3)} CPU ms per receipt`);
-    const perReceipt = ((reading.anonMiB - empty.anonMiB) * BYTES_PER_MIB) / receipts;
-    report.add({ section: SECTION, figure: `RssAnon after ${rate(receipts)} receipts, ${idle}`, value: `${mib(reading.anonMiB)} MiB` });
-    report.add({ section: SECTION, figure: `aggregates in memory after ${rate(receipts)} receipts`, value: rate(reading.aggregates) });
-    report.add({ section: SECTION, figure: `RssAnon growth per receipt over the empty node, ${rate(receipts)} receipts`, value: `${rate(perReceipt)} bytes` });
+  report.line(`  a fresh node for each count: signed durable POST /receipts over ${connections} connections, in loads of at most ${rate(batch)}, then ${idle}; an empty node for the baseline. The nodes are written to one after another and left running: each idles from its own last answer, beside the others`);
+  const started: Written[] = [];
+  try {
+    for (const receipts of [0, ...counts]) await startAndWrite(config, report, receipts, started);
+    const [empty, ...readings] = await readAllWhenIdle(config, started);
+    report.line(`  empty node, ${idle} after listening: ${readingText(empty!)}`);
+    report.add({ section: SECTION, figure: `RssAnon of an empty node, ${idle}`, value: `${mib(empty!.anonMiB)} MiB` });
+    for (const reading of readings) addReading(report, reading, empty!, idle);
+    if (readings.length < 2) return;
+    const first = readings[0]!;
+    const last = readings[readings.length - 1]!;
+    const grown = last.anonMiB / first.anonMiB;
+    report.add({
+      section: SECTION, figure: `RssAnon after ${rate(last.receipts)} / after ${rate(first.receipts)} receipts, ${idle}`, value: ratio(grown),
+      target: { text: `<= ${TARGET}`, met: grown <= TARGET },
+    });
+  } finally {
+    for (const { node, dataDir } of started) {
+      await node.stop();
+      removeDir(dataDir);
+    }
   }
-  if (readings.length < 2) return;
-  const first = readings[0]!;
-  const last = readings[readings.length - 1]!;
-  const grown = last.anonMiB / first.anonMiB;
-  report.add({
-    section: SECTION, figure: `RssAnon after ${rate(last.receipts)} / after ${rate(first.receipts)} receipts`, value: ratio(grown),
-    target: { text: `<= ${TARGET}`, met: grown <= TARGET },
-  });
+}
+
+/** Every node read once idle, in the order they went idle (each is stopped once read). */
+async function readAllWhenIdle(config: BenchConfig, started: Written[]): Promise<Reading[]> {
+  const readings: Reading[] = [];
+  while (started.length > 0) readings.push(await readWhenIdle(config, started.shift()!));
+  return readings;
+}
+
+function addReading(report: Report, reading: Reading, empty: Reading, idle: string): void {
+  const { receipts } = reading;
+  const cpuPerReceipt = ((reading.cpuSeconds - empty.cpuSeconds) * 1000) / receipts;
+  report.line(`  ${rate(receipts)} receipts, after ${idle}: ${readingText(reading)}; written at ${rate(receipts / reading.writeSeconds)}/s, ${cpuPerReceipt.toFixed(3)} CPU ms per receipt`);
+  const perReceipt = ((reading.anonMiB - empty.anonMiB) * BYTES_PER_MIB) / receipts;
+  report.add({ section: SECTION, figure: `RssAnon after ${rate(receipts)} receipts, ${idle}`, value: `${mib(reading.anonMiB)} MiB` });
+  report.add({ section: SECTION, figure: `aggregates in memory after ${rate(receipts)} receipts`, value: rate(reading.aggregates) });
+  report.add({ section: SECTION, figure: `RssAnon growth per receipt over the empty node, ${rate(receipts)} receipts`, value: `${rate(perReceipt)} bytes` });
 }
