@@ -156,9 +156,17 @@ export async function runMemory(config: BenchConfig, report: Report): Promise<vo
   report.heading('18. The node\'s own memory after writing receipts (issue 33)');
   report.line(`  a fresh node for each count: signed durable POST /receipts over ${connections} connections, in loads of at most ${rate(batch)}, then ${idle}; an empty node for the baseline. The nodes are written to one after another and left running: each idles from its own last answer, beside the others`);
   const started: Written[] = [];
+  const reads: Promise<Reading>[] = [];
   try {
-    for (const receipts of [0, ...counts]) await startAndWrite(config, report, receipts, started);
-    const [empty, ...readings] = await readAllWhenIdle(config, started);
+    // Each node is read on its own timer, idle_ms after its last answer, while the next is written.
+    for (const receipts of [0, ...counts]) {
+      const written = await startAndWrite(config, report, receipts, started);
+      const read = readWhenIdle(config, written);
+      // Seen by Promise.all below; meanwhile a failure is not an unhandled rejection.
+      read.catch(() => undefined);
+      reads.push(read);
+    }
+    const [empty, ...readings] = await Promise.all(reads);
     report.line(`  empty node, ${idle} after listening: ${readingText(empty!)}`);
     report.add({ section: SECTION, figure: `RssAnon of an empty node, ${idle}`, value: `${mib(empty!.anonMiB)} MiB` });
     for (const reading of readings) addReading(report, reading, empty!, idle);
@@ -171,18 +179,13 @@ export async function runMemory(config: BenchConfig, report: Report): Promise<vo
       target: { text: `<= ${TARGET}`, met: grown <= TARGET },
     });
   } finally {
+    // Every node, read or not (a write failed): stop is idempotent, and a reading still waiting
+    // then fails, seen by nobody.
     for (const { node, dataDir } of started) {
       await node.stop();
       removeDir(dataDir);
     }
   }
-}
-
-/** Every node read once idle, in the order they went idle (each is stopped once read). */
-async function readAllWhenIdle(config: BenchConfig, started: Written[]): Promise<Reading[]> {
-  const readings: Reading[] = [];
-  while (started.length > 0) readings.push(await readWhenIdle(config, started.shift()!));
-  return readings;
 }
 
 function addReading(report: Report, reading: Reading, empty: Reading, idle: string): void {

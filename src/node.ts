@@ -494,14 +494,18 @@ function startFollowers(
     replaysForgotten(() => forgetReplays(log, Date.now()));
     eventsSwept(() => runtime.events.sweep());
   }, config.limits.replay_sweep_interval_ms);
-  return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics)];
+  return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics, access)];
 }
 
-/** The front end's full collection once quiet after many answers (actors/collect.ts). */
-function collectWhenQuiet(config: Config, metrics: Metrics): NodeJS.Timeout {
+/**
+ * The front end's full collection once quiet after many answers (actors/collect.ts), or after
+ * many requests were forgotten as their replay window passed: the replay memory a burst filled
+ * empties ten minutes after it, long after the collection that followed the burst.
+ */
+function collectWhenQuiet(config: Config, metrics: Metrics, access: Access): NodeJS.Timeout {
   const collector = new IdleCollector(
     {
-      answers: () => metrics.answers,
+      work: () => metrics.answers + access.authenticator.forgotten,
       idleMs: config.limits.aggregate_idle_ms,
       after: FRONT_COLLECT_AFTER_ANSWERS,
       collect: fullCollection(),

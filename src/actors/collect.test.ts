@@ -25,7 +25,7 @@ describe("the front end's collection once quiet (issue 33)", () => {
     const seen = { answers: 0, collections: 0 };
     const idle = new IdleCollector(
       {
-        answers: () => seen.answers,
+        work: () => seen.answers,
         idleMs: IDLE_MS,
         after: AFTER,
         collect: () => seen.collections++,

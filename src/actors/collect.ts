@@ -15,8 +15,9 @@ export function fullCollection(): () => void {
  * The front end's collection once the node falls quiet (issue 33). The front end makes garbage
  * with every answer (requests parsed, replies framed) and, quiet, allocates too little for V8 to
  * collect it soon: after a burst, the heap and the memory under it stay at their peak for minutes.
- * `check` runs every sweep: once the count of answers has stood still for `idleMs`, with at least
- * `after` answers given since the last collection, it collects once.
+ * `check` runs every sweep: once the count of work done (answers, and whatever else leaves
+ * garbage behind it) has stood still for `idleMs`, with at least `after` done since the last
+ * collection, it collects once.
  */
 export class IdleCollector {
   private seen = 0;
@@ -25,7 +26,7 @@ export class IdleCollector {
 
   constructor(
     private readonly options: {
-      answers: () => number;
+      work: () => number;
       idleMs: number;
       after: number;
       collect: () => void;
@@ -37,15 +38,15 @@ export class IdleCollector {
 
   /** Answers whether it collected. */
   check(now: number): boolean {
-    const answers = this.options.answers();
-    if (answers !== this.seen) {
-      this.seen = answers;
+    const work = this.options.work();
+    if (work !== this.seen) {
+      this.seen = work;
       this.stillSince = now;
       return false;
     }
     if (now - this.stillSince < this.options.idleMs) return false;
-    if (answers - this.collectedAt < this.options.after) return false;
-    this.collectedAt = answers;
+    if (work - this.collectedAt < this.options.after) return false;
+    this.collectedAt = work;
     this.options.collect();
     return true;
   }

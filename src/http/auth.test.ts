@@ -474,3 +474,21 @@ describe('replay window (P5)', () => {
     expect(authenticator().restore(rows, NOW + 2 * SKEW_MS + 1)).toBe(0);
   });
 });
+
+describe('requests forgotten as their window passes (issue 33)', () => {
+  it('are counted, so that a quiet front end collects the memory they held', () => {
+    const auth = authenticator();
+    for (let i = 0; i < 5; i++) {
+      const answer = auth.authenticate(signed(alice, { body: `{"n":${i}}` }), NOW);
+      expect('member' in answer).toBe(true);
+    }
+    expect(auth.size()).toBe(5);
+    expect(auth.forgotten).toBe(0);
+    // Kept until the timestamp can no longer be fresh: twice the skew from the request.
+    auth.forget(NOW + 2 * SKEW_MS - 1);
+    expect(auth.forgotten).toBe(0);
+    auth.forget(NOW + 2 * SKEW_MS);
+    expect(auth.size()).toBe(0);
+    expect(auth.forgotten).toBe(5);
+  });
+});

@@ -93,6 +93,7 @@ export class Authenticator {
   private credentials = new Map<string, Credential>();
   /** Credential key id -> digests of its recent signing strings (P5: each its own share). */
   private readonly seen = new Map<string, Seen>();
+  private forgottenTotal = 0;
 
   /** The external discovery interface refuses with its own code (SPEC L). */
   constructor(
@@ -137,7 +138,7 @@ export class Authenticator {
       .digest()
       .subarray(0, DIGEST_BYTES);
     const seen = this.seenOf(keyId);
-    seen.forgetExpired(now);
+    this.forgottenTotal += seen.forgetExpired(now);
     if (seen.has(digest)) return fail('replayed');
     if (seen.size >= this.options.replayEntriesPerCredentialMax) {
       return refusal(
@@ -190,10 +191,18 @@ export class Authenticator {
     return n;
   }
 
+  /**
+   * Requests forgotten since the start (their window passed): the front end's collection once
+   * quiet counts them as work done, since the memory they held is garbage until it runs.
+   */
+  get forgotten(): number {
+    return this.forgottenTotal;
+  }
+
   /** Drops what no fresh request can match any more, for every credential. */
   forget(now: number): void {
     for (const [keyId, seen] of this.seen) {
-      seen.forgetExpired(now);
+      this.forgottenTotal += seen.forgetExpired(now);
       if (seen.size === 0) this.seen.delete(keyId);
     }
   }

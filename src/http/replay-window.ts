@@ -47,8 +47,9 @@ export class DigestWindow {
     this.index[i] = slot;
   }
 
-  /** Drops every digest whose time is at or before `now`, the oldest first. */
-  forgetExpired(now: number): void {
+  /** Drops every digest whose time is at or before `now`, the oldest first; answers how many. */
+  forgetExpired(now: number): number {
+    const before = this.count;
     while (this.count > 0 && this.untils[this.head]! <= now) {
       this.unindex(this.head);
       this.head = (this.head + 1) % this.capacity;
@@ -58,6 +59,7 @@ export class DigestWindow {
     let capacity = this.capacity;
     while (capacity > REPLAY_WINDOW_ENTRIES_MIN && this.count < capacity / 4) capacity /= 2;
     if (capacity < this.capacity) this.resize(capacity);
+    return before - this.count;
   }
 
   /** The digests kept, oldest first. */
