@@ -153,3 +153,15 @@ describe("a node's data file runs past its last page (growDataFile)", () => {
     await reopened.close();
   });
 });
+
+describe('a data file that cannot be grown', () => {
+  it('fails no append: the commit is durable already, and the file is left as LMDB keeps it', async () => {
+    const dir = tempDir();
+    const env = openEnvironment(dir);
+    // Growing looks at the file by its path: one that cannot be read makes it throw.
+    const log = new LmdbLog({ ...env, file: join(dir, 'gone', ENV_FILE) });
+    await log.append([], [{ table: 'views', key: 'k', bytes: valueOf(1) }]);
+    expect(env.tables.views.get('k')).toEqual(valueOf(1));
+    await log.close();
+  });
+});

@@ -356,12 +356,20 @@ export class LmdbLog extends ReadsInPlace implements Log {
     this.keepFileAhead();
   }
 
-  /** growDataFile, at most once a DATA_FILE_AHEAD_CHECK_MS (it reads LMDB's statistics). */
+  /**
+   * growDataFile, at most once a DATA_FILE_AHEAD_CHECK_MS (it reads LMDB's statistics). Never
+   * fails the append it follows, which is durable already: a file not grown costs only a slower
+   * start after a crash (checkDataFile reads every page in use), and the next look tries again.
+   */
   private keepFileAhead(): void {
     const now = performance.now();
     if (now - this.aheadCheckedAt < DATA_FILE_AHEAD_CHECK_MS) return;
     this.aheadCheckedAt = now;
-    growDataFile(this.env);
+    try {
+      growDataFile(this.env);
+    } catch {
+      // Left as LMDB keeps it (see above).
+    }
   }
 
   refresh(): void {
