@@ -155,7 +155,7 @@ describe("a node's data file runs past its last page (growDataFile)", () => {
 });
 
 describe('a data file that cannot be grown', () => {
-  it('fails no append: the commit is durable already, and the file is left as LMDB keeps it', async () => {
+  it('fails no append: the commit is durable already, the file left as LMDB keeps it', async () => {
     const dir = tempDir();
     const env = openEnvironment(dir);
     // Growing looks at the file by its path: one that cannot be read makes it throw.
