@@ -11,7 +11,7 @@ import type { BenchConfig } from './config.js';
 import { cpuText, withCpuWatch } from './cpu.js';
 import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
-import { createLocalCredential, removeDir, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { createLocalCredential, metricsText, removeDir, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { syncedCommitLatencies } from './log-append.js';
 import { ms, quantile, rate, type Report } from './report.js';
 import type { LookupPlan } from './request-plans.js';
@@ -83,8 +83,7 @@ const SLOW_COMMIT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1];
 
 /** Cumulative commit counts by upper bound in seconds (`+Inf` as Infinity). */
 async function commitBuckets(node: RunningServer): Promise<Map<number, number>> {
-  const admin = node.announcement.admin_port as number;
-  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const text = await metricsText(node);
   const buckets = new Map<number, number>();
   for (const line of text.split('\n')) {
     const m = COMMIT_BUCKET.exec(line);

@@ -18,6 +18,8 @@ import { statusText } from './http-post.js';
 import {
   anonymousMiB,
   createLocalCredential,
+  metricOf,
+  metricsText,
   removeDir,
   residentMiB,
   startNodeProcess,
@@ -31,12 +33,6 @@ import { API_PREFIX, type ClientCredential } from './signed-request.js';
 
 const SECTION = '18 memory';
 const TARGET = 1.2;
-/** A figure of the node's /metrics, by name. */
-export const metricOf = (text: string, name: string): number => {
-  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (match === null) throw new Error(`the node's /metrics has no ${name}`);
-  return Number(match[1]);
-};
 const BYTES_PER_MIB = 1024 * 1024;
 
 /** One node's figures after its receipts and the idle time. */
@@ -64,8 +60,7 @@ interface Reading {
 const pause = (msToWait: number) => new Promise<void>((resolve) => { setTimeout(resolve, msToWait); });
 
 async function nodeFigures(node: RunningServer) {
-  const admin = node.announcement.admin_port as number;
-  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const text = await metricsText(node);
   return {
     aggregates: metricOf(text, 'path_aggregates_in_memory'),
     workersHeapMiB: metricOf(text, 'path_workers_heap_used_bytes') / BYTES_PER_MIB,

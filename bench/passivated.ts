@@ -11,8 +11,7 @@
 // passivated within 2 ms of the same on the ones in memory.
 import { setTimeout as pause } from 'node:timers/promises';
 import type { BenchConfig } from './config.js';
-import { metricOf } from './memory.js';
-import { createLocalCredential, removeDir, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { createLocalCredential, metricOf, metricsText, removeDir, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { ms, quantile, rate, type Report } from './report.js';
 import { EUR } from './signed-load.js';
@@ -61,8 +60,7 @@ async function make(node: RunningServer, credential: ClientCredential, count: nu
 
 /** A figure of the node's operator listener's /metrics, by name. */
 async function nodeMetric(node: RunningServer, name: string): Promise<number> {
-  const admin = node.announcement.admin_port as number;
-  return metricOf(await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text(), name);
+  return metricOf(await metricsText(node), name);
 }
 
 /** Waits until no aggregate is in memory; fails after `timeoutMs`. */

@@ -114,6 +114,19 @@ export function anonymousMiB(pid: number): number | null {
   }
 }
 
+/** A figure of the node's /metrics, by name. */
+export const metricOf = (text: string, name: string): number => {
+  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  if (match === null) throw new Error(`the node's /metrics has no ${name}`);
+  return Number(match[1]);
+};
+
+/** The text of a node's operator listener's /metrics. */
+export async function metricsText(node: RunningServer): Promise<string> {
+  const admin = node.announcement.admin_port as number;
+  return (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+}
+
 /** Runs the node's command line to completion (credentials, keys). */
 export function runCli(args: string[], cli = NODE_CLI): string {
   return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8' });

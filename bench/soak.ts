@@ -16,9 +16,8 @@ import type { AddressInfo } from 'node:net';
 import type { BenchConfig } from './config.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
-import { metricOf } from './memory.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
-import { anonymousMiB, createLocalCredential, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { anonymousMiB, createLocalCredential, metricOf, metricsText, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import type { LoadResult } from './load.js';
 import { ms, rate, ratio, type Report } from './report.js';
 import { fixedPostPlan, type RequestPlan } from './request-plans.js';
@@ -92,8 +91,7 @@ async function saturation(config: BenchConfig, report: Report, node: RunningServ
 }
 
 async function nodeQueues(node: RunningServer): Promise<{ pendingCommands: number; webhookBacklog: number; aggregates: number }> {
-  const admin = node.announcement.admin_port as number;
-  const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const text = await metricsText(node);
   return {
     pendingCommands: metricOf(text, 'path_pending_commands'),
     webhookBacklog: metricOf(text, 'path_webhook_backlog_events'),

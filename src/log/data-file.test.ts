@@ -24,11 +24,12 @@ const keyOf = (i: number) => `k${String(i).padStart(6, '0')}`;
 const kept = (i: number) => i % 7 === 0;
 const valueOf = (i: number) => Buffer.alloc(i % 500 === 0 ? 20_000 : 1_500, i % 251);
 
-const tempDir = () => {
+/** A temporary directory, removed after the test. */
+function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'path-node-datafile-'));
   dirs.push(dir);
   return dir;
-};
+}
 
 /** A data file whose later commits freed most of what the first one wrote. */
 async function freedFile(): Promise<{ dir: string; file: string }> {
@@ -144,11 +145,12 @@ describe("a node's data file runs past its last page (growDataFile)", () => {
     );
     expect(checkDataFile(file)).toBe(false);
     // The grown file is whole to LMDB: every row kept reads back, and it takes new commits.
-    const kept_ = Array.from({ length: ROWS }, (_, i) => i).filter(kept);
-    for (const i of kept_) expect(env.tables.views.get(keyOf(i))).toEqual(valueOf(i));
+    const keptRows = Array.from({ length: ROWS }, (_, i) => i).filter(kept);
+    for (const i of keptRows) expect(env.tables.views.get(keyOf(i))).toEqual(valueOf(i));
     await log.close();
-    const reopened = new LmdbLog(openEnvironment(dir));
-    for (const i of kept_) expect(reopened['env'].tables.views.get(keyOf(i))).toEqual(valueOf(i));
+    const reopenedEnv = openEnvironment(dir);
+    const reopened = new LmdbLog(reopenedEnv);
+    for (const i of keptRows) expect(reopenedEnv.tables.views.get(keyOf(i))).toEqual(valueOf(i));
     await reopened.append([], [row(ROWS + 9, valueOf(9))]);
     await reopened.close();
   });
