@@ -17,6 +17,7 @@ import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { statusText } from './http-post.js';
 import {
   anonymousMiB,
+  BYTES_PER_MIB,
   createLocalCredential,
   metricOf,
   metricsText,
@@ -33,7 +34,6 @@ import { API_PREFIX, type ClientCredential } from './signed-request.js';
 
 const SECTION = '18 memory';
 const TARGET = 1.2;
-const BYTES_PER_MIB = 1024 * 1024;
 
 /** One node's figures after its receipts and the idle time. */
 interface Reading {

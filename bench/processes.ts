@@ -18,6 +18,7 @@ export const MEASURING_LINE = '{"phase":"measuring"}';
 
 /** Output kept from a child for error messages; the rest is dropped so nothing grows unbounded. */
 const OUTPUT_TAIL_CHARS = 64 * 1024;
+export const BYTES_PER_MIB = 1024 * 1024;
 
 const children = new Set<ChildProcess>();
 const directories = new Set<string>();

@@ -17,7 +17,7 @@ import type { BenchConfig } from './config.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
-import { anonymousMiB, createLocalCredential, metricOf, metricsText, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { anonymousMiB, BYTES_PER_MIB, createLocalCredential, metricOf, metricsText, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import type { LoadResult } from './load.js';
 import { ms, rate, ratio, type Report } from './report.js';
 import { fixedPostPlan, type RequestPlan } from './request-plans.js';
@@ -42,6 +42,14 @@ interface Minute {
   webhookBacklog: number;
   delivered: number;
   aggregates: number;
+  /** Where the memory is, in MiB: the front end's heap in use and outside it, the workers'. */
+  frontHeapMiB: number;
+  frontHeapHeldMiB: number;
+  frontExternalMiB: number;
+  workersHeapMiB: number;
+  workersHeapHeldMiB: number;
+  workersExternalMiB: number;
+  replayEntries: number;
 }
 
 /** A webhook endpoint on loopback that takes every delivery (204) and counts them. */
@@ -90,12 +98,22 @@ async function saturation(config: BenchConfig, report: Report, node: RunningServ
   return out;
 }
 
-async function nodeQueues(node: RunningServer): Promise<{ pendingCommands: number; webhookBacklog: number; aggregates: number }> {
+type NodeReading = Omit<Minute, 'results' | 'anonMiB' | 'delivered'>;
+
+async function nodeReading(node: RunningServer): Promise<NodeReading> {
   const text = await metricsText(node);
+  const mib = (name: string) => metricOf(text, name) / BYTES_PER_MIB;
   return {
     pendingCommands: metricOf(text, 'path_pending_commands'),
     webhookBacklog: metricOf(text, 'path_webhook_backlog_events'),
     aggregates: metricOf(text, 'path_aggregates_in_memory'),
+    frontHeapMiB: mib('nodejs_heap_size_used_bytes'),
+    frontHeapHeldMiB: mib('nodejs_heap_size_total_bytes'),
+    frontExternalMiB: mib('nodejs_external_memory_bytes'),
+    workersHeapMiB: mib('path_workers_heap_used_bytes'),
+    workersHeapHeldMiB: mib('path_workers_heap_total_bytes'),
+    workersExternalMiB: mib('path_workers_external_bytes'),
+    replayEntries: metricOf(text, 'path_replay_entries'),
   };
 }
 
@@ -120,7 +138,7 @@ function minuteText(n: number, m: Minute): string {
     const errors = errorsOf(r);
     return `${k} p99 ${ms(r.latencyP99Ms)} ms${errors === 0 ? '' : ` (${errors} errors: ${JSON.stringify(r.statusCounts)}, ${r.unanswered} unanswered)`}`;
   });
-  return `    minute ${n}: ${kinds.join(', ')}; RssAnon ${m.anonMiB.toFixed(1)} MiB, ${rate(m.aggregates)} aggregates in memory, ${m.pendingCommands} commands waiting, ${m.webhookBacklog} events undelivered, ${rate(m.delivered)} deliveries taken`;
+  return `    minute ${n}: ${kinds.join(', ')}; RssAnon ${m.anonMiB.toFixed(1)} MiB, ${rate(m.aggregates)} aggregates in memory, ${m.pendingCommands} commands waiting, ${m.webhookBacklog} events undelivered, ${rate(m.delivered)} deliveries taken; heaps in use / held ${m.frontHeapMiB.toFixed(1)} / ${m.frontHeapHeldMiB.toFixed(1)} MiB (front end) and ${m.workersHeapMiB.toFixed(1)} / ${m.workersHeapHeldMiB.toFixed(1)} MiB (workers), external ${m.frontExternalMiB.toFixed(1)} and ${m.workersExternalMiB.toFixed(1)} MiB, ${rate(m.replayEntries)} requests remembered against replays`;
 }
 
 function reportTargets(report: Report, minutes: Minute[]): void {
@@ -173,7 +191,7 @@ export async function runSoak(config: BenchConfig, report: Report): Promise<void
       const results = await runMinute(config, node, credential, rates, readTarget, n);
       const anonMiB = anonymousMiB(node.pid);
       if (anonMiB === null) throw new Error('cannot read the node\'s memory from /proc');
-      const minute = { results, anonMiB, ...(await nodeQueues(node)), delivered: receiver.delivered() };
+      const minute = { results, anonMiB, ...(await nodeReading(node)), delivered: receiver.delivered() };
       minutes.push(minute);
       report.line(minuteText(n, minute));
     }

@@ -71,6 +71,11 @@ export interface Limits {
    * are): past it, those that may leave memory and were used least recently leave it first.
    */
   aggregates_in_memory_max: number;
+  /**
+   * How far past the live memory the last full garbage collection left a JavaScript heap may
+   * grow before the next, in percent (V8's own choice for a large heap is up to 300).
+   */
+  heap_growing_percent: number;
   /** How often each worker looks for aggregates to let go of (idle, or over the budget). */
   passivation_sweep_interval_ms: number;
   /**
@@ -471,6 +476,7 @@ export const DEFAULT_LIMITS: Limits = {
   scrub_pass_pause_ms: 3600_000,
   aggregate_idle_ms: 60_000,
   aggregates_in_memory_max: 1_000_000,
+  heap_growing_percent: 50,
   passivation_sweep_interval_ms: 1_000,
   state_row_bytes_max: 16_384,
 };

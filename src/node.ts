@@ -61,7 +61,7 @@ import { openDeployment, type Deployment } from './deployment.js';
 import { NodeStore } from './store.js';
 import type { StoreTables } from './log/node-tables.js';
 import { Scrub } from './actors/scrub.js';
-import { fullCollection, IdleCollector } from './actors/collect.js';
+import { boundHeapGrowth, fullCollection, IdleCollector } from './actors/collect.js';
 import { systemClock } from './clock.js';
 import { WebhookDelivery } from './events/delivery.js';
 import { signingKeyFromSeed, type SigningKey } from './protocol/signing.js';
@@ -78,6 +78,7 @@ export async function startNode(
   onFatal: (message: string) => void,
 ): Promise<RunningNode> {
   const started = Date.now();
+  boundHeapGrowth(config.limits.heap_growing_percent);
   const accessLog = openAccessLog(config.accessLog, config.accessLogSample);
   const claimed = claim(config);
   announceDataDir(config, logger, claimed.narrowed);
