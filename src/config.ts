@@ -414,6 +414,13 @@ export const BROTLI_QUALITY = 6;
 /** gzip level (1-9) of the documents compressed once: 13.4 KB for OpenAPI in about 2 ms. */
 export const GZIP_LEVEL = 9;
 
+/**
+ * How far the node's clock may step back without a forgotten request becoming fresh again (P5).
+ * Keeping each request for the skew past its own timestamp, and this, instead of for twice the
+ * skew past its arrival, holds 360 s of a synchronised client's requests instead of 600 s.
+ */
+export const REPLAY_CLOCK_STEP_MS = 60_000;
+
 /** The smallest ring of a credential's replay window (http/replay-window.ts): 400 bytes. */
 export const REPLAY_WINDOW_ENTRIES_MIN = 16;
 

@@ -78,7 +78,6 @@ export async function startNode(
   onFatal: (message: string) => void,
 ): Promise<RunningNode> {
   const started = Date.now();
-  boundHeapGrowth(config.limits.heap_growing_percent);
   const accessLog = openAccessLog(config.accessLog, config.accessLogSample);
   const claimed = claim(config);
   announceDataDir(config, logger, claimed.narrowed);
@@ -88,13 +87,12 @@ export async function startNode(
   const { log, tables, env, health: database } = deployment;
   const identity = await openIdentity(tables, config);
   const signer: SignerCell = { current: signingKeyFromSeed(identity.signingKey.seed_hex) };
-  const { metrics } = watch;
   const image = directoryImageOf(config, env);
   const runtime = await startPool(config, logger, onFatal, {
     log,
     identity,
     signer,
-    metrics,
+    metrics: watch.metrics,
     deployment,
   });
   deployment.hear(runtime.directory, runtime.events);
@@ -120,6 +118,7 @@ export async function startNode(
     onAnswered: answeredTo(accessLog, watch.metrics),
     onInternalError: () => watch.metrics.internalError(),
   });
+  const { metrics } = watch;
   const parts = { log, identity, signer, runtime, access, listeners, database, metrics };
   const followers = startFollowers(config, logger, { ...parts, changes: deployment.changes });
   await catchUpHousekeeping(log, config, runtime.events);
@@ -703,8 +702,12 @@ function newScrub(
   });
 }
 
-/** The operator's metrics and their listener (P21), not yet ready. */
+/**
+ * The operator's metrics and their listener (P21), not yet ready; the scrub's cell; and the
+ * process's heaps' growth bounded (actors/collect.ts) before any worker starts.
+ */
 async function startWatch(config: Config, logger: Logger) {
+  boundHeapGrowth(config.limits.heap_growing_percent);
   const metrics = new Metrics();
   const admin = new AdminListener(metrics, logger);
   const port = await admin.listen(config.adminHost, config.adminPort);
@@ -719,7 +722,6 @@ async function startWatch(config: Config, logger: Logger) {
  * A line names the request, its operation, status, duration and member: never a body, an
  * identifier or a signature.
  */
-/** Each answer counted in the metrics, and written to the access log unless it is off. */
 function answeredTo(access: AccessLog | null, metrics: Metrics): (answered: Answered) => void {
   if (access === null)
     return (a) => metrics.answered(a.operation ?? 'unrouted', a.status, a.seconds);

@@ -30,7 +30,8 @@ describe('the bound on heap growth (issue 33)', () => {
       import { getHeapSpaceStatistics } from 'node:v8';
       import { boundHeapGrowth } from ${JSON.stringify(compiled)};
       if (${percent} !== null) boundHeapGrowth(${percent});
-      const old = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size;
+      const old = () =>
+        getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size;
       const live = Array.from({ length: 100_000 }, (_, i) => ({ i, key: 'k' + i }));
       const ring = new Array(200_000);
       let peak = 0;

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
+import { REPLAY_CLOCK_STEP_MS } from '../config.js';
 import type { Refusal } from '../protocol/errors.js';
 import { verifyBytes } from '../protocol/signing.js';
 import type { Credential } from '../store.js';
@@ -484,11 +485,55 @@ describe('requests forgotten as their window passes (issue 33)', () => {
     }
     expect(auth.size()).toBe(5);
     expect(auth.forgotten).toBe(0);
-    // Kept until the timestamp can no longer be fresh: twice the skew from the request.
-    auth.forget(NOW + 2 * SKEW_MS - 1);
+    // Kept while the timestamp can be fresh, and the margin for this clock stepping back.
+    const kept = NOW + SKEW_MS + REPLAY_CLOCK_STEP_MS;
+    auth.forget(kept);
     expect(auth.forgotten).toBe(0);
-    auth.forget(NOW + 2 * SKEW_MS);
+    auth.forget(kept + 1);
     expect(auth.size()).toBe(0);
     expect(auth.forgotten).toBe(5);
+  });
+});
+
+describe('how long a request is remembered (P5, issue 33)', () => {
+  const at = (ms: number) => new Date(ms).toISOString();
+
+  it('while its own timestamp is fresh, the last fresh instant included, however early', () => {
+    // A client whose clock runs the whole skew ahead: fresh from its arrival until twice the
+    // skew later. The sweep runs meanwhile; the same bytes at the last fresh instant are refused.
+    const auth = authenticator();
+    const ahead = signed(alice, { timestamp: at(NOW + SKEW_MS) });
+    expect(auth.authenticate(ahead, NOW)).toMatchObject({ member: 'local' });
+    auth.forget(NOW + 2 * SKEW_MS);
+    expect(auth.authenticate(ahead, NOW + 2 * SKEW_MS)).toEqual(refused('replayed'));
+    expect(auth.authenticate(ahead, NOW + 2 * SKEW_MS + 1)).toEqual(refused('stale'));
+  });
+
+  it('kept past its freshness by the margin for this clock stepping back, then let go', () => {
+    const auth = authenticator();
+    const request = signed(alice);
+    expect(auth.authenticate(request, NOW)).toMatchObject({ member: 'local' });
+    auth.forget(NOW + SKEW_MS + 1);
+    // The clock stepped back by the margin: the request is fresh again, and still remembered.
+    expect(auth.authenticate(request, NOW + SKEW_MS + 1 - REPLAY_CLOCK_STEP_MS)).toEqual(
+      refused('replayed'),
+    );
+    // A synchronised client's requests take the window's memory for the skew and the margin,
+    // not for twice the skew.
+    auth.forget(NOW + SKEW_MS + REPLAY_CLOCK_STEP_MS + 1);
+    expect(auth.size()).toBe(0);
+  });
+
+  it('one that came out of order is kept until those before it go, never less', () => {
+    const auth = authenticator();
+    const later = signed(alice, { timestamp: at(NOW + 10_000), body: '{"n":1}' });
+    const earlier = signed(alice, { timestamp: at(NOW - 10_000), body: '{"n":2}' });
+    expect(auth.authenticate(later, NOW)).toMatchObject({ member: 'local' });
+    expect(auth.authenticate(earlier, NOW)).toMatchObject({ member: 'local' });
+    // Past the earlier one's time but not the later one's: both still remembered.
+    auth.forget(NOW - 10_000 + SKEW_MS + REPLAY_CLOCK_STEP_MS + 1);
+    expect(auth.size()).toBe(2);
+    auth.forget(NOW + 10_000 + SKEW_MS + REPLAY_CLOCK_STEP_MS + 1);
+    expect(auth.size()).toBe(0);
   });
 });

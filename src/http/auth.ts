@@ -2,6 +2,7 @@
 // a fresh timestamp, and no replay of the same signing string inside the window.
 import { createHash } from 'node:crypto';
 import type { Caller, ReplayMark } from '../actors/types.js';
+import { REPLAY_CLOCK_STEP_MS } from '../config.js';
 // P5's signing string: the one definition the client library signs with.
 import { signingStringOfDigest as signingString } from '@path-node/client/signing';
 import { refusal, type Refusal } from '../protocol/errors.js';
@@ -147,14 +148,8 @@ export class Authenticator {
         { retry_after_seconds: 1 },
       );
     }
-    // Kept until the timestamp can no longer be fresh, whatever the client's clock said; `now`
-    // based, so each credential's entries stay in the order they expire.
-    const until = now + 2 * this.options.skewMs;
-    seen.add(digest, until);
-    // The mark's row is keyed by the request's own time, not this clock's: the same request
-    // makes the same key on every instance of a cluster, where its claim is checked (issue 29).
-    // Kept as long as the request can be fresh on a clock up to the window apart from this one.
-    const kept = at + 2 * this.options.skewMs;
+    seen.add(digest, this.heldUntil(at));
+    const kept = this.rowUntil(at);
     return {
       member: credential.member,
       local: credential.local,
@@ -167,7 +162,7 @@ export class Authenticator {
     const kept: { until: number; digest: string; keyId: string }[] = [];
     for (const row of rows) {
       const cut = row.key.indexOf('/');
-      const until = Number.parseInt(row.key.slice(0, cut), 16);
+      const until = this.heldUntil(this.rowAt(Number.parseInt(row.key.slice(0, cut), 16)));
       if (until > now) kept.push({ until, digest: row.key.slice(cut + 1), keyId: row.keyId });
     }
     kept.sort((a, b) => a.until - b.until);
@@ -179,8 +174,10 @@ export class Authenticator {
   /** Everything remembered now, as replay rows (written on an orderly stop). */
   *remembered(): Iterable<ReplayMark> {
     for (const [keyId, seen] of this.seen) {
-      for (const { digest, until } of seen.entries())
-        yield { key: replayRowKey(until, digest.toString('base64url')), keyId, until };
+      for (const { digest, until } of seen.entries()) {
+        const kept = this.rowUntil(this.heldAt(until));
+        yield { key: replayRowKey(kept, digest.toString('base64url')), keyId, until: kept };
+      }
     }
   }
 
@@ -205,6 +202,34 @@ export class Authenticator {
       this.forgottenTotal += seen.forgetExpired(now);
       if (seen.size === 0) this.seen.delete(keyId);
     }
+  }
+
+  /**
+   * Until when memory holds a request stamped `at`: while its timestamp can be fresh (P5: up to
+   * the skew past it, that instant included), and a margin more, so that this clock stepping
+   * back by up to the margin does not make a forgotten request fresh again. Requests of one
+   * credential come nearly in order of their timestamps; one out of order is kept until those
+   * before it go (never less long).
+   */
+  private heldUntil(at: number): number {
+    return at + this.options.skewMs + 1 + REPLAY_CLOCK_STEP_MS;
+  }
+
+  private heldAt(until: number): number {
+    return until - this.options.skewMs - 1 - REPLAY_CLOCK_STEP_MS;
+  }
+
+  /**
+   * Until when a request stamped `at` is kept as a row: keyed by the request's own time, not
+   * this clock's, the same request makes the same key on every instance of a cluster, where its
+   * claim is checked (issue 29); kept while it can be fresh on a clock up to the skew apart.
+   */
+  private rowUntil(at: number): number {
+    return at + 2 * this.options.skewMs;
+  }
+
+  private rowAt(until: number): number {
+    return until - 2 * this.options.skewMs;
   }
 
   private seenOf(keyId: string): Seen {

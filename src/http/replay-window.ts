@@ -1,19 +1,24 @@
 // One credential's recent signing-string digests (P5), each kept until its time, in the order
-// they expire (issue 33): in typed arrays, 24 bytes an entry and no object per entry (a Map of
+// they expire (issue 33): in typed arrays, 30 bytes a slot and no object per entry (a Map of
 // base64url strings took about 100 bytes), found through an open-addressing index on the
-// digest's first word. A node writing a thousand requests a second holds ten minutes of them.
+// digest's first word. A node writing a thousand requests a second holds ten minutes of them, so
+// the arrays grow by a quarter at a time, not by doubling: the memory follows the window as it
+// fills, at most a quarter past it.
 import { REPLAY_WINDOW_ENTRIES_MIN } from '../config.js';
 
 /** A 16-byte digest as four 32-bit words. */
 const WORDS = 4; // tidy: format (128 bits)
 const EMPTY = -1;
+/** A full ring grows by a quarter (in entries); the index has half again as many slots. */
+const GROWTH = 1.25; // tidy: format (a ratio)
+const INDEX_SLOTS_PER_ENTRY = 1.5; // tidy: format (a ratio: probes stay short at two thirds full)
 
 export class DigestWindow {
   private capacity = REPLAY_WINDOW_ENTRIES_MIN;
   private digests = new Uint32Array(WORDS * REPLAY_WINDOW_ENTRIES_MIN);
   private untils = new Float64Array(REPLAY_WINDOW_ENTRIES_MIN);
-  /** Ring slots by the digest's first word; twice the ring's size, so probes stay short. */
-  private index = new Int32Array(2 * REPLAY_WINDOW_ENTRIES_MIN).fill(EMPTY);
+  /** Ring slots by the digest's first word, at most two thirds of its slots in use. */
+  private index = indexFor(REPLAY_WINDOW_ENTRIES_MIN);
   private head = 0;
   private count = 0;
 
@@ -33,18 +38,15 @@ export class DigestWindow {
   /**
    * Keeps `digest` until `until`. Digests are forgotten in the order they were kept, each once
    * its time and those of all kept before it have passed (the times of a credential's requests
-   * come in order, but for those an earlier run kept).
+   * come nearly in order: one out of order is kept longer, never less).
    */
   add(digest: Buffer, until: number): void {
-    if (this.count === this.capacity) this.resize(this.capacity * 2);
+    if (this.count === this.capacity) this.resize(Math.ceil(this.capacity * GROWTH));
     const slot = (this.head + this.count) % this.capacity;
     for (let w = 0; w < WORDS; w++) this.digests[slot * WORDS + w] = digest.readUInt32LE(w * 4);
     this.untils[slot] = until;
     this.count++;
-    const mask = this.index.length - 1;
-    let i = this.digests[slot * WORDS]! & mask;
-    while (this.index[i] !== EMPTY) i = (i + 1) & mask;
-    this.index[i] = slot;
+    this.place(slot);
   }
 
   /** Drops every digest whose time is at or before `now`, the oldest first; answers how many. */
@@ -57,7 +59,8 @@ export class DigestWindow {
     }
     // Memory goes back as the window empties: the ring halves while a quarter full or less.
     let capacity = this.capacity;
-    while (capacity > REPLAY_WINDOW_ENTRIES_MIN && this.count < capacity / 4) capacity /= 2;
+    while (capacity > REPLAY_WINDOW_ENTRIES_MIN && this.count < capacity / 4)
+      capacity = Math.max(REPLAY_WINDOW_ENTRIES_MIN, Math.ceil(capacity / 2));
     if (capacity < this.capacity) this.resize(capacity);
     return before - this.count;
   }
@@ -75,8 +78,7 @@ export class DigestWindow {
   /** The index position of `digest`, or EMPTY. */
   private find(digest: Buffer): number {
     const w0 = digest.readUInt32LE(0);
-    const mask = this.index.length - 1;
-    for (let i = w0 & mask; this.index[i] !== EMPTY; i = (i + 1) & mask) {
+    for (let i = this.home(w0); this.index[i] !== EMPTY; i = this.next(i)) {
       const at = this.index[i]! * WORDS;
       if (
         this.digests[at] === w0 &&
@@ -91,11 +93,10 @@ export class DigestWindow {
 
   /** Takes ring slot `slot` out of the index, shifting back the entries probed past it. */
   private unindex(slot: number): void {
-    const mask = this.index.length - 1;
-    let i = this.digests[slot * WORDS]! & mask;
-    while (this.index[i] !== slot) i = (i + 1) & mask;
-    for (let j = (i + 1) & mask; this.index[j] !== EMPTY; j = (j + 1) & mask) {
-      const home = this.digests[this.index[j]! * WORDS]! & mask;
+    let i = this.home(this.digests[slot * WORDS]!);
+    while (this.index[i] !== slot) i = this.next(i);
+    for (let j = this.next(i); this.index[j] !== EMPTY; j = this.next(j)) {
+      const home = this.home(this.digests[this.index[j]! * WORDS]!);
       // The entry at j stays unless its home lies outside (i, j], going round.
       const stays = i <= j ? home > i && home <= j : home > i || home <= j;
       if (stays) continue;
@@ -118,12 +119,27 @@ export class DigestWindow {
     this.digests = digests;
     this.untils = untils;
     this.head = 0;
-    this.index = new Int32Array(2 * capacity).fill(EMPTY);
-    const mask = this.index.length - 1;
-    for (let slot = 0; slot < this.count; slot++) {
-      let i = digests[slot * WORDS]! & mask;
-      while (this.index[i] !== EMPTY) i = (i + 1) & mask;
-      this.index[i] = slot;
-    }
+    this.index = indexFor(capacity);
+    for (let slot = 0; slot < this.count; slot++) this.place(slot);
   }
+
+  /** Enters ring slot `slot` in the index, at the first free position from its home. */
+  private place(slot: number): void {
+    let i = this.home(this.digests[slot * WORDS]!);
+    while (this.index[i] !== EMPTY) i = this.next(i);
+    this.index[i] = slot;
+  }
+
+  /** Where a digest whose first word is `word` is looked for first (the words are uniform). */
+  private home(word: number): number {
+    return word % this.index.length;
+  }
+
+  private next(i: number): number {
+    return i + 1 === this.index.length ? 0 : i + 1;
+  }
+}
+
+function indexFor(capacity: number): Int32Array {
+  return new Int32Array(Math.ceil(capacity * INDEX_SLOTS_PER_ENTRY)).fill(EMPTY);
 }
