@@ -7,7 +7,7 @@
 // majors the `nodes` section runs this build under beside the running one (default 24);
 // BENCH_MEMORY_COUNTS the receipts the `memory` section writes to each fresh node (default
 // 100000,1000000) and BENCH_MEMORY_IDLE_MS how long each node then idles before its memory is
-// read (default 780000: past the 600 s a signed request is remembered against replays, the
+// read (default 780000: past the 360 s a signed request is remembered against replays, the
 // sweep that forgets it, 60 s, and the front end's collection a quiet minute after that, and past
 // aggregate_idle_ms, 60 s, after which an aggregate leaves memory); BENCH_PASSIVATED_IDLE_MS the aggregate_idle_ms the `passivated` section's node runs
 // with (default 5000); BENCH_SOAK_MINUTES how long the `soak` section's mixed load runs (default

@@ -3,7 +3,7 @@
 // writes. For each count of BENCH_MEMORY_COUNTS, and for none (the baseline), a fresh node on a
 // fresh data directory (the embedded LMDB store) is sent that many signed durable
 // `POST /receipts`, each of which must answer 201, then left idle for the same time (by default
-// past the ten minutes a signed request is remembered against replays, P5, and past the idle
+// past the six minutes a signed request is remembered against replays, P5, and past the idle
 // time after which an aggregate leaves memory: what is left is what history costs, not the
 // working set of the last minutes), and read:
 // RssAnon from /proc (the process's own memory, every thread's, without the pages of the mapped
@@ -49,7 +49,7 @@ interface Reading {
   frontExternalMiB: number;
   /** The workers' memory outside their heaps held by JavaScript objects, in MiB. */
   workersExternalMiB: number;
-  /** Signed requests of the replay window the front end remembers (P5: ten minutes of them). */
+  /** Signed requests of the replay window the front end remembers (P5: six minutes of them). */
   replayEntries: number;
   /** CPU seconds of the node process since it started, every thread, user and system. */
   cpuSeconds: number;

@@ -500,7 +500,7 @@ function startFollowers(
 /**
  * The front end's full collection once quiet after many answers (actors/collect.ts), or after
  * many requests were forgotten as their replay window passed: the replay memory a burst filled
- * empties ten minutes after it, long after the collection that followed the burst.
+ * empties six minutes after it, long after the collection that followed the burst.
  */
 function collectWhenQuiet(config: Config, metrics: Metrics, access: Access): NodeJS.Timeout {
   const collector = new IdleCollector(

@@ -1,9 +1,9 @@
 // One credential's recent signing-string digests (P5), each kept until its time, in the order
 // they expire (issue 33): in typed arrays, 30 bytes a slot and no object per entry (a Map of
 // base64url strings took about 100 bytes), found through an open-addressing index on the
-// digest's first word. A node writing a thousand requests a second holds ten minutes of them, so
-// the arrays grow by a quarter at a time, not by doubling: the memory follows the window as it
-// fills, at most a quarter past it.
+// digest's first word. A node taking a thousand signed requests a second holds six minutes of
+// them, so the arrays grow by a quarter at a time, not by doubling: the memory follows the window
+// as it fills, at most a quarter past it.
 import { REPLAY_WINDOW_ENTRIES_MIN } from '../config.js';
 
 /** A 16-byte digest as four 32-bit words. */
