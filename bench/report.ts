@@ -1,5 +1,6 @@
 // Small statistics and the printed report: each section adds rows as it measures them, and the
-// run ends with one summary table of every figure.
+// run ends with one summary table of every figure, and the same in report.md and report.html.
+import { writeReportFiles, type ReportSection, type SeriesChart, type SummaryRow } from './report-files.js';
 
 export function median(values: readonly number[]): number {
   if (values.length === 0) throw new RangeError('median of nothing');
@@ -27,23 +28,18 @@ export function ratio(value: number): string {
   return value.toFixed(2);
 }
 
-export interface SummaryRow {
-  section: string;
-  figure: string;
-  value: string;
-  /** For a ratio with a target: whether it was met. */
-  target?: { text: string; met: boolean };
-}
-
 export class Report {
   private readonly rows: SummaryRow[] = [];
+  private readonly sections: ReportSection[] = [];
 
   heading(title: string): void {
     process.stdout.write(`\n## ${title}\n`);
+    this.sections.push({ title, lines: [], charts: [] });
   }
 
   line(text: string): void {
     process.stdout.write(`${text}\n`);
+    this.sections.at(-1)?.lines.push(text);
   }
 
   add(row: SummaryRow): void {
@@ -52,15 +48,26 @@ export class Report {
     this.line(`  ${row.figure}: ${row.value}${target}`);
   }
 
+  /** Records a chart for the section under way (report.html draws it; report.md tabulates it). */
+  chart(chart: SeriesChart): void {
+    this.sections.at(-1)?.charts.push(chart);
+  }
+
   printSummary(): void {
-    this.heading('Summary');
+    const print = (text: string) => process.stdout.write(`${text}\n`);
+    print('\n## Summary');
     const header: [string, string, string, string] = ['section', 'figure', 'value', 'target'];
     const body = this.rows.map((r): [string, string, string, string] =>
       [r.section, r.figure, r.value, r.target === undefined ? '' : `${r.target.text} ${r.target.met ? 'met' : 'NOT met'}`]);
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
     const format = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-    this.line(format(header));
-    this.line(format(widths.map((w) => '-'.repeat(w))));
-    for (const row of body) this.line(format(row));
+    print(format(header));
+    print(format(widths.map((w) => '-'.repeat(w))));
+    for (const row of body) print(format(row));
+  }
+
+  /** Writes the run's report.md and report.html into `dir` (report-files.ts). */
+  writeFiles(dir: string, run: { title: string; meta: string[] }): { markdown: string; html: string } {
+    return writeReportFiles(dir, { ...run, sections: this.sections, rows: this.rows });
   }
 }

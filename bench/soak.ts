@@ -176,6 +176,24 @@ function reportTargets(report: Report, minutes: Minute[]): void {
   });
 }
 
+/** Each kind's p99 and the node's memory, minute by minute, as charts in report.html. */
+function chartMinutes(report: Report, minutes: readonly Minute[]): void {
+  const labels = minutes.map((_, i) => String(i + 1));
+  report.chart({
+    title: 'p99 latency per minute', unit: 'ms', x: 'minute', labels,
+    series: KINDS.map((kind) => ({ name: kind, values: minutes.map((m) => m.results[kind].latencyP99Ms) })),
+  });
+  report.chart({
+    title: 'the node\'s memory after each minute', unit: 'MiB', x: 'minute', labels,
+    series: [
+      { name: 'RssAnon', values: minutes.map((m) => m.anonMiB) },
+      { name: 'heaps held, workers', values: minutes.map((m) => m.workersHeapHeldMiB) },
+      { name: 'heap held, front end', values: minutes.map((m) => m.frontHeapHeldMiB) },
+      { name: 'outside the heaps', values: minutes.map((m) => m.frontExternalMiB + m.workersExternalMiB) },
+    ],
+  });
+}
+
 /** The least-squares slope of `values` taken one a step. */
 function slope(values: readonly number[]): number {
   const meanX = (values.length - 1) / 2;
@@ -219,6 +237,7 @@ export async function runSoak(config: BenchConfig, report: Report): Promise<void
       minutes.push(minute);
       report.line(minuteText(n, minute));
     }
+    chartMinutes(report, minutes);
     reportTargets(report, minutes);
   } finally {
     await node?.stop();
