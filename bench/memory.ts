@@ -19,7 +19,7 @@ import {
   anonymousMiB,
   BYTES_PER_MIB,
   createLocalCredential,
-  metricOf,
+  memoryFigures,
   metricsText,
   removeDir,
   residentMiB,
@@ -60,16 +60,7 @@ interface Reading {
 const pause = (msToWait: number) => new Promise<void>((resolve) => { setTimeout(resolve, msToWait); });
 
 async function nodeFigures(node: RunningServer) {
-  const text = await metricsText(node);
-  return {
-    aggregates: metricOf(text, 'path_aggregates_in_memory'),
-    workersHeapMiB: metricOf(text, 'path_workers_heap_used_bytes') / BYTES_PER_MIB,
-    workersHeapHeldMiB: metricOf(text, 'path_workers_heap_total_bytes') / BYTES_PER_MIB,
-    frontHeapMiB: metricOf(text, 'nodejs_heap_size_used_bytes') / BYTES_PER_MIB,
-    frontExternalMiB: metricOf(text, 'nodejs_external_memory_bytes') / BYTES_PER_MIB,
-    workersExternalMiB: metricOf(text, 'path_workers_external_bytes') / BYTES_PER_MIB,
-    replayEntries: metricOf(text, 'path_replay_entries'),
-  };
+  return memoryFigures(await metricsText(node));
 }
 
 /**

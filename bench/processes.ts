@@ -128,6 +128,21 @@ export async function metricsText(node: RunningServer): Promise<string> {
   return (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
 }
 
+/** Where a node's memory is, from its /metrics text: heaps in use and held, outside them, MiB. */
+export function memoryFigures(text: string) {
+  const mib = (name: string) => metricOf(text, name) / BYTES_PER_MIB;
+  return {
+    aggregates: metricOf(text, 'path_aggregates_in_memory'),
+    workersHeapMiB: mib('path_workers_heap_used_bytes'),
+    workersHeapHeldMiB: mib('path_workers_heap_total_bytes'),
+    workersExternalMiB: mib('path_workers_external_bytes'),
+    frontHeapMiB: mib('nodejs_heap_size_used_bytes'),
+    frontHeapHeldMiB: mib('nodejs_heap_size_total_bytes'),
+    frontExternalMiB: mib('nodejs_external_memory_bytes'),
+    replayEntries: metricOf(text, 'path_replay_entries'),
+  };
+}
+
 /** Runs the node's command line to completion (credentials, keys). */
 export function runCli(args: string[], cli = NODE_CLI): string {
   return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8' });

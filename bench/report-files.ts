@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ms } from './stats.js';
 
 export interface SummaryRow {
   section: string;
@@ -131,13 +132,9 @@ function chartSvg(chart: SeriesChart): string {
   });
   const axes = `<line x1="${PAD.left}" y1="${PAD.top + plotH}" x2="${PAD.left + plotW}" y2="${PAD.top + plotH}" stroke="#57606a"/>` +
     `<line x1="${PAD.left}" y1="${PAD.top}" x2="${PAD.left}" y2="${PAD.top + plotH}" stroke="#57606a"/>` +
-    `<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${e(formatTick(top))}</text>` +
+    `<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${e(ms(top))}</text>` +
     `<text x="${PAD.left - 6}" y="${PAD.top + plotH}" text-anchor="end">0</text>` +
     chart.labels.map((label, i) => `<text x="${x(i).toFixed(1)}" y="${HEIGHT - 8}" text-anchor="middle">${e(label)}</text>`).join('');
   return `<figure><figcaption>${e(chart.title)} (${e(chart.unit)}, by ${e(chart.x)})</figcaption>` +
     `<svg role="img" aria-label="${e(chart.title)}" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}">${axes}${lines.join('')}</svg></figure>`;
-}
-
-function formatTick(value: number): string {
-  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 }

@@ -1,32 +1,8 @@
-// Small statistics and the printed report: each section adds rows as it measures them, and the
+// The printed report (its small statistics in stats.ts): each section adds rows as it measures them, and the
 // run ends with one summary table of every figure, and the same in report.md and report.html.
 import { writeReportFiles, type ReportSection, type SeriesChart, type SummaryRow } from './report-files.js';
 
-export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new RangeError('median of nothing');
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
-/** The q-quantile (0..1) by nearest rank. */
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) throw new RangeError('quantile of nothing');
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
-export function rate(value: number): string {
-  return Math.round(value).toLocaleString('en-US');
-}
-
-export function ms(value: number): string {
-  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
-}
-
-export function ratio(value: number): string {
-  return value.toFixed(2);
-}
+export { median, ms, quantile, rate, ratio, slope } from './stats.js';
 
 export class Report {
   private readonly rows: SummaryRow[] = [];

@@ -19,9 +19,9 @@ import type { BenchConfig } from './config.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { buildDirectory, NODE_ARGS, pepperEnv } from './lookup.js';
 import type { PacedJob, PacedResult } from './paced-load.js';
-import { anonymousMiB, BYTES_PER_MIB, createLocalCredential, metricOf, metricsText, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
+import { anonymousMiB, createLocalCredential, memoryFigures, metricOf, metricsText, removeDir, runLoad, runPacedLoad, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import type { LoadResult } from './load.js';
-import { ms, rate, ratio, type Report } from './report.js';
+import { ms, rate, ratio, slope, type Report } from './report.js';
 import { fixedPostPlan, type RequestPlan } from './request-plans.js';
 import { requireAllOk, runSignedLoad } from './signed-load.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
@@ -104,18 +104,10 @@ type NodeReading = Omit<Minute, 'results' | 'anonMiB' | 'delivered'>;
 
 async function nodeReading(node: RunningServer): Promise<NodeReading> {
   const text = await metricsText(node);
-  const mib = (name: string) => metricOf(text, name) / BYTES_PER_MIB;
   return {
+    ...memoryFigures(text),
     pendingCommands: metricOf(text, 'path_pending_commands'),
     webhookBacklog: metricOf(text, 'path_webhook_backlog_events'),
-    aggregates: metricOf(text, 'path_aggregates_in_memory'),
-    frontHeapMiB: mib('nodejs_heap_size_used_bytes'),
-    frontHeapHeldMiB: mib('nodejs_heap_size_total_bytes'),
-    frontExternalMiB: mib('nodejs_external_memory_bytes'),
-    workersHeapMiB: mib('path_workers_heap_used_bytes'),
-    workersHeapHeldMiB: mib('path_workers_heap_total_bytes'),
-    workersExternalMiB: mib('path_workers_external_bytes'),
-    replayEntries: metricOf(text, 'path_replay_entries'),
   };
 }
 
@@ -192,19 +184,6 @@ function chartMinutes(report: Report, minutes: readonly Minute[]): void {
       { name: 'outside the heaps', values: minutes.map((m) => m.frontExternalMiB + m.workersExternalMiB) },
     ],
   });
-}
-
-/** The least-squares slope of `values` taken one a step. */
-function slope(values: readonly number[]): number {
-  const meanX = (values.length - 1) / 2;
-  const meanY = values.reduce((sum, y) => sum + y, 0) / values.length;
-  let across = 0;
-  let spread = 0;
-  values.forEach((y, x) => {
-    across += (x - meanX) * (y - meanY);
-    spread += (x - meanX) ** 2;
-  });
-  return across / spread;
 }
 
 export async function runSoak(config: BenchConfig, report: Report): Promise<void> {
