@@ -96,6 +96,8 @@ export class ShardPool {
   /** Round robin for stateless work (any worker will do). */
   private nextStateless = 0;
   private stopping = false;
+  /** The workers that checked their partitions: a fatal failure of one of them ends the node. */
+  private readonly checkedWorkers = new Set<number>();
   /** Where follow-ups go: this pool, or in cluster mode the owners of their partitions. */
   private route: (routed: RoutedCommand) => Promise<CommandResult> = (routed) =>
     this.submit(routed);
@@ -108,10 +110,27 @@ export class ShardPool {
    */
   static async start(options: PoolOptions): Promise<{ pool: ShardPool; checked: Checked }> {
     const pool = new ShardPool(options);
-    const checked = await Promise.all(
+    const spawned = await Promise.allSettled(
       Array.from({ length: options.workers }, (_, i) => pool.spawn(i)),
     );
-    return { pool, checked: added(checked) };
+    const refused = spawned.find((s) => s.status === 'rejected');
+    if (refused !== undefined) {
+      // Every thread ends before the refusal goes up: the process then exits with none of them
+      // midway through a read of the data file.
+      await pool.abandon();
+      throw refused.reason;
+    }
+    return {
+      pool,
+      checked: added(spawned.map((s) => (s as PromiseFulfilledResult<Checked>).value)),
+    };
+  }
+
+  /** A start refused: its workers and their helpers ended, nothing drained. */
+  private async abandon(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.helpers);
   }
 
   /** Resolves once every worker has folded all its partitions, with what recovery read. */
@@ -321,10 +340,13 @@ export class ShardPool {
       });
       worker.on('error', (error) => {
         reject(error);
-        this.options.onFatal(`shard ${index}: ${error.message}`);
+        if (this.checkedWorkers.has(index))
+          this.options.onFatal(`shard ${index}: ${error.message}`);
       });
       worker.on('exit', (code) => {
-        if (!this.stopping) this.options.onFatal(`shard ${index} exited with code ${code}`);
+        const message = `shard ${index} exited with code ${code}`;
+        reject(new Error(message));
+        if (!this.stopping && this.checkedWorkers.has(index)) this.options.onFatal(message);
       });
     });
   }
@@ -341,6 +363,7 @@ export class ShardPool {
       this.options.onCommit?.(m.result.commit);
     switch (m.t) {
       case 'ready':
+        this.checkedWorkers.add(index);
         resolve(m.checked);
         break;
       case 'recovered':
@@ -378,7 +401,8 @@ export class ShardPool {
       case 'fatal':
         reject(new Error(m.message));
         this.folded[index]!.reject(new Error(m.message));
-        this.options.onFatal(`shard ${index}: ${m.message}`);
+        // Before the worker checked its partitions, the start's refusal carries it (start).
+        if (this.checkedWorkers.has(index)) this.options.onFatal(`shard ${index}: ${m.message}`);
         break;
       case 'effects':
         void this.options.afterCommit(m.result);
