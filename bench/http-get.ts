@@ -15,9 +15,12 @@ import { createLocalCredential, removeDir, runLoad, startBareServer, startNodePr
 import { median, ms, rate, ratio, type Report } from './report.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
 
-const TARGET_RATIO = 0.7;
-/** Server CPU per answered request, node over bare on the same bytes: at most this (issue 15). */
-const TARGET_CPU_RATIO = 1.15;
+/**
+ * Issue 34, target 3: a public read at least 0.9 of the bare server's rate on the same bytes. The
+ * CPU per request is shown beside it with no target: issue 15's 1.15x is retired, since the
+ * access line each answer carries costs more than that (issue 34).
+ */
+const TARGET_RATIO = 0.9;
 
 /** Issues one receipt through the node and returns the path of its public read. */
 async function oneReceipt(node: RunningServer, credential: ClientCredential): Promise<{ path: string }> {
@@ -50,6 +53,7 @@ async function loadShape(config: BenchConfig, report: Report, section: string, s
         runLoad<LoadResult>(job(server, config.get.duration_seconds), config.child_timeout_ms, onMeasuring));
       check(result, `${name} round ${round + 1}`);
       rates[name].push(result.perSecond);
+      report.load({ section, figure: `${name === 'bare' ? 'bare uWS' : 'node'}, ${label}, round ${round + 1}`, result });
       p99[name].push(result.latencyP99Ms);
       if (cpu !== null) cpuUs[name].push(cpuUsPerRequest(cpu, result.perSecond));
       const where = cpu === null ? '' : `; ${cpuText(cpu)}`;
@@ -59,9 +63,9 @@ async function loadShape(config: BenchConfig, report: Report, section: string, s
   const bare = median(rates.bare);
   const node = median(rates.node);
   report.add({ section, figure: `bare uWS req/s, ${label} (median p99 ${ms(median(p99.bare))} ms)`, value: rate(bare) });
-  report.add({ section, figure: `node req/s, ${label} (median p99 ${ms(median(p99.node))} ms)`, value: rate(node) });
+  report.add({ section, figure: `node req/s, ${label} (median p99 ${ms(median(p99.node))} ms)`, value: rate(node), floor: `${rate(bare)} req/s (bare uWS)` });
   report.add({
-    section, figure: `node/bare, ${label}`, value: ratio(node / bare),
+    section, figure: `node/bare, ${label}`, value: ratio(node / bare), floor: `${rate(bare)} req/s (bare uWS)`,
     target: { text: `>= ${TARGET_RATIO}`, met: node / bare >= TARGET_RATIO },
   });
   // When the one load generator is the limit, both rates are capped by it and the ratio drifts
@@ -70,11 +74,7 @@ async function loadShape(config: BenchConfig, report: Report, section: string, s
     const bareUs = median(cpuUs.bare);
     const nodeUs = median(cpuUs.node);
     report.add({ section, figure: `server CPU us per request, bare / node, ${label}`, value: `${bareUs.toFixed(1)} / ${nodeUs.toFixed(1)}` });
-    report.add({ section, figure: `CPU efficiency bare us / node us, ${label}`, value: ratio(bareUs / nodeUs) });
-    report.add({
-      section, figure: `server CPU per request node us / bare us, ${label}`, value: ratio(nodeUs / bareUs),
-      target: { text: `<= ${TARGET_CPU_RATIO}`, met: nodeUs / bareUs <= TARGET_CPU_RATIO },
-    });
+    report.add({ section, figure: `CPU efficiency bare us / node us, ${label}`, value: ratio(bareUs / nodeUs), floor: `${bareUs.toFixed(1)} us (bare uWS)` });
   }
 }
 

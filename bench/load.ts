@@ -64,7 +64,10 @@ export interface LoadResult {
   /** 2xx answers per second of the measured run. */
   perSecond: number;
   latencyP50Ms: number;
+  latencyP90Ms: number;
   latencyP99Ms: number;
+  latencyP999Ms: number;
+  latencyMaxMs: number;
 }
 
 /** The part of autocannon's options and result this generator uses (it ships no types). */
@@ -94,7 +97,7 @@ interface AutocannonResult {
   non2xx: number;
   '2xx': number;
   statusCodeStats: Record<string, { count: number }>;
-  latency: { p50: number; p99: number };
+  latency: { p50: number; p90: number; p99: number; p99_9: number; max: number };
 }
 
 const require = createRequire(import.meta.url);
@@ -117,7 +120,8 @@ async function measure(options: AutocannonOptions): Promise<LoadResult> {
   for (const [status, { count }] of Object.entries(result.statusCodeStats)) statusCounts[status] = count;
   return {
     ok: result['2xx'], non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statusCounts,
-    durationMs, perSecond: result['2xx'] / (durationMs / 1000), latencyP50Ms: result.latency.p50, latencyP99Ms: result.latency.p99,
+    durationMs, perSecond: result['2xx'] / (durationMs / 1000), latencyP50Ms: result.latency.p50, latencyP90Ms: result.latency.p90,
+    latencyP99Ms: result.latency.p99, latencyP999Ms: result.latency.p99_9, latencyMaxMs: result.latency.max,
   };
 }
 

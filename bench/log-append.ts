@@ -66,6 +66,43 @@ export async function syncedCommitLatencies(count: number, gapMs: number): Promi
   }
 }
 
+/**
+ * The disk's floor for answers paced as a load is (issue 34, target 4): `count` records of one
+ * lookup's size falling due at `perSecond`, an even schedule, in a fresh LMDB log; every record due
+ * while a commit is under way goes into the next one (as the node groups what waits), and each
+ * record's latency runs from its due time to its commit. The records are a receipt's, the largest
+ * a lookup's charge comes near.
+ */
+export async function pacedCommitLatencies(count: number, perSecond: number): Promise<number[]> {
+  const dir = tempDir('commit-paced');
+  const log = new LmdbLog(openEnvironment(dir));
+  try {
+    const now = Date.now();
+    const bytes = frame(receiptRecord(issueReceipt(freshSigningKey(), now), now));
+    const latenciesMs: number[] = [];
+    const start = performance.now() + 20;
+    const due = (i: number) => start + (i * 1000) / perSecond;
+    let seq = 0;
+    for (let next = 0; next < count;) {
+      const wait = due(next) - performance.now();
+      if (wait > 0) {
+        await new Promise((resolve) => (wait > 2 ? setTimeout(resolve, wait - 1) : setImmediate(resolve)));
+        continue;
+      }
+      const at = performance.now();
+      const batch: number[] = [];
+      for (; next < count && due(next) <= at; next++) batch.push(due(next));
+      await log.append(batch.map(() => ({ partition: 0, seq: ++seq, bytes })), []);
+      const done = performance.now();
+      for (const d of batch) latenciesMs.push(done - d);
+    }
+    return latenciesMs;
+  } finally {
+    await log.close();
+    removeDir(dir);
+  }
+}
+
 export function latencyText(latencies: readonly number[]): string {
   return `p50 ${ms(quantile(latencies, 0.5))} ms, p99 ${ms(quantile(latencies, 0.99))} ms`;
 }

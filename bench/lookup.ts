@@ -44,7 +44,8 @@ import { describeRun, requireAllOk, runSignedLoad, type SignedRun } from './sign
 import { signedPost, type ClientCredential } from './signed-request.js';
 
 const SECTION = '8 lookup';
-const UNSIGNED_TARGET = 0.5;
+/** Issue 34, target 3: raw batches at least 0.9 of the floor (normalise, hash and find alone). */
+const UNSIGNED_TARGET = 0.9;
 const SIGNED_TARGET = 0.8;
 const START_TARGET_MS = 10_000;
 /** The node's budget flags: an allowance no run comes near (the flag's maximum). */
@@ -286,7 +287,7 @@ export async function runLookup(config: BenchConfig, report: Report): Promise<vo
     const unsignedKeys = unsignedRun.result.perSecond * config.lookup.batch_items;
     report.add({ section: SECTION, figure: `unsigned batch keys/s through HTTP (p50 ${ms(unsignedRun.result.latencyP50Ms)} ms, p99 ${ms(unsignedRun.result.latencyP99Ms)} ms a call)`, value: rate(unsignedKeys) });
     report.add({ section: SECTION, figure: 'bare keys/s: normalise + hash + find, one core', value: rate(bare) });
-    report.add({ section: SECTION, figure: 'unsigned HTTP / bare', value: ratio(unsignedKeys / bare), target: { text: `>= ${UNSIGNED_TARGET}`, met: unsignedKeys / bare >= UNSIGNED_TARGET } });
+    report.add({ section: SECTION, figure: 'unsigned HTTP / bare', value: ratio(unsignedKeys / bare), floor: `${rate(bare)} keys/s`, target: { text: `>= ${UNSIGNED_TARGET}`, met: unsignedKeys / bare >= UNSIGNED_TARGET } });
 
     // c. Signed batches against the raw signing rate.
     const signedLoad = config.lookup.signed;

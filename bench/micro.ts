@@ -1,13 +1,11 @@
 // Figure 1: the per-object costs every signed answer pays (tinybench, one core): canonical JSON
 // of a receipt envelope (P2), signing it, verifying it, and reading a request body strictly (P2:
-// I-JSON) beside JSON.parse alone. Also the floor figure 4 is measured against: one request
-// verification (P5) plus one envelope signature.
+// I-JSON) beside JSON.parse alone. The floors the node's figures are set against are in floors.ts.
 import { Bench } from 'tinybench';
-import { signingString } from '../src/http/auth.js';
 import { BODY_DEPTH_MAX } from '../src/config.js';
 import { canonicalJson } from '../src/protocol/canonical.js';
 import { parseStrictObject } from '../src/protocol/strict-json.js';
-import { signBytes, signObject, verifyBytes, verifyObject, type SigningKey } from '../src/protocol/signing.js';
+import { signObject, verifyObject, type SigningKey } from '../src/protocol/signing.js';
 import type { BenchConfig } from './config.js';
 import { freshSigningKey, issueReceipt, PAYEE_RECEIPT_BODY } from './fixtures.js';
 import { rate, ratio, type Report } from './report.js';
@@ -90,24 +88,3 @@ function runBodyParse(config: BenchConfig, report: Report): void {
   report.add({ section: '1 micro', figure, value: `${ratio(fast / base)}, ${ratio(slow / base)}` });
 }
 
-/**
- * The floor of figure 4, in requests per second on one core: what the two signatures a signed
- * create costs take alone, with nothing else of the request.
- */
-export function measureRequestFloor(timeMs: number): number {
-  const { unsigned, key } = envelopeFixture();
-  const client = freshSigningKey();
-  const text = signingString({ method: 'POST', target: '/api/path/v1/receipts', timestamp: new Date().toISOString(), idempotencyKey: 'bench-floor', bodySha256Hex: '0'.repeat(64) });
-  const signature = signBytes(Buffer.from(text, 'utf8'), client);
-  const [floor] = measureTasks({
-    'verify request + sign envelope': () => {
-      if (!verifyBytes(Buffer.from(text, 'utf8'), signature, client.publicKeyHex).valid) throw new Error('the floor request does not verify');
-      signObject(unsigned, key);
-    },
-  }, timeMs);
-  return floor!.perSecond;
-}
-
-export function floorLine(before: number, after: number): string {
-  return `verify request + sign envelope on one core: ${rate(before)}/s before the load, ${rate(after)}/s after (spread ${ratio(Math.abs(before - after) / Math.max(before, after))})`;
-}

@@ -6,14 +6,44 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ms } from './stats.js';
+import { ms, rate } from './stats.js';
 
 export interface SummaryRow {
   section: string;
   figure: string;
   value: string;
+  /** What the figure is set against (issue 34): the floor no implementation can beat. */
+  floor?: string;
   /** For a ratio with a target: whether it was met. */
   target?: { text: string; met: boolean };
+}
+
+/** The latencies of a load, in milliseconds, and its rate (those a generator reported). */
+export interface Latencies {
+  perSecond: number;
+  latencyP50Ms: number;
+  latencyP90Ms?: number;
+  latencyP99Ms: number;
+  latencyP999Ms?: number;
+  latencyMaxMs?: number;
+}
+
+/** One load a section ran: its throughput and latency percentiles, as columns. */
+export interface LoadRow {
+  section: string;
+  figure: string;
+  /** What the rate counts (`req`, `keys`). */
+  unit: string;
+  result: Latencies;
+}
+
+/** A load's columns after its section and figure: rate, then p50, p90, p99, p99.9, max in ms. */
+export const LOAD_COLUMNS = ['per s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms'] as const;
+
+export function loadCells(row: LoadRow): string[] {
+  const r = row.result;
+  const cell = (v: number | undefined) => (v === undefined ? '' : ms(v));
+  return [`${rate(r.perSecond)} ${row.unit}`, cell(r.latencyP50Ms), cell(r.latencyP90Ms), cell(r.latencyP99Ms), cell(r.latencyP999Ms), cell(r.latencyMaxMs)];
 }
 
 /** Values a section measured step by step (the soak's minutes), drawn as lines in report.html. */
@@ -39,6 +69,7 @@ export interface ReportContent {
   meta: string[];
   sections: readonly ReportSection[];
   rows: readonly SummaryRow[];
+  loads: readonly LoadRow[];
 }
 
 /** Where a run's files go: `<root>/<YYYY-MM-DD>-<commit>`, the checkout's short commit hash. */
@@ -73,8 +104,12 @@ const targetText = (row: SummaryRow) => (row.target === undefined ? '' : `${row.
 function markdownOf(content: ReportContent): string {
   const cell = (text: string) => text.replaceAll('|', '\\|');
   const out = [`# ${content.title}`, '', ...content.meta.map((m) => `- ${m}`), '', '## Summary', ''];
-  out.push('| section | figure | value | target |', '|---|---|---|---|');
-  for (const row of content.rows) out.push(`| ${cell(row.section)} | ${cell(row.figure)} | ${cell(row.value)} | ${cell(targetText(row))} |`);
+  out.push('| section | figure | value | floor | target |', '|---|---|---|---|---|');
+  for (const row of content.rows) out.push(`| ${cell(row.section)} | ${cell(row.figure)} | ${cell(row.value)} | ${cell(row.floor ?? '')} | ${cell(targetText(row))} |`);
+  if (content.loads.length > 0) {
+    out.push('', '## Throughput and latency', '', `| section | load | ${LOAD_COLUMNS.join(' | ')} |`, `|${'---|'.repeat(LOAD_COLUMNS.length + 2)}`);
+    for (const row of content.loads) out.push(`| ${[row.section, row.figure, ...loadCells(row)].map(cell).join(' | ')} |`);
+  }
   for (const section of content.sections) {
     out.push('', `## ${section.title}`, '', '```', ...section.lines, '```');
     for (const chart of section.charts) {
@@ -98,13 +133,16 @@ function htmlOf(content: ReportContent): string {
   const e = escapeHtml;
   const rows = content.rows.map((row) => {
     const verdict = row.target === undefined ? '' : row.target.met ? 'met' : 'not-met';
-    return `<tr><td>${e(row.section)}</td><td>${e(row.figure)}</td><td>${e(row.value)}</td><td class="${verdict}">${e(targetText(row))}</td></tr>`;
+    return `<tr><td>${e(row.section)}</td><td>${e(row.figure)}</td><td>${e(row.value)}</td><td>${e(row.floor ?? '')}</td><td class="${verdict}">${e(targetText(row))}</td></tr>`;
   });
+  const loads = content.loads.map((row) => `<tr>${[row.section, row.figure, ...loadCells(row)].map((c) => `<td>${e(c)}</td>`).join('')}</tr>`);
+  const loadTable = loads.length === 0 ? '' : `<h2>Throughput and latency</h2><table id="loads"><thead><tr><th>section</th><th>load</th>${LOAD_COLUMNS.map((c) => `<th>${c}</th>`).join('')}</tr></thead><tbody>${loads.join('')}</tbody></table>`;
   const sections = content.sections.map((section) =>
     `<section><h2>${e(section.title)}</h2>${section.charts.map(chartSvg).join('')}<pre>${e(section.lines.join('\n'))}</pre></section>`);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${e(content.title)}</title><style>${STYLE}</style></head><body>
 <h1>${e(content.title)}</h1><ul>${content.meta.map((m) => `<li>${e(m)}</li>`).join('')}</ul>
-<h2>Summary</h2><table id="summary"><thead><tr><th>section</th><th>figure</th><th>value</th><th>target</th></tr></thead><tbody>${rows.join('')}</tbody></table>
+<h2>Summary</h2><table id="summary"><thead><tr><th>section</th><th>figure</th><th>value</th><th>floor</th><th>target</th></tr></thead><tbody>${rows.join('')}</tbody></table>
+${loadTable}
 ${sections.join('\n')}
 </body></html>
 `;

@@ -37,6 +37,7 @@ export function describeRun(report: Report, run: SignedRun, what: string): void 
   if (result.warmup !== null) report.line(`    ${what}, warm-up: ${rate(result.warmup.perSecond)} req/s (${statusText(result.warmup)})`);
   report.line(`    ${what}: ${result.ok} answered 2xx in ${ms(result.durationMs)} ms, ${rate(result.perSecond)} req/s, p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms (${statusText(result)}; errors ${result.errors}, timeouts ${result.timeouts})`);
   if (cpu !== null) report.line(`      ${cpuText(cpu)}`);
+  report.load({ figure: what, result });
   if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
     report.line(`    WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} timeouts; the rate counts 2xx only`);
   }
