@@ -15,14 +15,17 @@ import { freshSigningKey, issueReceipt } from './fixtures.js';
 import { measureTasks } from './micro.js';
 import { ratio } from './stats.js';
 
-/** A floor read before and after a load: µs of one core per unit, each reading and their mean. */
+/**
+ * A floor read before and after a load: µs of one core per unit, each reading, and the floor
+ * itself, the lower of the two (other work on the machine only ever slows a reading down).
+ */
 export interface Floor {
   beforeUs: number;
   afterUs: number;
   us: number;
 }
 
-/** Two readings of a floor around a load; `us` their mean. */
+/** Two readings of a floor around a load; `us` the lower. */
 export async function aroundLoad<T>(
   read: () => number,
   load: () => Promise<T>,
@@ -30,7 +33,7 @@ export async function aroundLoad<T>(
   const beforeUs = read();
   const loaded = await load();
   const afterUs = read();
-  return { floor: { beforeUs, afterUs, us: (beforeUs + afterUs) / 2 }, loaded };
+  return { floor: { beforeUs, afterUs, us: Math.min(beforeUs, afterUs) }, loaded };
 }
 
 export function floorText(name: string, floor: Floor): string {
