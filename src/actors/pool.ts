@@ -92,6 +92,8 @@ export class ShardPool {
   private readonly folded: Settled<RecoveryStats>[] = [];
   /** Recovery helper threads: they end once nothing is left to claim (at once on a drain). */
   private readonly helpers: Promise<unknown>[] = [];
+  /** The helper threads themselves, ended at once when a start is abandoned. */
+  private readonly helperThreads: Worker[] = [];
   private nextId = 1;
   /** Round robin for stateless work (any worker will do). */
   private nextStateless = 0;
@@ -126,10 +128,10 @@ export class ShardPool {
     };
   }
 
-  /** A start refused: its workers and their helpers ended, nothing drained. */
+  /** A start refused: its workers and their helpers ended (a helper may be mid-fold). */
   private async abandon(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all([...this.workers, ...this.helperThreads].map((w) => w.terminate()));
     await Promise.all(this.helpers);
   }
 
@@ -293,10 +295,14 @@ export class ShardPool {
       partitions,
       helpers: recoveryHelpers(this.options.workers),
       heapMb: this.options.limits.worker_heap_mb,
-      onFatal: (message) => this.options.onFatal(`shard ${index}: ${message}`),
+      // A helper ended by an abandoned start (abandon) is no failure of the node.
+      onFatal: (message) => {
+        if (!this.stopping) this.options.onFatal(`shard ${index}: ${message}`);
+      },
     });
     // Their ends, watched from the start: most have ended long before a drain.
     for (const t of threads) this.helpers.push(once(t, 'exit').catch(() => undefined));
+    this.helperThreads.push(...threads);
     return helped;
   }
 
