@@ -56,12 +56,7 @@ export function signedWriteFloorUs(timeMs: number): number {
     'utf8',
   );
   const signature = sign(null, request, client.privateKey);
-  const { envelopeText } = issueReceipt(freshSigningKey(), Date.now());
-  const { signature: _signature, ...unsigned } = JSON.parse(envelopeText) as Record<
-    string,
-    unknown
-  >;
-  const envelope = Buffer.from(canonicalJson(unsigned), 'utf8');
+  const envelope = envelopeBytes();
   const [task] = measureTasks(
     {
       'node:crypto verify + sign': () => {
@@ -75,15 +70,18 @@ export function signedWriteFloorUs(timeMs: number): number {
   return task!.meanUs;
 }
 
-/** The bytes the write floor signs (the receipt envelope's canonical JSON), for the report. */
-export function signedEnvelopeBytes(): number {
+/** What the write floor signs: a receipt envelope's canonical JSON, as the node signs it. */
+function envelopeBytes(): Buffer {
   const { envelopeText } = issueReceipt(freshSigningKey(), Date.now());
   const { signature: _signature, ...unsigned } = JSON.parse(envelopeText) as Record<
     string,
     unknown
   >;
-  return Buffer.byteLength(canonicalJson(unsigned));
+  return Buffer.from(canonicalJson(unsigned), 'utf8');
 }
+
+/** How many bytes the write floor signs, for the report. */
+export const signedEnvelopeBytes = (): number => envelopeBytes().length;
 
 /**
  * µs of one core for one key of a hash batch: `JSON.parse` of a body, `Map.get` of each of its

@@ -24,8 +24,8 @@ import { signedPost } from './signed-request.js';
 const SECTION = '12 hashbatch';
 /** Issue 34, target 2: the floor's CPU at least half the node's, per key. */
 const TARGET = 0.5;
-/** Distinct request bodies the reference cycles through (each about 45 KB). */
-const REFERENCE_BODIES = 256;
+/** Distinct request bodies the floor cycles through (each about 56 KB). */
+const FLOOR_BODIES = 256;
 
 /** What batches of hashes against a directory need: its pepper and keys, who asks, what they ask. */
 export interface HashLookup {
@@ -83,7 +83,7 @@ async function measureBuild(config: BenchConfig, report: Report, fixture: Fixtur
     const checked = await checkedAnswer(node, fixture);
     const answer = JSON.parse(checked.text) as unknown;
     report.line(`  ${side.name}: listening after ${ms(node.startMs)} ms; first batch checked (${checked.found} of ${items} found, answer ${rate(checked.text.length)} bytes)`);
-    const bodies = Array.from({ length: Math.min(REFERENCE_BODIES, load.count) }, (_, i) => plannedRequest(fixture.plan, i).body);
+    const bodies = Array.from({ length: Math.min(FLOOR_BODIES, load.count) }, (_, i) => plannedRequest(fixture.plan, i).body);
     const { floor, loaded: run } = await aroundLoad(() => hashKeyFloorUs(bodies, answer, fixture.keys, floorTime),
       () => runSignedLoad(config, node, { credentials: [fixture.credential], plan: fixture.plan, load, idempotency: false }));
     describeRun(report, run, `${side.name}, hash batches`);
