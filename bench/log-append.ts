@@ -43,15 +43,28 @@ export async function appendMany(append: Append, bytes: Buffer, records: number,
 export const firstSeqs = (): number[] => Array.from({ length: PARTITION_COUNT }, () => 1);
 
 /**
- * The disk's floor for anything answered once durable: `count` appends of one record, each
- * awaited alone with `gapMs` between them (no group commit to share), in a fresh LMDB log.
+ * Runs `measure` on a fresh LMDB log in a directory of its own, with the framed bytes of a
+ * receipt's record to append (the largest record a commit of a lookup comes near), then closes
+ * and removes the log.
  */
-export async function syncedCommitLatencies(count: number, gapMs: number): Promise<number[]> {
-  const dir = tempDir('commit-floor');
+async function onFreshLog<T>(prefix: string, measure: (log: LmdbLog, bytes: Buffer) => Promise<T>): Promise<T> {
+  const dir = tempDir(prefix);
   const log = new LmdbLog(openEnvironment(dir));
   try {
     const now = Date.now();
-    const bytes = frame(receiptRecord(issueReceipt(freshSigningKey(), now), now));
+    return await measure(log, frame(receiptRecord(issueReceipt(freshSigningKey(), now), now)));
+  } finally {
+    await log.close();
+    removeDir(dir);
+  }
+}
+
+/**
+ * The disk's floor for anything answered once durable: `count` appends of one record, each
+ * awaited alone with `gapMs` between them (no group commit to share), in a fresh LMDB log.
+ */
+export function syncedCommitLatencies(count: number, gapMs: number): Promise<number[]> {
+  return onFreshLog('commit-floor', async (log, bytes) => {
     const latenciesMs: number[] = [];
     for (let seq = 1; seq <= count; seq++) {
       const started = performance.now();
@@ -60,25 +73,17 @@ export async function syncedCommitLatencies(count: number, gapMs: number): Promi
       await new Promise((resolve) => setTimeout(resolve, gapMs));
     }
     return latenciesMs;
-  } finally {
-    await log.close();
-    removeDir(dir);
-  }
+  });
 }
 
 /**
- * The disk's floor for answers paced as a load is (issue 34, target 4): `count` records of one
- * lookup's size falling due at `perSecond`, an even schedule, in a fresh LMDB log; every record due
- * while a commit is under way goes into the next one (as the node groups what waits), and each
- * record's latency runs from its due time to its commit. The records are a receipt's, the largest
- * a lookup's charge comes near.
+ * The disk's floor for answers paced as a load is (issue 34, target 4): `count` records falling
+ * due at `perSecond`, an even schedule, in a fresh LMDB log; every record due while a commit is
+ * under way goes into the next one (as the node groups what waits), and each record's latency
+ * runs from its due time to its commit.
  */
-export async function pacedCommitLatencies(count: number, perSecond: number): Promise<number[]> {
-  const dir = tempDir('commit-paced');
-  const log = new LmdbLog(openEnvironment(dir));
-  try {
-    const now = Date.now();
-    const bytes = frame(receiptRecord(issueReceipt(freshSigningKey(), now), now));
+export function pacedCommitLatencies(count: number, perSecond: number): Promise<number[]> {
+  return onFreshLog('commit-paced', async (log, bytes) => {
     const latenciesMs: number[] = [];
     const start = performance.now() + 20;
     const due = (i: number) => start + (i * 1000) / perSecond;
@@ -97,10 +102,7 @@ export async function pacedCommitLatencies(count: number, perSecond: number): Pr
       for (const d of batch) latenciesMs.push(done - d);
     }
     return latenciesMs;
-  } finally {
-    await log.close();
-    removeDir(dir);
-  }
+  });
 }
 
 export function latencyText(latencies: readonly number[]): string {
