@@ -135,6 +135,13 @@ export interface BenchConfig {
     single_members: number;
     floor_time_ms: number;
     start_timeout_ms: number;
+    /**
+     * Figure 8f (issue 34, target 6): the start after a kill -9 under write load. The node takes
+     * its directory image every `image_interval_ms` while it runs; identifier registrations
+     * from `writers` concurrent signed callers run until `images` images were written during
+     * them, then for `after_image_ms` more, and the node is killed while they go on.
+     */
+    crash: { image_interval_ms: number; writers: number; subjects: number; images: number; after_image_ms: number };
   };
   /**
    * Figure 8e: single signed lookups on a small directory, first at saturation (closed loop,
@@ -240,6 +247,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
       single_members: 8,
       floor_time_ms: quick ? 200 : 1500,
       start_timeout_ms: 900_000,
+      crash: { image_interval_ms: quick ? 3_000 : 15_000, writers: 32, subjects: 64, images: 1, after_image_ms: quick ? 2_000 : 12_000 },
     },
     hashbatch: {
       index_keys: positiveInteger(env.BENCH_HASH_INDEX_KEYS, quick ? 100_000 : 1_000_000, 'BENCH_HASH_INDEX_KEYS'),

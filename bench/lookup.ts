@@ -24,6 +24,8 @@
 //   d. Single lookups (POST /sonar/lookup) under load: latency p50/p99 and rate; then the same
 //      load spread across several member credentials, since each member's lookups are charged
 //      to one budget aggregate.
+//   f. The start after a kill -9 under write load, its directory image taken while it ran
+//      (crash-start.ts; issue 34, target 6).
 import { randomBytes } from 'node:crypto';
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,6 +39,7 @@ import { isoTime } from '../src/protocol/time.js';
 import type { BenchConfig, SignedLoad } from './config.js';
 import { freshSigningKey } from './fixtures.js';
 import { measureTasks } from './micro.js';
+import { runCrashStart } from './crash-start.js';
 import { anonymousMiB, createCredential, createLocalCredential, removeDir, residentMiB, startNodeProcess, tempDir, type RunningServer } from './processes.js';
 import { ms, rate, ratio, type Report } from './report.js';
 import { lookupIdentifiers, plannedRequest, presentEmail, type LookupPlan } from './request-plans.js';
@@ -319,6 +322,11 @@ export async function runLookup(config: BenchConfig, report: Report): Promise<vo
     const spread = await singleRun(members, 0x5eed04, `single lookups, ${members.length} members`);
     report.add({ section: SECTION, figure: `same, spread over ${members.length} members: p50 / p99`, value: `${ms(spread.result.latencyP50Ms)} / ${ms(spread.result.latencyP99Ms)} ms` });
     report.add({ section: SECTION, figure: `single lookups/s, ${members.length} members`, value: rate(spread.result.perSecond) });
+
+    // f. A kill -9 under write load, and the start after it (issue 34, target 6).
+    const running = node;
+    node = null;
+    await runCrashStart(config, report, { node: running, dataDir: fullDir, env, args: NODE_ARGS, local, keys });
   } finally {
     await node?.stop();
     removeDir(emptyDir);

@@ -186,6 +186,8 @@ export interface RunningServer {
   stop(): Promise<{ code: number | null; stopMs: number }>;
   /** SIGKILL (a crash: no drain, no shutdown snapshots), then wait for the exit. */
   kill(): Promise<void>;
+  /** Everything the server wrote so far. */
+  output(): string;
 }
 
 /** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
@@ -227,7 +229,7 @@ function startServer(args: string[], timeoutMs: number, what: string, spawnOptio
     void announced.then((announcement) => {
       clearTimeout(timer);
       const port = announcement.port as number;
-      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, recovered, stop, kill });
+      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, recovered, stop, kill, output: tracked.output });
     });
   });
 }

@@ -51,6 +51,12 @@ export interface Limits {
   feed_page_max: number;
   /** Feed entries waiting to be written before a loading directory pauses for them. */
   feed_pending_max: number;
+  /**
+   * Issue 34: how often the directory image is taken while the node runs, when keys changed
+   * since the last one (directory/checkpoint.ts). A start after a crash reads again the keys
+   * changed after the last image: this bounds how many.
+   */
+  directory_image_interval_ms: number;
   member_keys_refresh_interval_ms: number;
   peer_request_timeout_ms: number;
   /**
@@ -244,6 +250,11 @@ export const VERIFY_CHUNK_MAX = WORKER_MESSAGE_CHUNK_MAX;
 
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
+/**
+ * Slots of the directory index a checkpoint copies in one turn of the thread that serves HTTP
+ * (directory/checkpoint.ts): 262,144 slots are 5 MB, about a millisecond.
+ */
+export const DIRECTORY_IMAGE_COPY_SLOTS = 1 << 18;
 
 /**
  * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and
@@ -477,6 +488,7 @@ export const DEFAULT_LIMITS: Limits = {
   replication_page_size: 1000,
   feed_page_max: 5000,
   feed_pending_max: 20_000,
+  directory_image_interval_ms: 60_000,
   member_keys_refresh_interval_ms: 60_000,
   peer_request_timeout_ms: 10_000,
   scrub_records_per_second: 20_000,

@@ -29,13 +29,11 @@ import { sonarRoutes } from './domain/sonar/routes.js';
 import { connectRoutes } from './domain/connection/routes.js';
 import { payeeCheckRoutes } from './domain/subject/payee-check-routes.js';
 import { LocalDirectory } from './directory/directory.js';
+import { DirectoryCheckpoints } from './directory/checkpoint.js';
 import {
   partitionTails,
   readDirectoryImage,
-  removeDirectoryImage,
-  samePosition,
-  writeDirectoryImage,
-  type ImagePosition,
+  recordsHold,
   type ImageRead,
 } from './directory/image.js';
 import { startExternal } from './external/listener.js';
@@ -171,6 +169,7 @@ function listeningFields(parts: {
     recovery: runtime.checked,
     directory_rows: access.directoryRows,
     directory_image: access.directoryImage,
+    directory_changed_keys: access.changedKeys,
     replica_rows: access.replicaRows,
     replay_rows: access.replayed,
     directory_keys: runtime.directory.index.size,
@@ -187,13 +186,20 @@ function claim(config: Config) {
 }
 
 /**
- * The directory image, checked against the log before a worker can commit; read meanwhile.
- * Cluster mode keeps none: other instances change the directory while this one is down.
+ * Embedded mode: the LMDB environment an image's position is checked against, each partition's
+ * tail before any worker could commit, and the image, read meanwhile.
+ */
+type DirectoryImage = ReturnType<typeof directoryImageOf>;
+
+/**
+ * The directory image, read while the workers check their partitions, and the partitions'
+ * tails before any worker can commit. Cluster mode keeps none: other instances change the
+ * directory while this one is down.
  */
 function directoryImageOf(config: Config, env: LmdbEnvironment | null) {
   return env === null
-    ? { tails: [], read: Promise.resolve<ImageRead>({ kind: 'absent' }) }
-    : { tails: partitionTails(env), read: readImage(config.dataDir) };
+    ? { env, tails: [], read: Promise.resolve<ImageRead>({ kind: 'absent' }) }
+    : { env, tails: partitionTails(env), read: readImage(config.dataDir) };
 }
 
 /**
@@ -284,7 +290,7 @@ async function startPool(
     // Cluster mode: events are heard from the commit's note, by the instance that delivers them.
     if (result.outbox.length > 0 && deployment.delivers === null) events.notify(result.outbox);
     if (result.directory.length === 0) return undefined;
-    const read = directory.apply(result.directory);
+    const read = directory.apply(result.directory, result.directoryAt);
     return read === undefined ? undefined : within(read, OWN_KEYS_WAIT_MS);
   };
   const { pool, checked } = await ShardPool.start({
@@ -324,11 +330,11 @@ async function startNetwork(
     store: NodeStore;
     signer: SignerCell;
     directory: LocalDirectory;
-    image: { tails: number[]; read: Promise<ImageRead> };
+    image: DirectoryImage;
     feedWriting: FeedWriting | null;
   },
 ) {
-  const { log, store, signer, directory, image, feedWriting } = opened;
+  const { log, store, signer, directory, feedWriting } = opened;
   // A damaged stored answer refuses the start before anyone is answered (P14).
   await checkIdempotency(log);
   const authenticator = new Authenticator({
@@ -349,8 +355,10 @@ async function startNetwork(
   });
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
-  const read = await image.read;
-  const started = await network.start({ image: read, tails: image.tails });
+  const { started, checkpoints } = await startDirectory(config, logger, {
+    ...opened,
+    network,
+  });
   // Only now: the start loaded the member registry, with the keys earlier runs cached. Loaded
   // before it, the authenticator knew no member until the periodic key refresh, and a restarted
   // node refused its members' signed feed reads (P5 unknown_key) meanwhile. No listener is open
@@ -364,9 +372,50 @@ async function startNetwork(
     directoryRows: started.directoryRows,
     replicaRows: started.replicaRows,
     directoryImage: started.image,
-    /** The image's position when this start used it: an unchanged index is not written again. */
-    imageUsed: started.image === 'used' && read.kind === 'read' ? read.position : null,
+    /** Keys read again after the image (changed after its position). */
+    changedKeys: started.changedKeys,
+    /** Embedded mode: the directory image taken while the node runs and at its stop. */
+    checkpoints,
   };
+}
+
+/**
+ * The index taken from the directory image (or rebuilt), and embedded mode's checkpoints, which
+ * take the image again while the node runs (issue 34).
+ */
+async function startDirectory(
+  config: Config,
+  logger: Logger,
+  parts: {
+    log: Log;
+    directory: LocalDirectory;
+    network: Network;
+    image: DirectoryImage;
+  },
+) {
+  const { log, directory, network, image } = parts;
+  const { env } = image;
+  const read = await image.read;
+  // Before a start takes the image (catchUp), the index holds at least the tails' commits.
+  directory.startAt(image.tails);
+  const started = await network.start({
+    image: read,
+    holds: (partitions) => env !== null && recordsHold(env, partitions),
+  });
+  const checkpoints =
+    env === null
+      ? null
+      : new DirectoryCheckpoints({
+          dataDir: config.dataDir,
+          log,
+          directory,
+          network,
+          logger,
+          intervalMs: config.limits.directory_image_interval_ms,
+          current: started.image === 'used' && read.kind === 'read' ? read.position.name : null,
+        });
+  checkpoints?.start();
+  return { started, checkpoints };
 }
 
 /** What the route handlers reach. */
@@ -595,7 +644,7 @@ async function stopNode(
   await runtime.events.stop();
   await access.network.stop();
   await runtime.pool.drain();
-  if (parts.env !== null) await saveDirectoryImage(config, logger, { ...parts, env: parts.env });
+  if (parts.env !== null) await saveDirectoryImage(logger, { ...parts, env: parts.env });
   await log.close();
   watch.admin.close();
   lock.release();
@@ -605,28 +654,22 @@ async function stopNode(
 /**
  * Writes the directory image for the next start, once nothing can change the index: the commits
  * drained and applied, and the feed entries they caused written. A failure costs only the next
- * start's speed (it rebuilds the index), so it is logged and the stop goes on.
+ * start's speed (it reads more keys again, or rebuilds the index), so it is logged and the stop
+ * goes on.
  */
 async function saveDirectoryImage(
-  config: Config,
   logger: Logger,
-  parts: { env: LmdbEnvironment; log: Log; runtime: Runtime; access: Access },
+  parts: { env: LmdbEnvironment; log: Log; access: Access },
 ): Promise<void> {
-  const { env, log, runtime, access } = parts;
+  const { env, log, access } = parts;
   try {
     await access.network.feed.flush();
     log.refresh();
-    const position = access.network.imagePosition(partitionTails(env));
-    if (position === null) removeDirectoryImage(config.dataDir);
-    else if (!unchanged(access.imageUsed, position))
-      writeDirectoryImage(config.dataDir, runtime.directory.index.image(), position);
+    await access.checkpoints?.stop(partitionTails(env));
   } catch (error) {
     logger.warn({ err: { message: (error as Error).message } }, 'directory image not written');
   }
 }
-
-const unchanged = (used: ImagePosition | null, now: ImagePosition) =>
-  used !== null && samePosition(used, now);
 
 /** The directory image, or why there is none to use: reading it never stops a start. */
 function readImage(dataDir: string): Promise<ImageRead> {

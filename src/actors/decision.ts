@@ -21,6 +21,7 @@ import {
   outboxRows,
   replayRows,
   type StoredFollowUp,
+  directoryChangeRows,
 } from '../reads/rows.js';
 import { directoryRows } from '../domain/subject/directory-rows.js';
 import { journalRows } from '../domain/budget/journal-rows.js';
@@ -132,6 +133,11 @@ export function decisionWrites(options: {
   position: RecordPosition;
   /** How long an idempotency answer is kept (P7): its claim holds that long. */
   retentionMs: number;
+  /**
+   * Embedded mode: the keys the decision changed in the directory are listed in a row of their
+   * own, at the record's position (directoryChangeRows), for the next start to read again.
+   */
+  directoryChanges?: boolean;
 }): TableWrite[] {
   const { decision, routed, position } = options;
   const writes: TableWrite[] = options.publications.map((pub) => ({
@@ -141,6 +147,10 @@ export function decisionWrites(options: {
   }));
   for (const event of options.outbox) writes.push(outboxRows.write(event.id, event));
   for (const row of decision.directory ?? []) writes.push(directoryRows.change(row));
+  if (options.directoryChanges === true && (decision.directory?.length ?? 0) > 0) {
+    const hashes = decision.directory!.map((row) => row.identifierHash);
+    writes.push(directoryChangeRows.row(position, hashes));
+  }
   for (const entry of decision.journal ?? [])
     writes.push(journalRows.entry(entry, options.newId()));
   for (const entry of decision.usage ?? []) writes.push(usageRows.entry(entry, position));

@@ -109,6 +109,12 @@ export interface ShardOptions {
    * simulator (sim/) counts records instead, so that where a fold yields is the same every run.
    */
   turnClock?: () => number;
+  /**
+   * Embedded mode: each commit that changes the directory lists the keys it changed in a row
+   * (`directory_changes`, issue 34), so a start after a crash reads again only those after the
+   * directory image. Absent: no such row is written (cluster mode keeps no image).
+   */
+  directoryChanges?: boolean;
   /** Called when the log is proven inconsistent (a damaged record): the node cannot go on. */
   onFatal: (error: unknown) => void;
   /**
@@ -985,7 +991,9 @@ export class Shard {
       this.lastCheck.set(p, recordCheck(bytes));
       entries.push({ partition: p, seq, bytes });
       writes.push(...outcome.writes);
-      results.push(outcome.result);
+      const changed = outcome.result.directory.length > 0;
+      const at = { partition: p, seq, check: this.lastCheck.get(p)! };
+      results.push(changed ? { ...outcome.result, directoryAt: at } : outcome.result);
       for (const c of claimsOf(routed)) claimed.add(`${c.table}\u0000${c.key}`);
     }
   }
@@ -1058,6 +1066,7 @@ export class Shard {
       followUps,
       position,
       retentionMs: this.options.limits.idempotency_retention_ms,
+      directoryChanges: this.options.directoryChanges ?? false,
     });
     return {
       kind: 'committed',

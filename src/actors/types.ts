@@ -57,6 +57,11 @@ export interface CommandResult {
   outbox: string[];
   /** Directory index rows this command changed, for the front end's index. */
   directory: DirectoryRow[];
+  /**
+   * With directory rows: the record they were committed with, its seq and checksum (the
+   * directory image's position is the last such record the index applied, issue 34).
+   */
+  directoryAt?: { partition: number; seq: number; check: number };
   /** Follow-ups this command's commit wrote: the pool carries them out before it answers. */
   followUps: PendingFollowUp[];
   /**

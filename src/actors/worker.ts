@@ -46,6 +46,7 @@ const shard = new Shard({
   limits: data.limits,
   dev: data.dev,
   operatorWebhooks: data.operatorWebhooks,
+  directoryChanges: data.store === null,
   onFatal: fatal,
   onTrouble: (error, partition) =>
     send({

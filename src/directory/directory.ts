@@ -6,9 +6,10 @@
 // `Reads.loadRange`, never holding the thread that serves HTTP (issue 29).
 import type { DirectoryRow } from '../actors/types.js';
 import { DIRECTORY_READ_PAGE_ROWS, FRONT_RETRY_BASE_MS, FRONT_RETRY_MAX_MS } from '../config.js';
-import { ReadsInPlace, type Reads } from '../log/log.js';
+import { PARTITION_COUNT, ReadsInPlace, type Reads } from '../log/log.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { directoryRows } from '../domain/subject/directory-rows.js';
+import { directoryChangeRows } from '../reads/rows.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
 
 const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
@@ -38,6 +39,14 @@ export class LocalDirectory {
   private hearing = false;
   /** Cluster mode: what waits for a key's next read (a command's answer, `apply`), by hash. */
   private readonly waiting = new Map<string, (() => void)[]>();
+  /**
+   * Embedded mode, the directory image's position (issue 34): per partition, the seq and
+   * checksum of the last record whose rows the index applied, every earlier one's applied too (a
+   * worker answers its commits in their order). The partitions' tails at start (`startAt`).
+   */
+  private applied: number[] = new Array<number>(2 * PARTITION_COUNT).fill(0);
+  /** Keys changed since the last image was taken (`imaged`): none, and the image is the index. */
+  private changes = 0;
 
   constructor(
     private readonly log: Reads,
@@ -126,7 +135,15 @@ export class LocalDirectory {
    * never holding the thread that serves HTTP (issue 29); then what it returns resolves once each
    * key was read after the call (or given up on), so that the command's answer can wait for it.
    */
-  apply(changed: readonly DirectoryRow[]): Promise<void> | undefined {
+  apply(
+    changed: readonly DirectoryRow[],
+    at?: { partition: number; seq: number; check: number },
+  ): Promise<void> | undefined {
+    this.changes += changed.length;
+    if (at !== undefined && at.seq > this.applied[2 * at.partition]!) {
+      this.applied[2 * at.partition] = at.seq;
+      this.applied[2 * at.partition + 1] = at.check;
+    }
     if (this.early !== null) {
       this.early.push(...changed);
       return undefined;
@@ -152,6 +169,53 @@ export class LocalDirectory {
       }
     }
     return undefined;
+  }
+
+  /** The partitions' tails before any worker could commit: what the index holds at least. */
+  startAt(tails: readonly number[]): void {
+    for (let p = 0; 2 * p < tails.length; p++) {
+      if (tails[2 * p]! <= this.applied[2 * p]!) continue;
+      this.applied[2 * p] = tails[2 * p]!;
+      this.applied[2 * p + 1] = tails[2 * p + 1]!;
+    }
+  }
+
+  /** The image's position: what `applied` says now, and the keys changed since the last image. */
+  get position(): { partitions: number[]; changes: number } {
+    return { partitions: [...this.applied], changes: this.changes };
+  }
+
+  /** An image of the index as it was when `changes` keys had changed was written. */
+  imaged(changes: number): void {
+    this.changes -= changes;
+  }
+
+  /**
+   * After the index was taken from an image: reads again every key a commit after the image's
+   * position changed (`partitions`: per partition, the seq and checksum it was taken at), as
+   * each commit listed them (`directory_changes`); how many keys.
+   */
+  async catchUp(partitions: readonly number[]): Promise<number> {
+    const hashes = new Set<string>();
+    for (let p = 0; 2 * p < partitions.length; p++) {
+      let range = directoryChangeRows.after(p, partitions[2 * p]!);
+      for (;;) {
+        const page = await this.log.loadRange('directory_changes', {
+          ...range,
+          limit: DIRECTORY_READ_PAGE_ROWS,
+        });
+        for (const { key, bytes } of page)
+          for (const hash of directoryChangeRows.read(key, bytes).h) hashes.add(hash);
+        if (page.length < DIRECTORY_READ_PAGE_ROWS) break;
+        range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
+      }
+    }
+    for (const hash of hashes) {
+      const rows = await this.log.loadRange('directory', { start: `${hash}/`, end: `${hash}0` });
+      this.settleRows(hash, '', rows);
+    }
+    this.changes += hashes.size;
+    return hashes.size;
   }
 
   private waitFor(hash: string, read: () => void): void {

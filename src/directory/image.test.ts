@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PARTITION_COUNT } from '../log/log.js';
 import { MemoryLog } from '../log/memory-log.js';
 import { LocalDirectory } from './directory.js';
 import {
@@ -18,11 +19,14 @@ import { DirectoryIndex } from './index.js';
 const hash = (n: number) => createHash('sha256').update(`key-${n}`).digest('hex');
 const TYPES = ['phone', 'email', 'bank_account'];
 const KEYS = 50_000;
+const partitions = new Array<number>(2 * PARTITION_COUNT).fill(0);
+partitions.splice(0, 2, 7, 123456);
 const position: ImagePosition = {
   member: 'local',
-  partitions: [7, 123456, 0, 0],
+  partitions,
   feed: 42,
   followed: [['beta', 9]],
+  name: 'e3b0c442-image',
 };
 
 const dirs: string[] = [];
@@ -44,17 +48,17 @@ function sampleIndex(): DirectoryIndex {
   return index;
 }
 
-function written(index: DirectoryIndex): string {
+async function written(index: DirectoryIndex): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
   dirs.push(dir);
-  writeDirectoryImage(dir, index.image(), position);
+  await writeDirectoryImage(dir, index.image(), position);
   return dir;
 }
 
 describe('the directory image', () => {
   it("reads back as the index it was written from, with this run's local holder", async () => {
     const index = sampleIndex();
-    const dir = written(index);
+    const dir = await written(index);
     const read = await readDirectoryImage(dir);
     expect(read.kind).toBe('read');
     if (read.kind !== 'read') return;
@@ -90,7 +94,7 @@ describe('the directory image', () => {
   });
 
   it('is refused for another member', async () => {
-    const read = await readDirectoryImage(written(sampleIndex()));
+    const read = await readDirectoryImage(await written(sampleIndex()));
     if (read.kind !== 'read') throw new Error('image not read');
     const directory = new LocalDirectory(new MemoryLog(), {
       member: 'other',
@@ -106,7 +110,7 @@ describe('the directory image', () => {
   });
 
   it('with any one byte changed, is refused as damaged', async () => {
-    const dir = written(sampleIndex());
+    const dir = await written(sampleIndex());
     const path = join(dir, IMAGE_FILE);
     const original = readFileSync(path);
     for (const at of [3, 20, Math.floor(original.length / 2), original.length - 2]) {
@@ -118,7 +122,7 @@ describe('the directory image', () => {
   });
 
   it('cut short or lengthened, is refused as damaged', async () => {
-    const dir = written(sampleIndex());
+    const dir = await written(sampleIndex());
     const path = join(dir, IMAGE_FILE);
     const original = readFileSync(path);
     truncateSync(path, statSync(path).size - 4);

@@ -1,20 +1,26 @@
-// The directory index's image: the index's typed arrays, holders and contributions, written to a
-// file in the data directory at an orderly stop and taken whole at the next start, instead of
-// rebuilding the index key by key from the `directory` and `replica` tables (tens of seconds for
-// tens of millions of keys).
+// The directory image: the index's typed arrays, holders and contributions, written to a file
+// in the data directory while the node runs (a checkpoint, directory/checkpoint.ts) and at an
+// orderly stop, and taken whole at the next start instead of rebuilding the index key by key
+// from the `directory` and `replica` tables (tens of seconds for tens of millions of keys).
 //
 // Fault model. The image is a cache of what those tables say, never a source of truth:
-// - It carries the position it reflects: per partition the last record's seq and checksum (every
-//   `directory` row is written in the same commit as a record), the change feed's last seq, and
-//   each followed member's cursor (every `replica` row is written with its cursor). A start uses
-//   it only when that position is the committed one; after any write since (a kill -9 after
-//   writes, a restored backup, another build), the index is rebuilt from the tables.
+// - It carries the position it reflects: per partition the seq and checksum of the last record
+//   whose directory rows it holds (every `directory` row is written in the same commit as a
+//   record, and beside them a `directory_changes` row listing their keys), the change feed's
+//   last seq, and each followed member's cursor (every `replica` row is written with its
+//   cursor). A start uses it only when the log holds those very records (the same history), the
+//   feed has gone no further back and the cursors are the committed ones; it then reads again
+//   every key the commits after its position listed (issue 34: a start after a kill -9 under
+//   load costs the keys changed since the last image, not a rebuild). Otherwise the index is
+//   rebuilt from the tables.
+// - Its name (random) must be one the `directory_changes` table names as the image in use or
+//   the one being written: an image older than the rows already pruned is never taken.
 // - It is written to a temporary file, synced, then renamed over the old one (and the directory
 //   synced): a crash at any point leaves the old image, the new one, or none, never a torn one.
 // - A CRC-32 covers every byte; a file that fails it, is cut short or is longer than its header
 //   says is ignored (rebuilt from the tables, never trusted).
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, fsyncSync, openSync, rmSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -26,7 +32,7 @@ import { imageArrayLengths, type Holder, type IndexImage } from './index.js';
 export const IMAGE_FILE = 'directory.image';
 const TEMP_FILE = `${IMAGE_FILE}.tmp`;
 const MAGIC = Buffer.from('PATHDIX1', 'latin1');
-const FORMAT = 1;
+const FORMAT = 2;
 const U32 = 4; // tidy: format (bytes of a 32-bit word)
 const PREFIX_BYTES = MAGIC.length + U32;
 
@@ -34,12 +40,17 @@ const PREFIX_BYTES = MAGIC.length + U32;
 export interface ImagePosition {
   /** The local member the index was built for. */
   member: string;
-  /** Per partition, its last record's seq and checksum (0, 0 for an empty partition). */
+  /**
+   * Per partition, the seq and checksum of the last record whose directory rows the image holds,
+   * every earlier one's too (0, 0: none).
+   */
   partitions: number[];
   /** The change feed's last seq. */
   feed: number;
   /** Each followed member and its cursor, sorted by member. */
   followed: [member: string, cursor: number][];
+  /** The image's own name, which the `directory_changes` table must name (imageNameRows). */
+  name: string;
 }
 
 interface Header {
@@ -72,16 +83,35 @@ export function partitionTails(env: LmdbEnvironment): number[] {
   return tails;
 }
 
-export function samePosition(a: ImagePosition, b: ImagePosition): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/**
+ * Whether the log holds, in every partition, the record an image's position names, with the
+ * checksum it names (one read a partition): the history the image was taken of.
+ */
+export function recordsHold(env: LmdbEnvironment, partitions: readonly number[]): boolean {
+  for (let p = 0; p < PARTITION_COUNT; p++) {
+    const seq = partitions[2 * p];
+    if (seq === undefined || !Number.isInteger(seq) || seq < 0) return false;
+    if (seq === 0) continue;
+    const bytes = env.log.get([p, seq]);
+    if (
+      bytes === undefined ||
+      bytes.length < U32 ||
+      bytes.readUInt32BE(0) !== partitions[2 * p + 1]
+    )
+      return false;
+  }
+  return true;
 }
 
-/** Writes the image atomically (temporary file, sync, rename, sync of the directory). */
-export function writeDirectoryImage(
+/**
+ * Writes the image atomically (temporary file, sync, rename, sync of the directory), in chunks
+ * through the file system's own threads: the thread that serves HTTP never waits on the disk.
+ */
+export async function writeDirectoryImage(
   dataDir: string,
   image: IndexImage,
   position: ImagePosition,
-): void {
+): Promise<void> {
   const header: Header = {
     format: FORMAT,
     endianness: endianness(),
@@ -101,21 +131,21 @@ export function writeDirectoryImage(
     ...[image.keys, image.values, image.occupiedBits].map(bytesOf),
   ];
   const temp = join(dataDir, TEMP_FILE);
-  const fd = openSync(temp, 'w', PRIVATE_FILE_MODE);
+  const file = await open(temp, 'w', PRIVATE_FILE_MODE);
   try {
     let crc = 0;
     for (const part of parts) {
       crc = crc32(part, crc);
-      writeAll(fd, part);
+      await writeAll(file, part);
     }
     const trailer = Buffer.alloc(U32);
     trailer.writeUInt32BE(crc, 0);
-    writeAll(fd, trailer);
-    fsyncSync(fd);
+    await writeAll(file, trailer);
+    await file.sync();
   } finally {
-    closeSync(fd);
+    await file.close();
   }
-  renameSync(temp, join(dataDir, IMAGE_FILE));
+  await rename(temp, join(dataDir, IMAGE_FILE));
   syncDirectory(dataDir);
 }
 
@@ -189,17 +219,20 @@ function parseHeader(bytes: Buffer): Header | null {
     Number.isInteger(header.used) &&
     Array.isArray(header.holders) &&
     Array.isArray(header.contributions) &&
-    typeof header.position?.member === 'string';
+    typeof header.position?.member === 'string' &&
+    typeof header.position.name === 'string' &&
+    Array.isArray(header.position.partitions) &&
+    header.position.partitions.length === 2 * PARTITION_COUNT;
   return wellFormed ? header : null;
 }
 
 const bytesOf = (array: Uint32Array) =>
   Buffer.from(array.buffer, array.byteOffset, array.byteLength);
 
-function writeAll(fd: number, bytes: Buffer): void {
+async function writeAll(file: Awaited<ReturnType<typeof open>>, bytes: Buffer): Promise<void> {
   for (let done = 0; done < bytes.length;) {
     const end = Math.min(bytes.length, done + DIRECTORY_IMAGE_CHUNK_BYTES);
-    done += writeSync(fd, bytes, done, end - done);
+    done += (await file.write(bytes, done, end - done)).bytesWritten;
   }
 }
 

@@ -73,6 +73,8 @@ export class DirectoryIndex {
    * Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty).
    */
   private occupiedBits: Uint32Array;
+  /** A copy under way (`copy`): told of every slot that changes, and of arrays replaced. */
+  private copying: IndexCopy | null = null;
 
   constructor(expectedKeys = 0) {
     let slots = INITIAL_SLOTS;
@@ -106,6 +108,23 @@ export class DirectoryIndex {
   }
 
   /**
+   * Begins a copy of the index taken a few slots at a time (IndexCopy), while it goes on
+   * changing; a copy begun earlier is given up.
+   */
+  copy(): IndexCopy {
+    this.copying?.abandon();
+    const copy = new IndexCopy(
+      { keys: this.keys, values: this.values, occupiedBits: this.occupiedBits },
+      () => {
+        if (this.copying === copy) this.copying = null;
+        return this.image();
+      },
+    );
+    this.copying = copy;
+    return copy;
+  }
+
+  /**
    * Takes an image's parts as this index's own, in place (whoever holds this index keeps it).
    * Holders given in `live` replace the image's at the same id: the local holder's endpoint is
    * this run's, not the one the image was written with.
@@ -120,6 +139,7 @@ export class DirectoryIndex {
       image.used > image.slots
     )
       throw new RangeError('directory image arrays do not match its slot count');
+    this.copying?.abandon();
     this.keys = image.keys;
     this.values = image.values;
     this.occupiedBits = image.occupiedBits;
@@ -164,6 +184,7 @@ export class DirectoryIndex {
     if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
+    this.copying?.touch(slot);
   }
 
   /** How visible the index holds a key ('none': not at all), whatever its type and holder. */
@@ -227,6 +248,7 @@ export class DirectoryIndex {
       const type = TYPE_NAMES[(value >>> 2) & 7];
       if (type !== undefined) this.count(holder, type, -1);
       this.values[s] = 0;
+      this.copying?.touch(s);
       removed++;
     }
     return removed;
@@ -278,6 +300,7 @@ export class DirectoryIndex {
   }
 
   private grow(): void {
+    this.copying?.abandon();
     const oldKeys = this.keys;
     const oldValues = this.values;
     const oldBits = this.occupiedBits;
@@ -298,5 +321,78 @@ export class DirectoryIndex {
       if (oldMarks !== null && (oldMarks[s >>> 5]! & (1 << (s & 31))) !== 0)
         this.marks![slot >>> 5]! |= 1 << (slot & 31);
     }
+  }
+}
+
+type IndexArrays = Pick<IndexImage, 'keys' | 'values' | 'occupiedBits'>;
+
+/**
+ * A copy of the index taken a few slots at a time while the index serves and changes (the
+ * directory image's checkpoint, issue 34), so that no turn of the thread copies it whole. Slots
+ * only ever change in place (a key claims an empty slot, a value is set; none moves but when the
+ * table grows), so a slot changed after its part was copied is copied again at the end: the
+ * copy is the index as it is at the turn `image` is called in. A table that grows (or an index
+ * taken whole from an image) meanwhile replaces the arrays: the copy is given up.
+ */
+export class IndexCopy {
+  private readonly target: IndexArrays;
+  private next = 0;
+  private readonly touched: number[] = [];
+  private given = false;
+
+  constructor(
+    private readonly source: IndexArrays,
+    private readonly current: () => IndexImage,
+  ) {
+    this.target = {
+      keys: new Uint32Array(source.keys.length),
+      values: new Uint32Array(source.values.length),
+      occupiedBits: new Uint32Array(source.occupiedBits.length),
+    };
+  }
+
+  /** The index replaced its arrays: this copy can no longer be finished. */
+  get abandoned(): boolean {
+    return this.given;
+  }
+
+  abandon(): void {
+    this.given = true;
+  }
+
+  /** A slot changed: copied again at the end if its part was copied already. */
+  touch(slot: number): void {
+    if (slot < this.next) this.touched.push(slot);
+  }
+
+  /** Copies the next `slots` slots (rounded up to a word of bits); true once every slot is. */
+  step(slots: number): boolean {
+    const { source, target } = this;
+    const from = this.next;
+    const to = Math.min(source.values.length, from + Math.ceil(slots / 32) * 32);
+    target.keys.set(source.keys.subarray(from * WORDS_PER_KEY, to * WORDS_PER_KEY), from * 4);
+    target.values.set(source.values.subarray(from, to), from);
+    const bits = source.occupiedBits.subarray(from >>> 5, (to + 31) >>> 5);
+    target.occupiedBits.set(bits, from >>> 5);
+    this.next = to;
+    return to === source.values.length;
+  }
+
+  /**
+   * The copy, finished in this turn: the slots that changed since their part was copied are
+   * copied again, and the count, holders and contributions taken as they are now.
+   */
+  image(): IndexImage {
+    if (this.given || this.next < this.source.values.length)
+      throw new Error('the copy of the index is not complete');
+    const { source, target } = this;
+    for (const slot of this.touched) {
+      const base = slot * WORDS_PER_KEY;
+      target.keys.set(source.keys.subarray(base, base + WORDS_PER_KEY), base);
+      target.values[slot] = source.values[slot]!;
+      target.occupiedBits[slot >>> 5] = source.occupiedBits[slot >>> 5]!;
+    }
+    this.given = true;
+    return { ...this.current(), ...target };
   }
 }

@@ -112,6 +112,7 @@ export function openEnvironment(
       resends: table('resends'),
       heads: table('heads'),
       deadlines: table('deadlines'),
+      directory_changes: table('directory_changes'),
       states: table('states'),
     },
   };

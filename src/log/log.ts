@@ -61,6 +61,13 @@ export const TABLES = [
    * from when it is needed again.
    */
   'states',
+  /**
+   * The keys each commit that changed the directory changed, keyed by its partition and seq,
+   * written in that commit (rows.ts, directoryChangeRows; issue 34), with one row `image` naming
+   * the directory image in use: a start takes the image and reads again only the keys changed
+   * after its position. Embedded mode only; rows an image covers are deleted once it is durable.
+   */
+  'directory_changes',
 ] as const;
 
 export type Table = (typeof TABLES)[number];

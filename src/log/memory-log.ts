@@ -41,6 +41,7 @@ export class MemoryLog extends ReadsInPlace implements Log {
     heads: new Map(),
     deadlines: new Map(),
     states: new Map(),
+    directory_changes: new Map(),
   };
   private pending: Pending[] = [];
   /** Bumped by every change to the tables: peeks read them as they are. */

@@ -3,7 +3,8 @@
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import type { LocalDirectory } from '../directory/directory.js';
-import { samePosition, type ImagePosition, type ImageRead } from '../directory/image.js';
+import type { ImagePosition, ImageRead } from '../directory/image.js';
+import { loadImageNames } from '../directory/checkpoint.js';
 import type { Reads } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
@@ -51,29 +52,36 @@ export class Network {
   }
 
   /**
-   * Takes the index whole from the directory image when its position is the committed one
-   * (`tails`: each partition's last record, read before any worker could commit); otherwise
-   * loads the local directory with the feed merged beside it, then the replicas. Starts
-   * following.
+   * Takes the index whole from the directory image when it fits the committed state (`fits`),
+   * then reads again the keys changed after its position; otherwise loads the local directory
+   * with the feed merged beside it, then the replicas. Starts following.
    */
-  async start(options: { image: ImageRead; tails: number[] }): Promise<{
+  async start(options: {
+    image: ImageRead;
+    /** Whether the log holds the records an image's position names (image.ts, recordsHold). */
+    holds: (partitions: readonly number[]) => boolean;
+  }): Promise<{
     directoryRows: number;
     replicaRows: number;
     image: 'used' | ImageRead['kind'] | 'stale';
+    /** Keys read again after the image was taken (changed after its position). */
+    changedKeys: number;
   }> {
     const { directory, logger } = this.options;
     this.registry.load();
     // The feed's last sequence read, which the image's position names.
     await this.feed.settled();
     const image = options.image;
-    const committed = await this.committedPosition(options.tails);
-    const usable = image.kind === 'read' && samePosition(image.position, committed);
+    const unfit = image.kind === 'read' ? await this.unfit(image.position, options.holds) : null;
+    const usable = image.kind === 'read' && unfit === null;
     let directoryRows = 0;
+    let changedKeys = 0;
     if (usable) {
       directory.adopt(image.image);
+      changedKeys = await directory.catchUp(image.position.partitions);
     } else {
       if (image.kind !== 'absent') {
-        const reason = image.kind === 'damaged' ? image.reason : 'older than the committed state';
+        const reason = image.kind === 'damaged' ? image.reason : unfit;
         logger.info({ reason }, 'directory image not used; the index is rebuilt from the tables');
       }
       this.feed.beginLoad();
@@ -86,7 +94,7 @@ export class Network {
     this.registry.start();
     const replicaRows = await this.syncFollowers({ replica: !usable });
     const outcome = usable ? 'used' : image.kind === 'read' ? 'stale' : image.kind;
-    return { directoryRows, replicaRows, image: outcome };
+    return { directoryRows, replicaRows, image: outcome, changedKeys };
   }
 
   /**
@@ -104,26 +112,41 @@ export class Network {
   }
 
   /**
-   * The position of the index as it is now, for its image; null when no image may describe it.
-   * Asked once the node has drained (no commit or feed page can change the index meanwhile).
+   * Why an image does not describe the committed state, or null when it does: it was taken of
+   * this member's index, in this history (`holds`), the table names it, the feed has not gone
+   * back past it, and every followed member's committed cursor is the one it was taken at.
    */
-  imagePosition(tails: number[]): ImagePosition | null {
+  private async unfit(
+    position: ImagePosition,
+    holds: (partitions: readonly number[]) => boolean,
+  ): Promise<string | null> {
+    if (position.member !== this.options.member) return 'taken for another member';
+    if (!holds(position.partitions)) return "its records are not the log's";
+    const names = await loadImageNames(this.options.log);
+    if (position.name !== names?.current && position.name !== names?.pending)
+      return 'not the image the tables name';
+    if (position.feed > this.feed.sequence) return 'the change feed is behind it';
+    const committed = await this.committedFollowed();
+    if (JSON.stringify(committed) !== JSON.stringify(position.followed))
+      return 'a followed member moved since';
+    return null;
+  }
+
+  /**
+   * What an image taken now says besides the partitions: the feed's last sequence and each
+   * followed member's cursor (what the index holds); null when no image may describe the index.
+   */
+  imagePosition(): Omit<ImagePosition, 'partitions' | 'name'> | null {
     if (this.unfollowed) return null;
     const followed = [...this.followers].map(([m, f]): [string, number] => [m, f.position]);
-    return this.position(tails, followed);
+    return { member: this.options.member, feed: this.feed.sequence, followed: sorted(followed) };
   }
 
-  /** What an image must say to describe the index the tables give now. */
-  private async committedPosition(tails: number[]): Promise<ImagePosition> {
+  /** Each followed member's committed cursor, sorted by member. */
+  private async committedFollowed(): Promise<[string, number][]> {
     const listed = this.registry.list().map((m) => m.member);
     const cursors = await Promise.all(listed.map((m) => loadedCursor(this.options.log, m)));
-    const followed = listed.map((m, n): [string, number] => [m, cursors[n]!]);
-    return this.position(tails, followed);
-  }
-
-  private position(tails: number[], followed: [string, number][]): ImagePosition {
-    followed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return { member: this.options.member, partitions: tails, feed: this.feed.sequence, followed };
+    return sorted(listed.map((m, n): [string, number] => [m, cursors[n]!]));
   }
 
   /**
@@ -189,3 +212,6 @@ export class Network {
     return rows;
   }
 }
+
+const sorted = (followed: [string, number][]) =>
+  followed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -203,3 +203,44 @@ export interface StateRow {
 }
 
 export const stateRows = codec<[key: string], StateRow>('states', (key) => key);
+
+/** The digits of a record's seq in a key, so that keys sort as their seqs do. */
+const SEQ_DIGITS = 16;
+
+/**
+ * The keys a commit changed in the directory (log.ts, `directory_changes`; issue 34), written by
+ * the shard in that commit, keyed by its partition and seq, the hashes alone (never a clear
+ * identifier). Beside them, one row (`image`) names the directory image in use and the one
+ * being written (directory/checkpoint.ts): a start takes only an image that row names.
+ */
+export const directoryChangeRows = {
+  ...codec<[partition: number, seq: number], { h: string[] }>(
+    'directory_changes',
+    (partition, seq) =>
+      `${String(partition).padStart(PARTITION_DIGITS, '0')}:` +
+      String(seq).padStart(SEQ_DIGITS, '0'),
+  ),
+  /** The row of a commit that changed the rows of these keys. */
+  row(position: { partition: number; seq: number }, hashes: readonly string[]): TableWrite {
+    const key = directoryChangeRows.key(position.partition, position.seq);
+    return directoryChangeRows.write(key, { h: [...new Set(hashes)] });
+  },
+  /** The rows of `partition` after `seq`, or (`through`) up to and with it. */
+  after(partition: number, seq: number) {
+    const prefix = String(partition).padStart(PARTITION_DIGITS, '0');
+    return { start: `${directoryChangeRows.key(partition, seq)}\u0000`, end: `${prefix};` };
+  },
+  through(partition: number, seq: number) {
+    const prefix = String(partition).padStart(PARTITION_DIGITS, '0');
+    return { start: `${prefix}:`, end: `${directoryChangeRows.key(partition, seq)}\u0000` };
+  },
+};
+
+/** The `directory_changes` row naming the image in use (`current`) and the one being written. */
+export interface ImageNames {
+  current: string | null;
+  pending: string | null;
+}
+
+export const IMAGE_NAMES_KEY = 'image';
+export const imageNameRows = codec<[], ImageNames>('directory_changes', () => IMAGE_NAMES_KEY);

@@ -1,0 +1,160 @@
+// The directory image taken while the node runs (issue 34): a start after a kill -9 under load
+// then takes the last image and reads again only the keys changed after it, instead of
+// rebuilding the whole index from the tables (minutes for tens of millions of keys).
+//
+// Every `directory_image_interval_ms`, when keys changed since the last image, the index is
+// copied a part a turn (IndexCopy: no turn of the thread that serves HTTP copies it whole), its
+// position taken in the turn the copy ends (directory.ts, `position`: per partition the last
+// record whose rows the index applied), the change feed's entries so far made durable, and the
+// image written through the file system's threads (image.ts). The `directory_changes` rows it
+// covers are deleted only once it is durable. The table's `image` row names the image in use
+// and the one being written, so a start never takes an image older than what was deleted: an
+// image the crash caught half written is either the new one (named pending) or the old one
+// (named current, its rows all still there).
+import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { DIRECTORY_IMAGE_COPY_SLOTS, DIRECTORY_READ_PAGE_ROWS } from '../config.js';
+import { PARTITION_COUNT, type Reads, type TableWrite } from '../log/log.js';
+import type { Network } from '../network/network.js';
+import {
+  directoryChangeRows,
+  IMAGE_NAMES_KEY,
+  imageNameRows,
+  type ImageNames,
+} from '../reads/rows.js';
+import type { LocalDirectory } from './directory.js';
+import type { IndexImage } from './index.js';
+import { removeDirectoryImage, writeDirectoryImage, type ImagePosition } from './image.js';
+
+/** What the `directory_changes` table names as the image in use and the one being written. */
+export async function loadImageNames(log: Reads): Promise<ImageNames | undefined> {
+  const bytes = await log.load('directory_changes', IMAGE_NAMES_KEY);
+  return bytes === undefined ? undefined : imageNameRows.read(IMAGE_NAMES_KEY, bytes);
+}
+
+export class DirectoryCheckpoints {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  /** The name of the image on disk that the table names as in use (null: none yet). */
+  private current: string | null;
+
+  constructor(
+    private readonly options: {
+      dataDir: string;
+      log: Reads;
+      directory: LocalDirectory;
+      network: Network;
+      logger: Logger;
+      intervalMs: number;
+      /** The name of the image this start took, if it took one. */
+      current: string | null;
+    },
+  ) {
+    this.current = options.current;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.take(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Takes an image now, unless one is being taken or no key changed since the last. */
+  take(): Promise<void> {
+    if (this.running !== null) return this.running;
+    if (this.stopped || this.options.directory.position.changes === 0) return Promise.resolve();
+    this.running = this.checkpoint()
+      .catch((error: unknown) => {
+        // Costs only the next start's speed: more keys to read again, or a rebuild.
+        const err = { message: (error as Error).message };
+        this.options.logger.warn({ err }, 'directory image not written');
+      })
+      .finally(() => {
+        this.running = null;
+      });
+    return this.running;
+  }
+
+  /**
+   * The orderly stop, once the commits are drained and applied and the feed's entries written:
+   * the image at the partitions' tails, unless the image in use already is the index; none when
+   * no image may describe the index (Network.imagePosition).
+   */
+  async stop(tails: number[]): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    await this.running;
+    const { directory, network, dataDir } = this.options;
+    const rest = network.imagePosition();
+    if (rest === null) {
+      removeDirectoryImage(dataDir);
+      return;
+    }
+    const { changes } = directory.position;
+    if (changes === 0 && this.current !== null) return;
+    const position = { ...rest, partitions: tails, name: randomUUID() };
+    await this.write(directory.index.image(), position, changes);
+  }
+
+  private async checkpoint(): Promise<void> {
+    const { directory, network, logger } = this.options;
+    const started = performance.now();
+    const copy = directory.index.copy();
+    while (!copy.step(DIRECTORY_IMAGE_COPY_SLOTS)) {
+      await nextTurn();
+      // The table grew meanwhile (or the stop began): the next round copies it.
+      if (copy.abandoned || this.stopped) return;
+    }
+    // In the turn of the copy's last part: the index and its position as they are now.
+    const image = copy.image();
+    const { partitions, changes } = directory.position;
+    const rest = network.imagePosition();
+    if (rest === null) return;
+    const copiedMs = Math.round(performance.now() - started);
+    await this.write(image, { ...rest, partitions, name: randomUUID() }, changes);
+    const ms = Math.round(performance.now() - started);
+    logger.info({ keys: image.used, changes, copied_ms: copiedMs, ms }, 'directory image written');
+  }
+
+  /**
+   * Makes the feed's entries so far durable, names the image as pending, writes it, deletes the
+   * rows it covers and names it in use.
+   */
+  private async write(image: IndexImage, position: ImagePosition, changes: number): Promise<void> {
+    const { log, dataDir, network, directory } = this.options;
+    await network.feed.flush();
+    const pending = { current: this.current, pending: position.name };
+    await log.write([imageNameRows.write(IMAGE_NAMES_KEY, pending)]);
+    await writeDirectoryImage(dataDir, image, position);
+    await this.prune(position.partitions);
+    await log.write([
+      imageNameRows.write(IMAGE_NAMES_KEY, { current: position.name, pending: null }),
+    ]);
+    this.current = position.name;
+    directory.imaged(changes);
+  }
+
+  /** Deletes every `directory_changes` row at or before the image's position, in pages. */
+  private async prune(partitions: readonly number[]): Promise<void> {
+    const { log } = this.options;
+    let deletes: TableWrite[] = [];
+    for (let p = 0; p < PARTITION_COUNT; p++) {
+      let range = directoryChangeRows.through(p, partitions[2 * p]!);
+      for (;;) {
+        const page = await log.loadRange('directory_changes', {
+          ...range,
+          limit: DIRECTORY_READ_PAGE_ROWS,
+        });
+        for (const { key } of page) deletes.push({ table: 'directory_changes', key, bytes: null });
+        if (deletes.length >= DIRECTORY_READ_PAGE_ROWS) {
+          await log.write(deletes);
+          deletes = [];
+        }
+        if (page.length < DIRECTORY_READ_PAGE_ROWS) break;
+        range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
+      }
+    }
+    if (deletes.length > 0) await log.write(deletes);
+  }
+}
