@@ -59,13 +59,10 @@ function startWriters(node: RunningServer, credential: ClientCredential, subject
   return writers;
 }
 
-/** The node's "directory image written" lines so far. */
-const imageLines = (node: RunningServer) => node.output().split('\n').filter((l) => l.includes(WRITTEN)).map((l) => JSON.parse(l) as Record<string, number>);
-
-async function waitForImages(node: RunningServer, count: number, timeoutMs: number): Promise<void> {
+async function waitForLines(lines: string[], count: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (imageLines(node).length < count) {
-    if (Date.now() > deadline) throw new Error(`the node wrote ${imageLines(node).length} directory images in ${timeoutMs} ms, not ${count}`);
+  while (lines.length < count) {
+    if (Date.now() > deadline) throw new Error(`the node wrote ${lines.length} directory images in ${timeoutMs} ms, not ${count}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -111,12 +108,12 @@ export async function runCrashStart(config: BenchConfig, report: Report, parts: 
   try {
     const subjects = await createSubjects(node, local, crash.subjects);
     report.line(`  8f. kill -9 under write load: ${crash.writers} callers registering identifiers on ${subjects.length} subjects, the directory image taken every ${ms(crash.image_interval_ms)} ms`);
-    const before = imageLines(node).length;
+    const written = node.watch(WRITTEN);
     const startedAt = performance.now();
     const writers = startWriters(node, local, subjects, crash.writers);
-    await waitForImages(node, before + crash.images, crash.image_interval_ms * (crash.images + 2) + 60_000);
+    await waitForLines(written, crash.images, crash.image_interval_ms * (crash.images + 2) + 60_000);
     await new Promise((resolve) => setTimeout(resolve, crash.after_image_ms));
-    const images = imageLines(node).slice(before);
+    const images = written.map((l) => JSON.parse(l) as Record<string, number>);
     await node.kill();
     const loadMs = performance.now() - startedAt;
     await writers.stop();

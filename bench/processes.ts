@@ -52,6 +52,7 @@ interface Tracked {
   child: ChildProcess;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  watch: (pattern: string) => string[];
 }
 
 /**
@@ -65,20 +66,27 @@ function spawnTracked(args: string[], options: SpawnOptions & { onLine?: (line: 
   children.add(child);
   let tail = '';
   let partial = '';
+  let lineWatch = onLine;
+  const watches: { pattern: string; lines: string[] }[] = [];
   const keep = (text: string) => {
     tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
   };
   const reading = (chunk: string) => {
     keep(chunk);
-    if (onLine === undefined) return;
+    // Lines are split only while someone reads them (a loaded node's access log is long).
+    if (lineWatch === undefined && watches.length === 0) return;
     const lines = (partial + chunk).split('\n');
     partial = lines.pop()!;
     for (const line of lines) {
-      if (onLine(line) !== true) continue;
-      child.stdout!.off('data', reading);
-      child.stdout!.on('data', (rest: string) => { tail = rest.slice(-OUTPUT_TAIL_CHARS); });
-      return;
+      if (lineWatch?.(line) === true) lineWatch = undefined;
+      for (const watch of watches) if (line.includes(watch.pattern)) watch.lines.push(line);
     }
+  };
+  /** From now on, every whole line of stdout that contains `pattern`, as it comes. */
+  const watch = (pattern: string): string[] => {
+    const lines: string[] = [];
+    watches.push({ pattern, lines });
+    return lines;
   };
   child.stdout!.setEncoding('utf8').on('data', reading);
   child.stderr!.setEncoding('utf8').on('data', keep);
@@ -88,7 +96,7 @@ function spawnTracked(args: string[], options: SpawnOptions & { onLine?: (line: 
       resolve({ code, signal });
     });
   });
-  return { child, output: () => tail, exited };
+  return { child, output: () => tail, exited, watch };
 }
 
 /** Resident memory of a process in MiB (Linux /proc), or null where it cannot be read. */
@@ -186,8 +194,8 @@ export interface RunningServer {
   stop(): Promise<{ code: number | null; stopMs: number }>;
   /** SIGKILL (a crash: no drain, no shutdown snapshots), then wait for the exit. */
   kill(): Promise<void>;
-  /** Everything the server wrote so far. */
-  output(): string;
+  /** From now on, every line of its output that contains `pattern`, as it comes. */
+  watch(pattern: string): string[];
 }
 
 /** Spawns a server and waits for a JSON stdout line with `msg: "listening"` and a port. */
@@ -229,7 +237,7 @@ function startServer(args: string[], timeoutMs: number, what: string, spawnOptio
     void announced.then((announcement) => {
       clearTimeout(timer);
       const port = announcement.port as number;
-      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, recovered, stop, kill, output: tracked.output });
+      resolve({ pid: tracked.child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, startMs: performance.now() - spawnedAt, announcement, recovered, stop, kill, watch: tracked.watch });
     });
   });
 }

@@ -250,6 +250,8 @@ export const VERIFY_CHUNK_MAX = WORKER_MESSAGE_CHUNK_MAX;
 
 /** The directory image is read and written in pieces of this size (a read takes at most 2 GiB). */
 export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
+/** Bytes of the directory image checksummed and written at a time (a few ms of the thread). */
+export const DIRECTORY_IMAGE_WRITE_BYTES = 4 * 1024 * 1024;
 /**
  * Slots of the directory index a checkpoint copies in one turn of the thread that serves HTTP
  * (directory/checkpoint.ts): 262,144 slots are 5 MB, about a millisecond.

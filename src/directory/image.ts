@@ -24,7 +24,11 @@ import { open, rename } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { DIRECTORY_IMAGE_CHUNK_BYTES, PRIVATE_FILE_MODE } from '../config.js';
+import {
+  DIRECTORY_IMAGE_CHUNK_BYTES,
+  DIRECTORY_IMAGE_WRITE_BYTES,
+  PRIVATE_FILE_MODE,
+} from '../config.js';
 import { lastRecord, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { PARTITION_COUNT } from '../log/log.js';
 import { imageArrayLengths, type Holder, type IndexImage } from './index.js';
@@ -134,13 +138,10 @@ export async function writeDirectoryImage(
   const file = await open(temp, 'w', PRIVATE_FILE_MODE);
   try {
     let crc = 0;
-    for (const part of parts) {
-      crc = crc32(part, crc);
-      await writeAll(file, part);
-    }
+    for (const part of parts) crc = await writeAll(file, part, crc);
     const trailer = Buffer.alloc(U32);
     trailer.writeUInt32BE(crc, 0);
-    await writeAll(file, trailer);
+    await writeAll(file, trailer, crc);
     await file.sync();
   } finally {
     await file.close();
@@ -229,11 +230,22 @@ function parseHeader(bytes: Buffer): Header | null {
 const bytesOf = (array: Uint32Array) =>
   Buffer.from(array.buffer, array.byteOffset, array.byteLength);
 
-async function writeAll(file: Awaited<ReturnType<typeof open>>, bytes: Buffer): Promise<void> {
+/**
+ * Writes `bytes` a few megabytes at a time, each part's CRC-32 taken just before it is written
+ * (so no turn of the thread holds it long); the checksum carried on.
+ */
+async function writeAll(
+  file: Awaited<ReturnType<typeof open>>,
+  bytes: Buffer,
+  crc: number,
+): Promise<number> {
   for (let done = 0; done < bytes.length;) {
-    const end = Math.min(bytes.length, done + DIRECTORY_IMAGE_CHUNK_BYTES);
-    done += (await file.write(bytes, done, end - done)).bytesWritten;
+    const end = Math.min(bytes.length, done + DIRECTORY_IMAGE_WRITE_BYTES);
+    crc = crc32(bytes.subarray(done, end), crc);
+    for (let at = done; at < end;) at += (await file.write(bytes, at, end - at)).bytesWritten;
+    done = end;
   }
+  return crc;
 }
 
 /** Reads `target.length` bytes from `position` in chunks; returns how many it found. */
