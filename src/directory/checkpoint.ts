@@ -99,6 +99,8 @@ export class DirectoryCheckpoints {
 
   private async checkpoint(): Promise<void> {
     const { directory, network, logger } = this.options;
+    // No image may describe this index (a member no longer followed): none is copied.
+    if (network.imagePosition() === null) return;
     const started = performance.now();
     const copy = directory.index.copy();
     while (!copy.step(DIRECTORY_IMAGE_COPY_SLOTS)) {
