@@ -352,6 +352,7 @@ async function startNetwork(
     logger,
     onKeys: () => loadCredentials(),
     ...(feedWriting === null ? {} : { feedWriting }),
+    listChanges: opened.image.env !== null,
   });
   const loadCredentials = () =>
     authenticator.load([...store.allCredentials(), ...network.credentials()]);
@@ -412,7 +413,7 @@ async function startDirectory(
           network,
           logger,
           intervalMs: config.limits.directory_image_interval_ms,
-          current: started.image === 'used' && read.kind === 'read' ? read.position.name : null,
+          current: started.image === 'used' && read.kind === 'read' ? read.position : null,
         });
   checkpoints?.start();
   return { started, checkpoints };

@@ -15,12 +15,13 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { DIRECTORY_IMAGE_COPY_SLOTS, DIRECTORY_READ_PAGE_ROWS } from '../config.js';
-import { PARTITION_COUNT, type Reads, type TableWrite } from '../log/log.js';
+import { PARTITION_COUNT, type Reads, type ScanRange, type TableWrite } from '../log/log.js';
 import type { Network } from '../network/network.js';
 import {
   directoryChangeRows,
   IMAGE_NAMES_KEY,
   imageNameRows,
+  replicaChangeRows,
   type ImageNames,
 } from '../reads/rows.js';
 import type { LocalDirectory } from './directory.js';
@@ -39,6 +40,8 @@ export class DirectoryCheckpoints {
   private stopped = false;
   /** The name of the image on disk that the table names as in use (null: none yet). */
   private current: string | null;
+  /** The followed members' cursors that image was taken at. */
+  private followed: string;
 
   constructor(
     private readonly options: {
@@ -48,11 +51,20 @@ export class DirectoryCheckpoints {
       network: Network;
       logger: Logger;
       intervalMs: number;
-      /** The name of the image this start took, if it took one. */
-      current: string | null;
+      /** The position of the image this start took, if it took one. */
+      current: ImagePosition | null;
     },
   ) {
-    this.current = options.current;
+    this.current = options.current?.name ?? null;
+    this.followed = JSON.stringify(options.current?.followed ?? null);
+  }
+
+  /** Keys changed, or followed members moved on, since the image on disk was taken. */
+  private changed(): boolean {
+    const followed = this.options.network.imagePosition()?.followed ?? null;
+    return (
+      this.options.directory.position.changes > 0 || JSON.stringify(followed) !== this.followed
+    );
   }
 
   start(): void {
@@ -63,7 +75,7 @@ export class DirectoryCheckpoints {
   /** Takes an image now, unless one is being taken or no key changed since the last. */
   take(): Promise<void> {
     if (this.running !== null) return this.running;
-    if (this.stopped || this.options.directory.position.changes === 0) return Promise.resolve();
+    if (this.stopped || !this.changed()) return Promise.resolve();
     this.running = this.checkpoint()
       .catch((error: unknown) => {
         // Costs only the next start's speed: more keys to read again, or a rebuild.
@@ -92,7 +104,7 @@ export class DirectoryCheckpoints {
       return;
     }
     const { changes } = directory.position;
-    if (changes === 0 && this.current !== null) return;
+    if (!this.changed() && this.current !== null) return;
     const position = { ...rest, partitions: tails, name: randomUUID() };
     await this.write(directory.index.image(), position, changes);
   }
@@ -129,34 +141,60 @@ export class DirectoryCheckpoints {
     const pending = { current: this.current, pending: position.name };
     await log.write([imageNameRows.write(IMAGE_NAMES_KEY, pending)]);
     await writeDirectoryImage(dataDir, image, position);
-    await this.prune(position.partitions);
+    await this.prune(position);
     await log.write([
       imageNameRows.write(IMAGE_NAMES_KEY, { current: position.name, pending: null }),
     ]);
     this.current = position.name;
+    this.followed = JSON.stringify(position.followed);
     directory.imaged(changes);
   }
 
-  /** Deletes every `directory_changes` row at or before the image's position, in pages. */
-  private async prune(partitions: readonly number[]): Promise<void> {
-    const { log } = this.options;
-    let deletes: TableWrite[] = [];
-    for (let p = 0; p < PARTITION_COUNT; p++) {
-      let range = directoryChangeRows.through(p, partitions[2 * p]!);
-      for (;;) {
-        const page = await log.loadRange('directory_changes', {
-          ...range,
-          limit: DIRECTORY_READ_PAGE_ROWS,
-        });
-        for (const { key } of page) deletes.push({ table: 'directory_changes', key, bytes: null });
-        if (deletes.length >= DIRECTORY_READ_PAGE_ROWS) {
-          await log.write(deletes);
-          deletes = [];
-        }
-        if (page.length < DIRECTORY_READ_PAGE_ROWS) break;
-        range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
-      }
+  /**
+   * Deletes every `directory_changes` row the image covers: each partition's at or before its
+   * position, each followed member's pages at or before its cursor, and the pages of members no
+   * longer followed.
+   */
+  private async prune(position: ImagePosition): Promise<void> {
+    const deletes = new Deletes(this.options.log);
+    for (let p = 0; p < PARTITION_COUNT; p++)
+      await deletes.range(directoryChangeRows.through(p, position.partitions[2 * p]!));
+    const followed = new Map(position.followed);
+    for (const [member, cursor] of followed)
+      await deletes.range(replicaChangeRows.through(member, cursor));
+    await deletes.range(
+      replicaChangeRows.all,
+      (key) => !followed.has(replicaChangeRows.memberOf(key)),
+    );
+    await deletes.flush();
+  }
+}
+
+/** Deletions of `directory_changes` rows, written a page at a time. */
+class Deletes {
+  private pending: TableWrite[] = [];
+
+  constructor(private readonly log: Reads) {}
+
+  /** Deletes the rows in `range` (those `chosen` takes, when given). */
+  async range(range: ScanRange, chosen: (key: string) => boolean = () => true): Promise<void> {
+    for (;;) {
+      const page = await this.log.loadRange('directory_changes', {
+        ...range,
+        limit: DIRECTORY_READ_PAGE_ROWS,
+      });
+      for (const { key } of page)
+        if (chosen(key)) this.pending.push({ table: 'directory_changes', key, bytes: null });
+      if (this.pending.length >= DIRECTORY_READ_PAGE_ROWS) await this.flush();
+      if (page.length < DIRECTORY_READ_PAGE_ROWS) return;
+      range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
     }
-    if (deletes.length > 0) await log.write(deletes);
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const writes = this.pending;
+    this.pending = [];
+    await this.log.write(writes);
   }
 }

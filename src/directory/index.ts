@@ -199,6 +199,12 @@ export class DirectoryIndex {
     return (value & 3) === 0 ? null : (TYPE_NAMES[(value >>> 2) & 7] ?? null);
   }
 
+  /** The holder of a visible key, whatever its type, or null. */
+  holderOf(hashHex: string): Holder | null {
+    const value = this.values[this.slotOf(hashHex, false)]!;
+    return (value & 3) === 0 ? null : this.holders[value >>> HOLDER_SHIFT]!;
+  }
+
   /** The holder of a visible key of this type, or null: one probe sequence whatever the answer. */
   find(hashHex: string, identifierType: string): Holder | null {
     return this.holderAt(this.slotOf(hashHex, false), identifierType);

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { REPLICA_READ_PAGE_ROWS, type Limits } from '../config.js';
 import type { DirectoryIndex } from '../directory/index.js';
 import type { Reads, TableWrite } from '../log/log.js';
+import { replicaChangeRows } from '../reads/rows.js';
 import { frame, unframeRow } from '../log/record.js';
 import { verifyObject, type SigningKey } from '../protocol/signing.js';
 import type { FeedEntry } from './feed.js';
@@ -47,6 +48,11 @@ export class Follower {
       signer: () => SigningKey;
       limits: Limits;
       logger: Logger;
+      /**
+       * Embedded mode: each page's keys are listed in a `directory_changes` row (issue 34), for
+       * a start that takes the directory image to read them again.
+       */
+      listChanges?: boolean;
     },
   ) {}
 
@@ -155,6 +161,10 @@ export class Follower {
           : frame({ t: e.identifier_type, v: e.visibility, e: page.endpoint } satisfies ReplicaRow),
     }));
     writes.push({ table: 'cursors', key: member, bytes: frame({ after: page.next }) });
+    if (this.options.listChanges === true && page.entries.length > 0) {
+      const hashes = page.entries.map((e) => e.identifier_hash);
+      writes.push(replicaChangeRows.row(member, page.next, hashes));
+    }
     await log.write(writes);
     const holder = index.holderId({ member, endpoint: page.endpoint });
     for (const e of page.entries)
@@ -178,6 +188,45 @@ export class Follower {
 }
 
 /** How far the replica of `member` has durably followed its feed. */
+/**
+ * After the index was taken from the directory image: reads again, from the replica, every key
+ * the member's pages after the image's cursor changed (as their `directory_changes` rows list
+ * them); how many keys.
+ */
+export async function replicaCatchUp(
+  log: Reads,
+  index: DirectoryIndex,
+  member: string,
+  after: number,
+): Promise<number> {
+  const hashes = new Set<string>();
+  let range = replicaChangeRows.after(member, after);
+  for (;;) {
+    const page = await log.loadRange('directory_changes', {
+      ...range,
+      limit: REPLICA_READ_PAGE_ROWS,
+    });
+    for (const { key, bytes } of page)
+      for (const hash of replicaChangeRows.read(key, bytes).h) hashes.add(hash);
+    if (page.length < REPLICA_READ_PAGE_ROWS) break;
+    range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
+  }
+  for (const hash of hashes) {
+    const bytes = await log.load('replica', `${member}/${hash}`);
+    if (bytes !== undefined) {
+      const row = unframeRow<ReplicaRow>('replica', `${member}/${hash}`, bytes);
+      index.set(hash, row.t, index.holderId({ member, endpoint: row.e }), row.v);
+      continue;
+    }
+    // Gone from the replica: out of the index, if the member held it there.
+    const type = index.typeOf(hash);
+    const holder = index.holderOf(hash);
+    if (type !== null && holder?.member === member)
+      index.set(hash, type, index.holderId(holder), 'none');
+  }
+  return hashes.size;
+}
+
 export async function loadedCursor(log: Reads, member: string): Promise<number> {
   const cursor = await log.load('cursors', member);
   return cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;

@@ -10,7 +10,7 @@ import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
 import { FeedPublisher, type FeedWriting } from './feed.js';
 import { unreachable } from '../log/unavailable.js';
-import { Follower, loadedCursor } from './follower.js';
+import { Follower, loadedCursor, replicaCatchUp } from './follower.js';
 import { MemberRegistry } from './members.js';
 
 export class Network {
@@ -36,6 +36,11 @@ export class Network {
       onKeys: () => void;
       /** Cluster mode: who writes the feed, and how. */
       feedWriting?: FeedWriting;
+      /**
+       * Embedded mode: the keys of each followed page are listed in `directory_changes`, for a
+       * start that takes the directory image (issue 34).
+       */
+      listChanges?: boolean;
     },
   ) {
     this.registry = new MemberRegistry({
@@ -52,9 +57,9 @@ export class Network {
   }
 
   /**
-   * Takes the index whole from the directory image when it fits the committed state (`fits`),
-   * then reads again the keys changed after its position; otherwise loads the local directory
-   * with the feed merged beside it, then the replicas. Starts following.
+   * Takes the index whole from the directory image when it fits the committed state (`unfit`),
+   * then reads again the keys changed after its position, local and replicated; otherwise loads
+   * the local directory with the feed merged beside it, then the replicas. Starts following.
    */
   async start(options: {
     image: ImageRead;
@@ -79,6 +84,7 @@ export class Network {
     if (usable) {
       directory.adopt(image.image);
       changedKeys = await directory.catchUp(image.position.partitions);
+      changedKeys += await this.replicasCatchUp(image.position.followed);
     } else {
       if (image.kind !== 'absent') {
         const reason = image.kind === 'damaged' ? image.reason : unfit;
@@ -114,7 +120,7 @@ export class Network {
   /**
    * Why an image does not describe the committed state, or null when it does: it was taken of
    * this member's index, in this history (`holds`), the table names it, the feed has not gone
-   * back past it, and every followed member's committed cursor is the one it was taken at.
+   * back past it, and of the members followed now, none behind its cursor in the image.
    */
   private async unfit(
     position: ImagePosition,
@@ -127,9 +133,18 @@ export class Network {
       return 'not the image the tables name';
     if (position.feed > this.feed.sequence) return 'the change feed is behind it';
     const committed = await this.committedFollowed();
-    if (JSON.stringify(committed) !== JSON.stringify(position.followed))
-      return 'a followed member moved since';
+    const taken = new Map(position.followed);
+    const moved = committed.some(([m, cursor]) => !taken.has(m) || taken.get(m)! > cursor);
+    if (moved || committed.length !== taken.size) return 'not taken of the members followed now';
     return null;
+  }
+
+  /** The replica keys each followed member's pages changed after the image's cursor. */
+  private async replicasCatchUp(followed: [string, number][]): Promise<number> {
+    let keys = 0;
+    for (const [member, cursor] of followed)
+      keys += await replicaCatchUp(this.options.log, this.options.directory.index, member, cursor);
+    return keys;
   }
 
   /**
@@ -204,6 +219,7 @@ export class Network {
         signer,
         limits,
         logger,
+        listChanges: this.options.listChanges ?? false,
       });
       rows += await follower.load(options);
       follower.start();

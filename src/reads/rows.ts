@@ -236,6 +236,34 @@ export const directoryChangeRows = {
   },
 };
 
+/**
+ * The keys a page of a followed member's feed changed in its replica (`directory_changes`,
+ * issue 34), written with the page's replica rows and cursor, keyed by the member and that
+ * cursor: a start that takes an image reads again the replica keys of the pages after it.
+ */
+export const replicaChangeRows = {
+  ...codec<[member: string, cursor: number], { h: string[] }>(
+    'directory_changes',
+    (member, cursor) => `r/${member}/${String(cursor).padStart(SEQ_DIGITS, '0')}`,
+  ),
+  row(member: string, cursor: number, hashes: readonly string[]): TableWrite {
+    return replicaChangeRows.write(replicaChangeRows.key(member, cursor), { h: [...hashes] });
+  },
+  /** The rows of `member`'s pages after `cursor`, or (`through`) up to and with it. */
+  after(member: string, cursor: number) {
+    return { start: `${replicaChangeRows.key(member, cursor)}\u0000`, end: `r/${member}0` };
+  },
+  through(member: string, cursor: number) {
+    return { start: `r/${member}/`, end: `${replicaChangeRows.key(member, cursor)}\u0000` };
+  },
+  /** Every member's rows. */
+  all: { start: 'r/', end: 'r0' },
+  /** The member a row's key names. */
+  memberOf(key: string): string {
+    return key.slice(2, key.lastIndexOf('/'));
+  },
+};
+
 /** The `directory_changes` row naming the image in use (`current`) and the one being written. */
 export interface ImageNames {
   current: string | null;
