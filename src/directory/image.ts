@@ -7,12 +7,13 @@
 // - It carries the position it reflects: per partition the seq and checksum of the last record
 //   whose directory rows it holds (every `directory` row is written in the same commit as a
 //   record, and beside them a `directory_changes` row listing their keys), the change feed's
-//   last seq, and each followed member's cursor (every `replica` row is written with its
-//   cursor). A start uses it only when the log holds those very records (the same history), the
-//   feed has gone no further back and the cursors are the committed ones; it then reads again
-//   every key the commits after its position listed (issue 34: a start after a kill -9 under
-//   load costs the keys changed since the last image, not a rebuild). Otherwise the index is
-//   rebuilt from the tables.
+//   last seq, and each followed member's cursor (every page of `replica` rows is written with its
+//   cursor and a `directory_changes` row listing its keys). A start uses it only when the log
+//   holds those very records (the same history), the feed has gone no further back and it was
+//   taken of the members followed now, none of their committed cursors behind it; it then reads
+//   again every key the commits and pages after its position listed (issue 34: a start after a
+//   kill -9 under load costs the keys changed since the last image, not a rebuild). Otherwise
+//   the index is rebuilt from the tables.
 // - Its name (random) must be one the `directory_changes` table names as the image in use or
 //   the one being written: an image older than the rows already pruned is never taken.
 // - It is written to a temporary file, synced, then renamed over the old one (and the directory
