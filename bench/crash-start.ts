@@ -24,6 +24,8 @@ const LOOKUP_BATCH = 500;
 interface Writers {
   /** The identifiers the node acknowledged (201). */
   acknowledged: string[];
+  /** Each acknowledged registration: when its answer came (ms since the epoch), and its latency. */
+  answers: { at: number; ms: number }[];
   sent: number;
   /** Answers other than 201 before the kill. */
   refused: number;
@@ -35,15 +37,19 @@ interface Writers {
 function startWriters(node: RunningServer, credential: ClientCredential, subjects: string[], count: number): Writers {
   let next = 0;
   let stopping = false;
-  const writers: Writers = { acknowledged: [], sent: 0, refused: 0, stop: async () => undefined };
+  const writers: Writers = { acknowledged: [], answers: [], sent: 0, refused: 0, stop: async () => undefined };
   const caller = async (): Promise<void> => {
     while (!stopping) {
       const n = next++;
       const identifier = `crash${n}@example.org`;
       writers.sent++;
       try {
+        const sentAt = performance.now();
         const res = await signedPost(node.baseUrl, credential, `${API_PREFIX}/identifiers`, { subject_id: subjects[n % subjects.length], identifier_type: 'email', identifier });
-        if (res.status === 201) writers.acknowledged.push(identifier);
+        if (res.status === 201) {
+          writers.acknowledged.push(identifier);
+          writers.answers.push({ at: Date.now(), ms: performance.now() - sentAt });
+        }
         else if (!stopping) writers.refused++;
       } catch {
         // The node was killed under this call: whether it committed, nobody was told.
@@ -65,6 +71,13 @@ async function waitForLines(lines: string[], count: number, timeoutMs: number): 
     if (Date.now() > deadline) throw new Error(`the node wrote ${lines.length} directory images in ${timeoutMs} ms, not ${count}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** p50 / p99 / max of latencies, as text. */
+function percentiles(latencies: number[]): string {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  return `p50 ${ms(at(0.5))} / p99 ${ms(at(0.99))} / max ${ms(sorted[sorted.length - 1] ?? 0)} ms (${sorted.length})`;
 }
 
 /** Looks up every identifier (batches of 500, unsigned answers); how many the node did not find. */
@@ -121,6 +134,9 @@ export async function runCrashStart(config: BenchConfig, report: Report, parts: 
     const last = images[images.length - 1]!;
     report.line(`    ${rate(writers.acknowledged.length)} registrations acknowledged in ${ms(loadMs)} ms (${rate(writers.acknowledged.length / (loadMs / 1000))}/s), ${writers.sent - writers.acknowledged.length} unanswered at the kill`);
     report.line(`    images written under the load: ${images.length}; the last of ${rate(last.keys!)} keys in ${ms(last.ms!)} ms (copied in ${ms(last.copied_ms!)} ms)`);
+    // What an image costs the answers: registrations answered while one was taken, and the rest.
+    const during = (at: number) => images.some((i) => at >= i.time! - i.ms! && at <= i.time!);
+    report.line(`    registration latency while an image was taken: ${percentiles(writers.answers.filter((a) => during(a.at)).map((a) => a.ms))}; otherwise: ${percentiles(writers.answers.filter((a) => !during(a.at)).map((a) => a.ms))}`);
 
     node = await startNodeProcess({ dataDir, timeoutMs, env: parts.env, args: parts.args });
     const again = node.announcement;
