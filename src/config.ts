@@ -253,10 +253,10 @@ export const DIRECTORY_IMAGE_CHUNK_BYTES = 64 * 1024 * 1024;
 /** Bytes of the directory image checksummed and written at a time (a few ms of the thread). */
 export const DIRECTORY_IMAGE_WRITE_BYTES = 4 * 1024 * 1024;
 /**
- * Slots of the directory index a checkpoint copies in one turn of the thread that serves HTTP
- * (directory/checkpoint.ts): 262,144 slots are 5 MB, about a millisecond.
+ * Slots of the directory index a checkpoint writes in one part (directory/checkpoint.ts):
+ * 262,144 slots are 5 MB of the live arrays, written by the file system's threads.
  */
-export const DIRECTORY_IMAGE_COPY_SLOTS = 1 << 18;
+export const DIRECTORY_IMAGE_PART_SLOTS = 1 << 18;
 
 /**
  * Lookup batches of at least this many keys are hashed and signed on two threads (a worker and

@@ -12,9 +12,8 @@
 // image the crash caught half written is either the new one (named pending) or the old one
 // (named current, its rows all still there).
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { DIRECTORY_IMAGE_COPY_SLOTS, DIRECTORY_READ_PAGE_ROWS } from '../config.js';
+import { DIRECTORY_IMAGE_PART_SLOTS as PART_SLOTS, DIRECTORY_READ_PAGE_ROWS } from '../config.js';
 import { PARTITION_COUNT, type Reads, type ScanRange, type TableWrite } from '../log/log.js';
 import type { Network } from '../network/network.js';
 import {
@@ -25,8 +24,12 @@ import {
   type ImageNames,
 } from '../reads/rows.js';
 import type { LocalDirectory } from './directory.js';
-import type { IndexImage } from './index.js';
-import { removeDirectoryImage, writeDirectoryImage, type ImagePosition } from './image.js';
+import {
+  ImageFile,
+  removeDirectoryImage,
+  writeDirectoryImage,
+  type ImagePosition,
+} from './image.js';
 
 /** What the `directory_changes` table names as the image in use and the one being written. */
 export async function loadImageNames(log: Reads): Promise<ImageNames | undefined> {
@@ -103,51 +106,63 @@ export class DirectoryCheckpoints {
       removeDirectoryImage(dataDir);
       return;
     }
-    const { changes } = directory.position;
     if (!this.changed() && this.current !== null) return;
+    const { changes } = directory.position;
     const position = { ...rest, partitions: tails, name: randomUUID() };
-    await this.write(directory.index.image(), position, changes);
+    await this.naming(position);
+    await writeDirectoryImage(dataDir, directory.index, position);
+    await this.named(position, changes);
   }
 
   private async checkpoint(): Promise<void> {
-    const { directory, network, logger } = this.options;
-    // No image may describe this index (a member no longer followed): none is copied.
+    const { directory, network, logger, dataDir } = this.options;
+    // No image may describe this index (a member no longer followed): none is written.
     if (network.imagePosition() === null) return;
     const started = performance.now();
-    const copy = directory.index.copy();
-    while (!copy.step(DIRECTORY_IMAGE_COPY_SLOTS)) {
-      await nextTurn();
-      // The table grew meanwhile (or the stop began): the next round copies it.
-      if (copy.abandoned || this.stopped) return;
+    const walk = directory.index.walk();
+    const file = await ImageFile.create(dataDir, walk.slots);
+    try {
+      for (let part = walk.part(PART_SLOTS); part !== null; part = walk.part(PART_SLOTS)) {
+        await file.part(part);
+        // The table grew meanwhile (or the stop began): the next round takes it.
+        if (walk.abandoned || this.stopped) return await file.abandon();
+      }
+      // In the turn the last part was written: the index and its position as they are now.
+      const end = walk.finish();
+      const { partitions, changes } = directory.position;
+      const rest = network.imagePosition();
+      if (rest === null) return await file.abandon();
+      const walkedMs = Math.round(performance.now() - started);
+      const position = { ...rest, partitions, name: randomUUID() };
+      await this.naming(position);
+      await file.finish(end, position);
+      await this.named(position, changes);
+      const ms = Math.round(performance.now() - started);
+      const fields = { keys: end.used, changes, patched: end.patches.length, walked_ms: walkedMs };
+      logger.info({ ...fields, ms }, 'directory image written');
+    } finally {
+      await file.abandon();
     }
-    // In the turn of the copy's last part: the index and its position as they are now.
-    const image = copy.image();
-    const { partitions, changes } = directory.position;
-    const rest = network.imagePosition();
-    if (rest === null) return;
-    const copiedMs = Math.round(performance.now() - started);
-    await this.write(image, { ...rest, partitions, name: randomUUID() }, changes);
-    const ms = Math.round(performance.now() - started);
-    logger.info({ keys: image.used, changes, copied_ms: copiedMs, ms }, 'directory image written');
   }
 
   /**
-   * Makes the feed's entries so far durable, names the image as pending, writes it, deletes the
-   * rows it covers and names it in use.
+   * Before an image goes in place: the feed's entries so far made durable (the image's feed
+   * position is behind them), and the image named as pending.
    */
-  private async write(image: IndexImage, position: ImagePosition, changes: number): Promise<void> {
-    const { log, dataDir, network, directory } = this.options;
-    await network.feed.flush();
+  private async naming(position: ImagePosition): Promise<void> {
+    await this.options.network.feed.flush();
     const pending = { current: this.current, pending: position.name };
-    await log.write([imageNameRows.write(IMAGE_NAMES_KEY, pending)]);
-    await writeDirectoryImage(dataDir, image, position);
+    await this.options.log.write([imageNameRows.write(IMAGE_NAMES_KEY, pending)]);
+  }
+
+  /** Once it is in place: the rows it covers deleted, and it named as the image in use. */
+  private async named(position: ImagePosition, changes: number): Promise<void> {
     await this.prune(position);
-    await log.write([
-      imageNameRows.write(IMAGE_NAMES_KEY, { current: position.name, pending: null }),
-    ]);
+    const inUse = { current: position.name, pending: null };
+    await this.options.log.write([imageNameRows.write(IMAGE_NAMES_KEY, inUse)]);
     this.current = position.name;
     this.followed = JSON.stringify(position.followed);
-    directory.imaged(changes);
+    this.options.directory.imaged(changes);
   }
 
   /**

@@ -1,7 +1,15 @@
 // The directory image written and read back: the same answers for every key, the same holders and
 // contributions; a damaged, truncated or lengthened image is refused, never adopted.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +18,7 @@ import { MemoryLog } from '../log/memory-log.js';
 import { LocalDirectory } from './directory.js';
 import {
   IMAGE_FILE,
+  ImageFile,
   readDirectoryImage,
   writeDirectoryImage,
   type ImagePosition,
@@ -51,7 +60,7 @@ function sampleIndex(): DirectoryIndex {
 async function written(index: DirectoryIndex): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
   dirs.push(dir);
-  await writeDirectoryImage(dir, index.image(), position);
+  await writeDirectoryImage(dir, index, position);
   return dir;
 }
 
@@ -131,5 +140,79 @@ describe('the directory image', () => {
     expect((await readDirectoryImage(dir)).kind).toBe('damaged');
     writeFileSync(path, Buffer.concat([original, Buffer.alloc(4)]));
     expect((await readDirectoryImage(dir)).kind).toBe('damaged');
+  });
+});
+
+/** Every answer of an index, and its contributions, as one comparable list. */
+function everything(index: DirectoryIndex, keys: number): string[] {
+  const all: string[] = [];
+  for (let n = 0; n < keys; n++)
+    for (const type of TYPES)
+      all.push(`${index.find(hash(n), type)?.member ?? '-'} ${index.visibilityOf(hash(n))}`);
+  for (const member of ['local', 'beta'])
+    for (const type of TYPES) all.push(String(index.contribution(member, type)));
+  return all;
+}
+
+describe('the directory image taken while the index changes (issue 34, IndexWalk)', () => {
+  it('is the index as it is when the walk ends, whatever changed between its parts', async () => {
+    // Sized so that the changes below never make the table grow.
+    const index = new DirectoryIndex(150_000);
+    const local = index.holderId({ member: 'local', endpoint: 'http://local' });
+    const beta = index.holderId({ member: 'beta', endpoint: 'http://beta' });
+    for (let n = 0; n < KEYS; n++)
+      index.set(hash(n), TYPES[n % 3]!, n % 5 ? local : beta, 'network');
+    const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
+    dirs.push(dir);
+    const walk = index.walk();
+    const file = await ImageFile.create(dir, walk.slots);
+    let n = 0;
+    // While each part is written: new keys claim slots on both sides of the walk's front, old
+    // keys change visibility or leave.
+    for (let part = walk.part(4096); part !== null; part = walk.part(4096)) {
+      const writing = file.part(part);
+      for (let k = 0; k < 20; k++, n++) {
+        index.set(hash(KEYS + n), TYPES[n % 3]!, local, 'public');
+        const old = (n * 7) % KEYS;
+        index.set(hash(old), TYPES[old % 3]!, old % 5 ? local : beta, n % 2 ? 'none' : 'public');
+      }
+      await writing;
+    }
+    expect(n).toBeGreaterThan(1000);
+    const end = walk.finish();
+    expect(end.patches.length).toBeGreaterThan(0);
+    await file.finish(end, position);
+    // Changes after the walk ended are not in the image.
+    index.set(hash(KEYS + n), 'phone', local, 'public');
+    const read = await readDirectoryImage(dir);
+    if (read.kind !== 'read') throw new Error(`image not read: ${JSON.stringify(read)}`);
+    const taken = new LocalDirectory(new MemoryLog(), {
+      member: 'local',
+      endpoint: 'http://local',
+    });
+    taken.adopt(read.image);
+    expect(taken.index.size).toBe(index.size - 1);
+    expect(taken.index.find(hash(KEYS + n), 'phone')).toBeNull();
+    index.set(hash(KEYS + n), 'phone', local, 'none');
+    expect(everything(taken.index, KEYS + n + 100)).toEqual(everything(index, KEYS + n + 100));
+  });
+
+  it('is given up when the table grows meanwhile (its arrays are replaced)', async () => {
+    const index = new DirectoryIndex();
+    const local = index.holderId({ member: 'local', endpoint: 'http://local' });
+    const walk = index.walk();
+    walk.part(1024);
+    for (let n = 0; n < 100_000 && !walk.abandoned; n++)
+      index.set(hash(n), 'email', local, 'network');
+    expect(walk.abandoned).toBe(true);
+    while (walk.part(1 << 20) !== null);
+    expect(() => walk.finish()).toThrow(/not complete/);
+    // And a file given up leaves nothing behind.
+    const dir = mkdtempSync(join(tmpdir(), 'path-image-'));
+    dirs.push(dir);
+    const file = await ImageFile.create(dir, walk.slots);
+    await file.abandon();
+    expect(existsSync(join(dir, `${IMAGE_FILE}.tmp`))).toBe(false);
+    expect(existsSync(join(dir, IMAGE_FILE))).toBe(false);
   });
 });

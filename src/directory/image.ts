@@ -21,7 +21,7 @@
 // - A CRC-32 covers every byte; a file that fails it, is cut short or is longer than its header
 //   says is ignored (rebuilt from the tables, never trusted).
 import { closeSync, fsyncSync, openSync, rmSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -32,11 +32,19 @@ import {
 } from '../config.js';
 import { lastRecord, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { PARTITION_COUNT } from '../log/log.js';
-import { imageArrayLengths, type Holder, type IndexImage } from './index.js';
+import {
+  imageArrayLengths,
+  WORDS_PER_KEY,
+  type DirectoryIndex,
+  type Holder,
+  type IndexImage,
+  type IndexPart,
+  type IndexWalkEnd,
+} from './index.js';
 
 export const IMAGE_FILE = 'directory.image';
 const TEMP_FILE = `${IMAGE_FILE}.tmp`;
-const MAGIC = Buffer.from('PATHDIX1', 'latin1');
+const MAGIC = Buffer.from('PATHDIX2', 'latin1');
 const FORMAT = 2;
 const U32 = 4; // tidy: format (bytes of a 32-bit word)
 const PREFIX_BYTES = MAGIC.length + U32;
@@ -109,46 +117,95 @@ export function recordsHold(env: LmdbEnvironment, partitions: readonly number[])
 }
 
 /**
- * Writes the image atomically (temporary file, sync, rename, sync of the directory), in chunks
- * through the file system's own threads: the thread that serves HTTP never waits on the disk.
+ * An image being written (issue 34): the live index's arrays a part at a time, straight from
+ * them to the file (no copy of the index in memory), then the slots that changed meanwhile
+ * (IndexWalk), then the header, then the checksum, read back from the file, then atomically in
+ * place (temporary file, sync, rename, sync of the directory). The file system's own threads do
+ * the writing: the thread that serves HTTP never waits on the disk, and holds no turn longer
+ * than one part's checksum.
+ *
+ * Layout: MAGIC, the slot count, the keys, the values, the occupied bits (the index's own words,
+ * in this machine's byte order), the header (JSON), its length, and a CRC-32 of all before it.
  */
+export class ImageFile {
+  private closed = false;
+
+  private constructor(
+    private readonly dataDir: string,
+    private readonly file: FileHandle,
+    private readonly slots: number,
+  ) {}
+
+  static async create(dataDir: string, slots: number): Promise<ImageFile> {
+    const file = await open(join(dataDir, TEMP_FILE), 'w+', PRIVATE_FILE_MODE);
+    const prefix = Buffer.alloc(PREFIX_BYTES);
+    MAGIC.copy(prefix, 0);
+    prefix.writeUInt32BE(slots, MAGIC.length);
+    await writeAt(file, prefix, 0);
+    return new ImageFile(dataDir, file, slots);
+  }
+
+  /** One part of the live arrays, as the walk gave it (views, written as they are now). */
+  async part(part: IndexPart): Promise<void> {
+    const at = arrayOffsets(this.slots);
+    await writeAt(this.file, bytesOf(part.keys), at.keys + part.from * WORDS_PER_KEY * U32);
+    await writeAt(this.file, bytesOf(part.values), at.values + part.from * U32);
+    await writeAt(this.file, bytesOf(part.bits), at.bits + (part.from >>> 5) * U32);
+  }
+
+  /** The walk's end: the slots changed since their part was written, then the header. */
+  async finish(end: IndexWalkEnd, position: ImagePosition): Promise<void> {
+    const at = arrayOffsets(this.slots);
+    for (const patch of end.patches) {
+      await writeAt(this.file, bytesOf(patch.key), at.keys + patch.slot * WORDS_PER_KEY * U32);
+      await writeAt(this.file, word(patch.value), at.values + patch.slot * U32);
+      await writeAt(this.file, word(patch.bits), at.bits + (patch.slot >>> 5) * U32);
+    }
+    const { used, holders, contributions } = end;
+    const header: Header = {
+      format: FORMAT,
+      endianness: endianness(),
+      slots: this.slots,
+      used,
+      holders,
+      contributions,
+      position,
+    };
+    const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
+    const length = Buffer.alloc(U32);
+    length.writeUInt32BE(headerBytes.length, 0);
+    await writeAt(this.file, Buffer.concat([headerBytes, length]), at.end);
+    const checked = at.end + headerBytes.length + U32;
+    const trailer = Buffer.alloc(U32);
+    trailer.writeUInt32BE(await checksum(this.file, checked), 0);
+    await writeAt(this.file, trailer, checked);
+    await this.file.sync();
+    this.closed = true;
+    await this.file.close();
+    await rename(join(this.dataDir, TEMP_FILE), join(this.dataDir, IMAGE_FILE));
+    syncDirectory(this.dataDir);
+  }
+
+  /** Given up (the index grew, the node stops, a write failed): the temporary file goes. */
+  async abandon(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.file.close();
+    await rm(join(this.dataDir, TEMP_FILE), { force: true });
+  }
+}
+
+/** Writes the image of an index that does not change meanwhile (an orderly stop, tests). */
 export async function writeDirectoryImage(
   dataDir: string,
-  image: IndexImage,
+  index: DirectoryIndex,
   position: ImagePosition,
 ): Promise<void> {
-  const header: Header = {
-    format: FORMAT,
-    endianness: endianness(),
-    slots: image.slots,
-    used: image.used,
-    holders: image.holders,
-    contributions: image.contributions,
-    position,
-  };
-  const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
-  const prefix = Buffer.alloc(PREFIX_BYTES);
-  MAGIC.copy(prefix, 0);
-  prefix.writeUInt32BE(headerBytes.length, MAGIC.length);
-  const parts = [
-    prefix,
-    headerBytes,
-    ...[image.keys, image.values, image.occupiedBits].map(bytesOf),
-  ];
-  const temp = join(dataDir, TEMP_FILE);
-  const file = await open(temp, 'w', PRIVATE_FILE_MODE);
-  try {
-    let crc = 0;
-    for (const part of parts) crc = await writeAll(file, part, crc);
-    const trailer = Buffer.alloc(U32);
-    trailer.writeUInt32BE(crc, 0);
-    await writeAll(file, trailer, crc);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(temp, join(dataDir, IMAGE_FILE));
-  syncDirectory(dataDir);
+  const walk = index.walk();
+  const file = await ImageFile.create(dataDir, walk.slots);
+  for (let part = walk.part(Infinity); part !== null; part = walk.part(Infinity))
+    await file.part(part);
+  await file.finish(walk.finish(), position);
 }
 
 /** Removes the image (an index that no image may describe, see Network.imageable). */
@@ -174,31 +231,36 @@ export async function readDirectoryImage(dataDir: string): Promise<ImageRead> {
     const prefix = Buffer.alloc(PREFIX_BYTES);
     if ((await readFully(file, prefix, 0)) < PREFIX_BYTES || !prefix.subarray(0, 8).equals(MAGIC))
       return { kind: 'damaged', reason: 'not a directory image' };
-    const headerLength = prefix.readUInt32BE(MAGIC.length);
-    if (PREFIX_BYTES + headerLength + U32 > size) return { kind: 'damaged', reason: 'truncated' };
-    const headerBytes = Buffer.alloc(headerLength);
-    await readFully(file, headerBytes, PREFIX_BYTES);
-    let crc = crc32(headerBytes, crc32(prefix));
-    const header = parseHeader(headerBytes);
-    if (header === null) return { kind: 'damaged', reason: 'unreadable header' };
-    const lengths = imageArrayLengths(header.slots);
-    const arrays = [lengths.keys, lengths.values, lengths.bits].map((n) => new Uint32Array(n));
-    const words = lengths.keys + lengths.values + lengths.bits;
-    const expected = PREFIX_BYTES + headerLength + U32 * words + U32;
+    const slots = prefix.readUInt32BE(MAGIC.length);
+    if (slots === 0 || (slots & (slots - 1)) !== 0)
+      return { kind: 'damaged', reason: 'not a directory image' };
+    const at = arrayOffsets(slots);
+    const tail = Buffer.alloc(2 * U32);
+    if (size < at.end + tail.length) return { kind: 'damaged', reason: 'truncated' };
+    await readFully(file, tail, size - tail.length);
+    const headerLength = tail.readUInt32BE(0);
+    const expected = at.end + headerLength + tail.length;
     if (size < expected) return { kind: 'damaged', reason: 'truncated' };
     if (size > expected) return { kind: 'damaged', reason: 'longer than its header says' };
-    let offset = PREFIX_BYTES + headerLength;
+    const lengths = imageArrayLengths(slots);
+    const arrays = [lengths.keys, lengths.values, lengths.bits].map((n) => new Uint32Array(n));
+    let crc = crc32(prefix);
+    let offset = PREFIX_BYTES;
     for (const array of arrays) {
       const bytes = bytesOf(array);
       await readFully(file, bytes, offset);
       crc = crc32(bytes, crc);
       offset += bytes.length;
     }
-    const trailer = Buffer.alloc(U32);
-    await readFully(file, trailer, offset);
-    if (trailer.readUInt32BE(0) !== crc) return { kind: 'damaged', reason: 'checksum mismatch' };
+    const headerBytes = Buffer.alloc(headerLength);
+    await readFully(file, headerBytes, offset);
+    crc = crc32(tail.subarray(0, U32), crc32(headerBytes, crc));
+    if (tail.readUInt32BE(U32) !== crc) return { kind: 'damaged', reason: 'checksum mismatch' };
+    const header = parseHeader(headerBytes);
+    if (header === null || header.slots !== slots)
+      return { kind: 'damaged', reason: 'unreadable header' };
     const [keys, values, occupiedBits] = arrays as [Uint32Array, Uint32Array, Uint32Array];
-    const { slots, used, holders, contributions, position } = header;
+    const { used, holders, contributions, position } = header;
     const image = { slots, used, keys, values, occupiedBits, holders, contributions };
     return { kind: 'read', image, position };
   } finally {
@@ -231,30 +293,41 @@ function parseHeader(bytes: Buffer): Header | null {
 const bytesOf = (array: Uint32Array) =>
   Buffer.from(array.buffer, array.byteOffset, array.byteLength);
 
-/**
- * Writes `bytes` a few megabytes at a time, each part's CRC-32 taken just before it is written
- * (so no turn of the thread holds it long); the checksum carried on.
- */
-async function writeAll(
-  file: Awaited<ReturnType<typeof open>>,
-  bytes: Buffer,
-  crc: number,
-): Promise<number> {
+/** Where each array begins in the file, and where they end (the header's place). */
+function arrayOffsets(slots: number): { keys: number; values: number; bits: number; end: number } {
+  const lengths = imageArrayLengths(slots);
+  const keys = PREFIX_BYTES;
+  const values = keys + lengths.keys * U32;
+  const bits = values + lengths.values * U32;
+  return { keys, values, bits, end: bits + lengths.bits * U32 };
+}
+
+const word = (value: number) => bytesOf(Uint32Array.of(value));
+
+/** Writes all of `bytes` at `position`, a few megabytes a call. */
+async function writeAt(file: FileHandle, bytes: Buffer, position: number): Promise<void> {
   for (let done = 0; done < bytes.length;) {
-    const end = Math.min(bytes.length, done + DIRECTORY_IMAGE_WRITE_BYTES);
-    crc = crc32(bytes.subarray(done, end), crc);
-    for (let at = done; at < end;) at += (await file.write(bytes, at, end - at)).bytesWritten;
-    done = end;
+    const length = Math.min(bytes.length - done, DIRECTORY_IMAGE_WRITE_BYTES);
+    done += (await file.write(bytes, done, length, position + done)).bytesWritten;
+  }
+}
+
+/** The CRC-32 of the file's first `length` bytes, read back a few megabytes a turn. */
+async function checksum(file: FileHandle, length: number): Promise<number> {
+  const chunk = Buffer.alloc(DIRECTORY_IMAGE_WRITE_BYTES);
+  let crc = 0;
+  for (let done = 0; done < length;) {
+    const want = Math.min(chunk.length, length - done);
+    const { bytesRead } = await file.read(chunk, 0, want, done);
+    if (bytesRead === 0) throw new Error('the directory image being written ends early');
+    crc = crc32(chunk.subarray(0, bytesRead), crc);
+    done += bytesRead;
   }
   return crc;
 }
 
 /** Reads `target.length` bytes from `position` in chunks; returns how many it found. */
-async function readFully(
-  file: Awaited<ReturnType<typeof open>>,
-  target: Buffer,
-  position: number,
-): Promise<number> {
+async function readFully(file: FileHandle, target: Buffer, position: number): Promise<number> {
   let done = 0;
   while (done < target.length) {
     const length = Math.min(target.length - done, DIRECTORY_IMAGE_CHUNK_BYTES);

@@ -73,8 +73,8 @@ export class DirectoryIndex {
    * Occupied slots (an all-zero key is a valid, if improbable, prefix, so zero cannot mean empty).
    */
   private occupiedBits: Uint32Array;
-  /** A copy under way (`copy`): told of every slot that changes, and of arrays replaced. */
-  private copying: IndexCopy | null = null;
+  /** A walk under way (`walk`): told of every slot that changes, and of arrays replaced. */
+  private copying: IndexWalk | null = null;
 
   constructor(expectedKeys = 0) {
     let slots = INITIAL_SLOTS;
@@ -108,20 +108,20 @@ export class DirectoryIndex {
   }
 
   /**
-   * Begins a copy of the index taken a few slots at a time (IndexCopy), while it goes on
-   * changing; a copy begun earlier is given up.
+   * Begins a walk of the index a part at a time (IndexWalk), while it goes on changing; a walk
+   * begun earlier is given up.
    */
-  copy(): IndexCopy {
+  walk(): IndexWalk {
     this.copying?.abandon();
-    const copy = new IndexCopy(
+    const walk = new IndexWalk(
       { keys: this.keys, values: this.values, occupiedBits: this.occupiedBits },
       () => {
-        if (this.copying === copy) this.copying = null;
+        if (this.copying === walk) this.copying = null;
         return this.image();
       },
     );
-    this.copying = copy;
-    return copy;
+    this.copying = walk;
+    return walk;
   }
 
   /**
@@ -332,32 +332,44 @@ export class DirectoryIndex {
 
 type IndexArrays = Pick<IndexImage, 'keys' | 'values' | 'occupiedBits'>;
 
+/** A part of the live index: views of its arrays from slot `from` (a multiple of 32) on. */
+export interface IndexPart {
+  from: number;
+  keys: Uint32Array;
+  values: Uint32Array;
+  bits: Uint32Array;
+}
+
+/** A walk's end: the slots changed since their part was given, copied, and the rest. */
+export interface IndexWalkEnd extends Pick<IndexImage, 'used' | 'holders' | 'contributions'> {
+  patches: { slot: number; key: Uint32Array; value: number; bits: number }[];
+}
+
 /**
- * A copy of the index taken a few slots at a time while the index serves and changes (the
- * directory image's checkpoint, issue 34), so that no turn of the thread copies it whole. Slots
- * only ever change in place (a key claims an empty slot, a value is set; none moves but when the
- * table grows), so a slot changed after its part was copied is copied again at the end: the
- * copy is the index as it is at the turn `image` is called in. A table that grows (or an index
- * taken whole from an image) meanwhile replaces the arrays: the copy is given up.
+ * A walk of the index a part at a time while it serves and changes (the directory image taken
+ * while the node runs, issue 34), so that no turn of the thread handles it whole and no copy of
+ * it is made: each part is handed out as views of the live arrays, to be written as they are.
+ * Slots only ever change in place (a key claims an empty slot, a value is set; none moves but
+ * when the table grows), so a slot changed after its part was handed out is given again, copied,
+ * at the end (`finish`): what was written, patched with those, is the index as it is at the turn
+ * `finish` is called in. A table that grows (or an index taken whole from an image) meanwhile
+ * replaces the arrays: the walk is given up.
  */
-export class IndexCopy {
-  private readonly target: IndexArrays;
+export class IndexWalk {
   private next = 0;
-  private readonly touched: number[] = [];
+  private readonly touched = new Set<number>();
   private given = false;
 
   constructor(
     private readonly source: IndexArrays,
     private readonly current: () => IndexImage,
-  ) {
-    this.target = {
-      keys: new Uint32Array(source.keys.length),
-      values: new Uint32Array(source.values.length),
-      occupiedBits: new Uint32Array(source.occupiedBits.length),
-    };
+  ) {}
+
+  get slots(): number {
+    return this.source.values.length;
   }
 
-  /** The index replaced its arrays: this copy can no longer be finished. */
+  /** The index replaced its arrays: this walk can no longer be finished. */
   get abandoned(): boolean {
     return this.given;
   }
@@ -366,39 +378,42 @@ export class IndexCopy {
     this.given = true;
   }
 
-  /** A slot changed: copied again at the end if its part was copied already. */
+  /** A slot changed: given again at the end if its part was handed out already. */
   touch(slot: number): void {
-    if (slot < this.next) this.touched.push(slot);
+    if (!this.given && slot < this.next) this.touched.add(slot);
   }
 
-  /** Copies the next `slots` slots (rounded up to a word of bits); true once every slot is. */
-  step(slots: number): boolean {
-    const { source, target } = this;
+  /** The next `slots` slots (rounded up to a word of bits), or null once every slot was given. */
+  part(slots: number): IndexPart | null {
+    const { source } = this;
     const from = this.next;
+    if (from >= source.values.length) return null;
     const to = Math.min(source.values.length, from + Math.ceil(slots / 32) * 32);
-    target.keys.set(source.keys.subarray(from * WORDS_PER_KEY, to * WORDS_PER_KEY), from * 4);
-    target.values.set(source.values.subarray(from, to), from);
-    const bits = source.occupiedBits.subarray(from >>> 5, (to + 31) >>> 5);
-    target.occupiedBits.set(bits, from >>> 5);
     this.next = to;
-    return to === source.values.length;
+    return {
+      from,
+      keys: source.keys.subarray(from * WORDS_PER_KEY, to * WORDS_PER_KEY),
+      values: source.values.subarray(from, to),
+      bits: source.occupiedBits.subarray(from >>> 5, (to + 31) >>> 5),
+    };
   }
 
   /**
-   * The copy, finished in this turn: the slots that changed since their part was copied are
-   * copied again, and the count, holders and contributions taken as they are now.
+   * The walk's end, in this turn: the slots that changed since their part was handed out,
+   * copied, and the count, holders and contributions as they are now.
    */
-  image(): IndexImage {
+  finish(): IndexWalkEnd {
     if (this.given || this.next < this.source.values.length)
-      throw new Error('the copy of the index is not complete');
-    const { source, target } = this;
-    for (const slot of this.touched) {
-      const base = slot * WORDS_PER_KEY;
-      target.keys.set(source.keys.subarray(base, base + WORDS_PER_KEY), base);
-      target.values[slot] = source.values[slot]!;
-      target.occupiedBits[slot >>> 5] = source.occupiedBits[slot >>> 5]!;
-    }
+      throw new Error('the walk of the index is not complete');
+    const { source } = this;
+    const patches = [...this.touched].map((slot) => ({
+      slot,
+      key: source.keys.slice(slot * WORDS_PER_KEY, (slot + 1) * WORDS_PER_KEY),
+      value: source.values[slot]!,
+      bits: source.occupiedBits[slot >>> 5]!,
+    }));
     this.given = true;
-    return { ...this.current(), ...target };
+    const { used, holders, contributions } = this.current();
+    return { patches, used, holders, contributions };
   }
 }
