@@ -133,7 +133,7 @@ export async function runCrashStart(config: BenchConfig, report: Report, parts: 
     if (writers.refused > 0) throw new Error(`${writers.refused} registrations were refused before the kill`);
     const last = images[images.length - 1]!;
     report.line(`    ${rate(writers.acknowledged.length)} registrations acknowledged in ${ms(loadMs)} ms (${rate(writers.acknowledged.length / (loadMs / 1000))}/s), ${writers.sent - writers.acknowledged.length} unanswered at the kill`);
-    report.line(`    images written under the load: ${images.length}; the last of ${rate(last.keys!)} keys in ${ms(last.ms!)} ms (copied in ${ms(last.copied_ms!)} ms)`);
+    report.line(`    images written under the load: ${images.length}; the last of ${rate(last.keys!)} keys in ${ms(last.ms!)} ms (the index walked in ${ms(last.walked_ms!)} ms, ${rate(last.patched!)} slots written again after it)`);
     // What an image costs the answers: registrations answered while one was taken, and the rest.
     const during = (at: number) => images.some((i) => at >= i.time! - i.ms! && at <= i.time!);
     report.line(`    registration latency while an image was taken: ${percentiles(writers.answers.filter((a) => during(a.at)).map((a) => a.ms))}; otherwise: ${percentiles(writers.answers.filter((a) => !during(a.at)).map((a) => a.ms))}`);
