@@ -2,11 +2,13 @@
 // then takes the last image and reads again only the keys changed after it, instead of
 // rebuilding the whole index from the tables (minutes for tens of millions of keys).
 //
-// Every `directory_image_interval_ms`, when keys changed since the last image, the index is
-// copied a part a turn (IndexCopy: no turn of the thread that serves HTTP copies it whole), its
-// position taken in the turn the copy ends (directory.ts, `position`: per partition the last
-// record whose rows the index applied), the change feed's entries so far made durable, and the
-// image written through the file system's threads (image.ts). The `directory_changes` rows it
+// Every `directory_image_interval_ms`, when keys changed (or followed members moved on) since the
+// last image, the index is written a part at a time straight from its live arrays through the
+// file system's threads (IndexWalk, ImageFile: no copy of it in memory, no turn of the thread
+// that serves HTTP spent on it whole); in the turn the last part is written, the slots changed
+// meanwhile are copied to be written again and the position taken (directory.ts, `position`: per
+// partition the last record whose rows the index applied); then the change feed's entries so
+// far are made durable and the image goes in place (image.ts). The `directory_changes` rows it
 // covers are deleted only once it is durable. The table's `image` row names the image in use
 // and the one being written, so a start never takes an image older than what was deleted: an
 // image the crash caught half written is either the new one (named pending) or the old one
