@@ -23,7 +23,6 @@ import {
   IMAGE_NAMES_KEY,
   imageNameRows,
   replicaChangeRows,
-  type ImageNames,
 } from '../reads/rows.js';
 import type { LocalDirectory } from './directory.js';
 import {
@@ -32,12 +31,6 @@ import {
   writeDirectoryImage,
   type ImagePosition,
 } from './image.js';
-
-/** What the `directory_changes` table names as the image in use and the one being written. */
-export async function loadImageNames(log: Reads): Promise<ImageNames | undefined> {
-  const bytes = await log.load('directory_changes', IMAGE_NAMES_KEY);
-  return bytes === undefined ? undefined : imageNameRows.read(IMAGE_NAMES_KEY, bytes);
-}
 
 export class DirectoryCheckpoints {
   private timer: NodeJS.Timeout | null = null;

@@ -10,6 +10,7 @@ import { PARTITION_COUNT, ReadsInPlace, type Reads } from '../log/log.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { directoryRows } from '../domain/subject/directory-rows.js';
 import { directoryChangeRows } from '../reads/rows.js';
+import { listedKeys } from './changes.js';
 import { DirectoryIndex, type IndexImage, type IndexVisibility } from './index.js';
 
 const RANK: Record<IndexVisibility, number> = { none: 0, network: 1, public: 2 };
@@ -197,19 +198,8 @@ export class LocalDirectory {
    */
   async catchUp(partitions: readonly number[]): Promise<number> {
     const hashes = new Set<string>();
-    for (let p = 0; 2 * p < partitions.length; p++) {
-      let range = directoryChangeRows.after(p, partitions[2 * p]!);
-      for (;;) {
-        const page = await this.log.loadRange('directory_changes', {
-          ...range,
-          limit: DIRECTORY_READ_PAGE_ROWS,
-        });
-        for (const { key, bytes } of page)
-          for (const hash of directoryChangeRows.read(key, bytes).h) hashes.add(hash);
-        if (page.length < DIRECTORY_READ_PAGE_ROWS) break;
-        range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
-      }
-    }
+    for (let p = 0; 2 * p < partitions.length; p++)
+      await listedKeys(this.log, directoryChangeRows.after(p, partitions[2 * p]!), hashes);
     for (const hash of hashes) {
       const rows = await this.log.loadRange('directory', { start: `${hash}/`, end: `${hash}0` });
       this.settleRows(hash, '', rows);

@@ -6,6 +6,7 @@ import { REPLICA_READ_PAGE_ROWS, type Limits } from '../config.js';
 import type { DirectoryIndex } from '../directory/index.js';
 import type { Reads, TableWrite } from '../log/log.js';
 import { replicaChangeRows } from '../reads/rows.js';
+import { listedKeys } from '../directory/changes.js';
 import { frame, unframeRow } from '../log/record.js';
 import { verifyObject, type SigningKey } from '../protocol/signing.js';
 import type { FeedEntry } from './feed.js';
@@ -200,17 +201,7 @@ export async function replicaCatchUp(
   after: number,
 ): Promise<number> {
   const hashes = new Set<string>();
-  let range = replicaChangeRows.after(member, after);
-  for (;;) {
-    const page = await log.loadRange('directory_changes', {
-      ...range,
-      limit: REPLICA_READ_PAGE_ROWS,
-    });
-    for (const { key, bytes } of page)
-      for (const hash of replicaChangeRows.read(key, bytes).h) hashes.add(hash);
-    if (page.length < REPLICA_READ_PAGE_ROWS) break;
-    range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
-  }
+  await listedKeys(log, replicaChangeRows.after(member, after), hashes);
   for (const hash of hashes) {
     const bytes = await log.load('replica', `${member}/${hash}`);
     if (bytes !== undefined) {

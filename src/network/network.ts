@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import type { LocalDirectory } from '../directory/directory.js';
 import type { ImagePosition, ImageRead } from '../directory/image.js';
-import { loadImageNames } from '../directory/checkpoint.js';
+import { loadImageNames } from '../directory/changes.js';
 import type { Reads } from '../log/log.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { Credential, NodeStore } from '../store.js';
