@@ -15,13 +15,13 @@ import type {
 } from '../domain/decider.js';
 import type { RecordPosition, Table, TableWrite } from '../log/log.js';
 import {
+  directoryChangeRows,
   followUpRows,
   idempotencyOrderRows,
   idempotencyRows,
   outboxRows,
   replayRows,
   type StoredFollowUp,
-  directoryChangeRows,
 } from '../reads/rows.js';
 import { directoryRows } from '../domain/subject/directory-rows.js';
 import { journalRows } from '../domain/budget/journal-rows.js';

@@ -74,7 +74,7 @@ export class DirectoryIndex {
    */
   private occupiedBits: Uint32Array;
   /** A walk under way (`walk`): told of every slot that changes, and of arrays replaced. */
-  private copying: IndexWalk | null = null;
+  private walking: IndexWalk | null = null;
 
   constructor(expectedKeys = 0) {
     let slots = INITIAL_SLOTS;
@@ -112,15 +112,15 @@ export class DirectoryIndex {
    * begun earlier is given up.
    */
   walk(): IndexWalk {
-    this.copying?.abandon();
+    this.walking?.abandon();
     const walk = new IndexWalk(
       { keys: this.keys, values: this.values, occupiedBits: this.occupiedBits },
       () => {
-        if (this.copying === walk) this.copying = null;
+        if (this.walking === walk) this.walking = null;
         return this.image();
       },
     );
-    this.copying = walk;
+    this.walking = walk;
     return walk;
   }
 
@@ -139,7 +139,7 @@ export class DirectoryIndex {
       image.used > image.slots
     )
       throw new RangeError('directory image arrays do not match its slot count');
-    this.copying?.abandon();
+    this.walking?.abandon();
     this.keys = image.keys;
     this.values = image.values;
     this.occupiedBits = image.occupiedBits;
@@ -184,7 +184,7 @@ export class DirectoryIndex {
     if ((previous & 3) !== 0) this.count(previous >>> HOLDER_SHIFT, identifierType, -1);
     if ((next & 3) !== 0) this.count(holder, identifierType, +1);
     this.values[slot] = next;
-    this.copying?.touch(slot);
+    this.walking?.touch(slot);
   }
 
   /** How visible the index holds a key ('none': not at all), whatever its type and holder. */
@@ -254,7 +254,7 @@ export class DirectoryIndex {
       const type = TYPE_NAMES[(value >>> 2) & 7];
       if (type !== undefined) this.count(holder, type, -1);
       this.values[s] = 0;
-      this.copying?.touch(s);
+      this.walking?.touch(s);
       removed++;
     }
     return removed;
@@ -306,7 +306,7 @@ export class DirectoryIndex {
   }
 
   private grow(): void {
-    this.copying?.abandon();
+    this.walking?.abandon();
     const oldKeys = this.keys;
     const oldValues = this.values;
     const oldBits = this.occupiedBits;
@@ -358,7 +358,8 @@ export interface IndexWalkEnd extends Pick<IndexImage, 'used' | 'holders' | 'con
 export class IndexWalk {
   private next = 0;
   private readonly touched = new Set<number>();
-  private given = false;
+  /** Given up, or finished: told of no more changes. */
+  private over = false;
 
   constructor(
     private readonly source: IndexArrays,
@@ -369,18 +370,18 @@ export class IndexWalk {
     return this.source.values.length;
   }
 
-  /** The index replaced its arrays: this walk can no longer be finished. */
+  /** The index replaced its arrays (or the walk is over): it can no longer be finished. */
   get abandoned(): boolean {
-    return this.given;
+    return this.over;
   }
 
   abandon(): void {
-    this.given = true;
+    this.over = true;
   }
 
   /** A slot changed: given again at the end if its part was handed out already. */
   touch(slot: number): void {
-    if (!this.given && slot < this.next) this.touched.add(slot);
+    if (!this.over && slot < this.next) this.touched.add(slot);
   }
 
   /** The next `slots` slots (rounded up to a word of bits), or null once every slot was given. */
@@ -403,7 +404,7 @@ export class IndexWalk {
    * copied, and the count, holders and contributions as they are now.
    */
   finish(): IndexWalkEnd {
-    if (this.given || this.next < this.source.values.length)
+    if (this.over || this.next < this.source.values.length)
       throw new Error('the walk of the index is not complete');
     const { source } = this;
     const patches = [...this.touched].map((slot) => ({
@@ -412,7 +413,7 @@ export class IndexWalk {
       value: source.values[slot]!,
       bits: source.occupiedBits[slot >>> 5]!,
     }));
-    this.given = true;
+    this.over = true;
     const { used, holders, contributions } = this.current();
     return { patches, used, holders, contributions };
   }
