@@ -14,6 +14,8 @@ export interface MetricSources {
   pendingCommands: () => number;
   replayEntries: () => number;
   directoryKeys: () => number;
+  /** Embedded mode: directory changes since the image on disk was taken (0: none, or cluster). */
+  directoryChangesSinceImage: () => number;
   webhookBacklog: () => { events: number; oldestCreatedAt: number | null };
   replicationLag: () => ReadonlyMap<string, number>;
   /** Partitions this node holds: all of them, but in cluster mode (its share, P22). */
@@ -126,6 +128,12 @@ export class Metrics {
       (s) => s.damagedRecords(),
     );
     this.gauge('path_directory_keys', 'Hashed keys in the lookup index.', (s) => s.directoryKeys());
+    this.gauge(
+      'path_directory_changes_since_image',
+      'Directory changes since the directory image on disk was taken (issue 34): what a start ' +
+        'after a crash reads again.',
+      (s) => s.directoryChangesSinceImage(),
+    );
     this.residencyMetrics();
     this.gauge(
       'path_webhook_backlog_events',

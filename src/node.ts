@@ -703,6 +703,8 @@ function becomeReady(
     aggregatesInMemoryMax: config.limits.aggregates_in_memory_max,
     replayEntries: () => access.authenticator.size(),
     directoryKeys: () => runtime.directory.index.size,
+    directoryChangesSinceImage: () =>
+      access.checkpoints === null ? 0 : runtime.directory.position.changes,
     webhookBacklog: () => runtime.events.backlog(),
     replicationLag: () => access.network.lags(),
     partitionsHeld: () => joined?.held().length ?? PARTITION_COUNT,
