@@ -188,7 +188,6 @@ export class Follower {
   }
 }
 
-/** How far the replica of `member` has durably followed its feed. */
 /**
  * After the index was taken from the directory image: reads again, from the replica, every key
  * the member's pages after the image's cursor changed (as their `directory_changes` rows list
@@ -218,6 +217,7 @@ export async function replicaCatchUp(
   return hashes.size;
 }
 
+/** How far the replica of `member` has durably followed its feed. */
 export async function loadedCursor(log: Reads, member: string): Promise<number> {
   const cursor = await log.load('cursors', member);
   return cursor === undefined ? 0 : unframeRow<{ after: number }>('cursors', member, cursor).after;
