@@ -183,7 +183,12 @@ export class ImageFile {
     this.closed = true;
     await this.file.close();
     await rename(join(this.dataDir, TEMP_FILE), join(this.dataDir, IMAGE_FILE));
-    syncDirectory(this.dataDir);
+    const dir = await open(this.dataDir, 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
   }
 
   /** Given up (the index grew, the node stops, a write failed): the temporary file goes. */
@@ -203,9 +208,13 @@ export async function writeDirectoryImage(
 ): Promise<void> {
   const walk = index.walk();
   const file = await ImageFile.create(dataDir, walk.slots);
-  for (let part = walk.part(Infinity); part !== null; part = walk.part(Infinity))
-    await file.part(part);
-  await file.finish(walk.finish(), position);
+  try {
+    for (let part = walk.part(Infinity); part !== null; part = walk.part(Infinity))
+      await file.part(part);
+    await file.finish(walk.finish(), position);
+  } finally {
+    await file.abandon();
+  }
 }
 
 /** Removes the image (an index that no image may describe, see Network.imageable). */
