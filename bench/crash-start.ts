@@ -11,7 +11,7 @@
 import { withEnvironment } from '../src/log/lmdb-log.js';
 import type { BenchConfig } from './config.js';
 import { startNodeProcess, type RunningServer } from './processes.js';
-import { ms, rate, type Report } from './report.js';
+import { ms, quantile, rate, type Report } from './report.js';
 import { createSubjects } from './signed-load.js';
 import { API_PREFIX, signedPost, type ClientCredential } from './signed-request.js';
 
@@ -75,9 +75,9 @@ async function waitForLines(lines: string[], count: number, timeoutMs: number): 
 
 /** p50 / p99 / max of latencies, as text. */
 function percentiles(latencies: number[]): string {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-  return `p50 ${ms(at(0.5))} / p99 ${ms(at(0.99))} / max ${ms(sorted[sorted.length - 1] ?? 0)} ms (${sorted.length})`;
+  if (latencies.length === 0) return 'none';
+  const q = (p: number) => ms(quantile(latencies, p));
+  return `p50 ${q(0.5)} / p99 ${q(0.99)} / max ${q(1)} ms (${latencies.length})`;
 }
 
 /** Looks up every identifier (batches of 500, unsigned answers); how many the node did not find. */

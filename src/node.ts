@@ -664,7 +664,6 @@ async function saveDirectoryImage(
 ): Promise<void> {
   const { env, log, access } = parts;
   try {
-    await access.network.feed.flush();
     log.refresh();
     await access.checkpoints?.stop(partitionTails(env));
   } catch (error) {
@@ -703,8 +702,7 @@ function becomeReady(
     aggregatesInMemoryMax: config.limits.aggregates_in_memory_max,
     replayEntries: () => access.authenticator.size(),
     directoryKeys: () => runtime.directory.index.size,
-    directoryChangesSinceImage: () =>
-      access.checkpoints === null ? 0 : runtime.directory.position.changes,
+    directoryChangesSinceImage: () => (access.checkpoints === null ? 0 : runtime.directory.changes),
     webhookBacklog: () => runtime.events.backlog(),
     replicationLag: () => access.network.lags(),
     partitionsHeld: () => joined?.held().length ?? PARTITION_COUNT,

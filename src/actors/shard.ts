@@ -988,12 +988,14 @@ export class Shard {
             : outcome.record;
       const bytes = frameRecord(record, this.lastCheck.get(p)!);
       this.seq.set(p, seq);
-      this.lastCheck.set(p, recordCheck(bytes));
+      const check = recordCheck(bytes);
+      this.lastCheck.set(p, check);
       entries.push({ partition: p, seq, bytes });
       writes.push(...outcome.writes);
-      const changed = outcome.result.directory.length > 0;
-      const at = { partition: p, seq, check: this.lastCheck.get(p)! };
-      results.push(changed ? { ...outcome.result, directoryAt: at } : outcome.result);
+      // A directory change names its record: the directory image's position (issue 34).
+      const { result } = outcome;
+      const changed = result.directory.length > 0;
+      results.push(changed ? { ...result, directoryAt: { partition: p, seq, check } } : result);
       for (const c of claimsOf(routed)) claimed.add(`${c.table}\u0000${c.key}`);
     }
   }

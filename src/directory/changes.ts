@@ -2,7 +2,6 @@
 // after a directory image's position, and the image the table names. Read by a start that takes
 // the image (directory.ts, follower.ts, network.ts) and written by the checkpoints
 // (checkpoint.ts).
-import { DIRECTORY_READ_PAGE_ROWS } from '../config.js';
 import type { Reads, ScanRange } from '../log/log.js';
 import {
   directoryChangeRows,
@@ -10,6 +9,7 @@ import {
   imageNameRows,
   type ImageNames,
 } from '../reads/rows.js';
+import { pages } from '../reads/housekeeping.js';
 
 /** What the `directory_changes` table names as the image in use and the one being written. */
 export async function loadImageNames(log: Reads): Promise<ImageNames | undefined> {
@@ -22,14 +22,6 @@ export async function loadImageNames(log: Reads): Promise<ImageNames | undefined
  * or a followed member's pages, after an image's position), read a page at a time.
  */
 export async function listedKeys(log: Reads, range: ScanRange, into: Set<string>): Promise<void> {
-  for (;;) {
-    const page = await log.loadRange('directory_changes', {
-      ...range,
-      limit: DIRECTORY_READ_PAGE_ROWS,
-    });
-    for (const { key, bytes } of page)
-      for (const hash of directoryChangeRows.read(key, bytes).h) into.add(hash);
-    if (page.length < DIRECTORY_READ_PAGE_ROWS) return;
-    range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
-  }
+  for await (const { key, bytes } of pages(log, 'directory_changes', range))
+    for (const hash of directoryChangeRows.read(key, bytes).h) into.add(hash);
 }

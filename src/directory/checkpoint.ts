@@ -31,6 +31,7 @@ import {
   writeDirectoryImage,
   type ImagePosition,
 } from './image.js';
+import { pages } from '../reads/housekeeping.js';
 
 export class DirectoryCheckpoints {
   private timer: NodeJS.Timeout | null = null;
@@ -60,9 +61,7 @@ export class DirectoryCheckpoints {
   /** Keys changed, or followed members moved on, since the image on disk was taken. */
   private changed(): boolean {
     const followed = this.options.network.imagePosition()?.followed ?? null;
-    return (
-      this.options.directory.position.changes > 0 || JSON.stringify(followed) !== this.followed
-    );
+    return this.options.directory.changes > 0 || JSON.stringify(followed) !== this.followed;
   }
 
   start(): void {
@@ -98,11 +97,11 @@ export class DirectoryCheckpoints {
     const { directory, network, dataDir } = this.options;
     const rest = network.imagePosition();
     if (rest === null) {
-      removeDirectoryImage(dataDir);
+      await removeDirectoryImage(dataDir);
       return;
     }
     if (!this.changed() && this.current !== null) return;
-    const { changes } = directory.position;
+    const { changes } = directory;
     const position = { ...rest, partitions: tails, name: randomUUID() };
     await this.naming(position);
     await writeDirectoryImage(dataDir, directory.index, position);
@@ -124,7 +123,8 @@ export class DirectoryCheckpoints {
       }
       // In the turn the last part was written: the index and its position as they are now.
       const end = walk.finish();
-      const { partitions, changes } = directory.position;
+      const partitions = directory.position;
+      const { changes } = directory;
       const rest = network.imagePosition();
       if (rest === null) return await file.abandon();
       const walkedMs = Math.round(performance.now() - started);
@@ -166,45 +166,24 @@ export class DirectoryCheckpoints {
    * longer followed.
    */
   private async prune(position: ImagePosition): Promise<void> {
-    const deletes = new Deletes(this.options.log);
-    for (let p = 0; p < PARTITION_COUNT; p++)
-      await deletes.range(directoryChangeRows.through(p, position.partitions[2 * p]!));
+    const { log } = this.options;
     const followed = new Map(position.followed);
+    const every = () => true;
+    const ranges: [range: ScanRange, chosen: (key: string) => boolean][] = [];
+    for (let p = 0; p < PARTITION_COUNT; p++)
+      ranges.push([directoryChangeRows.through(p, position.partitions[2 * p]!), every]);
     for (const [member, cursor] of followed)
-      await deletes.range(replicaChangeRows.through(member, cursor));
-    await deletes.range(
-      replicaChangeRows.all,
-      (key) => !followed.has(replicaChangeRows.memberOf(key)),
-    );
-    await deletes.flush();
-  }
-}
-
-/** Deletions of `directory_changes` rows, written a page at a time. */
-class Deletes {
-  private pending: TableWrite[] = [];
-
-  constructor(private readonly log: Reads) {}
-
-  /** Deletes the rows in `range` (those `chosen` takes, when given). */
-  async range(range: ScanRange, chosen: (key: string) => boolean = () => true): Promise<void> {
-    for (;;) {
-      const page = await this.log.loadRange('directory_changes', {
-        ...range,
-        limit: DIRECTORY_READ_PAGE_ROWS,
-      });
-      for (const { key } of page)
-        if (chosen(key)) this.pending.push({ table: 'directory_changes', key, bytes: null });
-      if (this.pending.length >= DIRECTORY_READ_PAGE_ROWS) await this.flush();
-      if (page.length < DIRECTORY_READ_PAGE_ROWS) return;
-      range = { ...range, start: `${page[page.length - 1]!.key}\u0000` };
+      ranges.push([replicaChangeRows.through(member, cursor), every]);
+    ranges.push([replicaChangeRows.all, (key) => !followed.has(replicaChangeRows.memberOf(key))]);
+    let deletes: TableWrite[] = [];
+    for (const [range, chosen] of ranges) {
+      for await (const { key } of pages(log, 'directory_changes', range)) {
+        if (chosen(key)) deletes.push({ table: 'directory_changes', key, bytes: null });
+        if (deletes.length < DIRECTORY_READ_PAGE_ROWS) continue;
+        await log.write(deletes);
+        deletes = [];
+      }
     }
-  }
-
-  async flush(): Promise<void> {
-    if (this.pending.length === 0) return;
-    const writes = this.pending;
-    this.pending = [];
-    await this.log.write(writes);
+    if (deletes.length > 0) await log.write(deletes);
   }
 }

@@ -47,7 +47,7 @@ export class LocalDirectory {
    */
   private applied: number[] = new Array<number>(2 * PARTITION_COUNT).fill(0);
   /** Keys changed since the last image was taken (`imaged`): none, and the image is the index. */
-  private changes = 0;
+  private changed = 0;
 
   constructor(
     private readonly log: Reads,
@@ -140,7 +140,7 @@ export class LocalDirectory {
     changed: readonly DirectoryRow[],
     at?: { partition: number; seq: number; check: number },
   ): Promise<void> | undefined {
-    this.changes += changed.length;
+    this.changed += changed.length;
     if (at !== undefined && at.seq > this.applied[2 * at.partition]!) {
       this.applied[2 * at.partition] = at.seq;
       this.applied[2 * at.partition + 1] = at.check;
@@ -181,14 +181,19 @@ export class LocalDirectory {
     }
   }
 
-  /** The image's position: what `applied` says now, and the keys changed since the last image. */
-  get position(): { partitions: number[]; changes: number } {
-    return { partitions: [...this.applied], changes: this.changes };
+  /** The image's position: what `applied` says now. */
+  get position(): number[] {
+    return [...this.applied];
+  }
+
+  /** Keys changed since the last image was taken. */
+  get changes(): number {
+    return this.changed;
   }
 
   /** An image of the index as it was when `changes` keys had changed was written. */
   imaged(changes: number): void {
-    this.changes -= changes;
+    this.changed -= changes;
   }
 
   /**
@@ -204,7 +209,7 @@ export class LocalDirectory {
       const rows = await this.log.loadRange('directory', { start: `${hash}/`, end: `${hash}0` });
       this.settleRows(hash, '', rows);
     }
-    this.changes += hashes.size;
+    this.changed += hashes.size;
     return hashes.size;
   }
 

@@ -20,7 +20,6 @@
 //   synced): a crash at any point leaves the old image, the new one, or none, never a torn one.
 // - A CRC-32 covers every byte; a file that fails it, is cut short or is longer than its header
 //   says is ignored (rebuilt from the tables, never trusted).
-import { closeSync, fsyncSync, openSync, rmSync } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +31,7 @@ import {
 } from '../config.js';
 import { lastRecord, type LmdbEnvironment } from '../log/lmdb-log.js';
 import { PARTITION_COUNT } from '../log/log.js';
+import { recordCheck } from '../log/record.js';
 import {
   imageArrayLengths,
   WORDS_PER_KEY,
@@ -90,7 +90,7 @@ export function partitionTails(env: LmdbEnvironment): number[] {
   for (let p = 0; p < PARTITION_COUNT; p++) {
     const last = lastRecord(env, p);
     const seq = last?.seq ?? 0;
-    const crc = last !== undefined && last.bytes.length >= U32 ? last.bytes.readUInt32BE(0) : 0;
+    const crc = last !== undefined && last.bytes.length >= U32 ? recordCheck(last.bytes) : 0;
     tails.push(seq, crc);
   }
   return tails;
@@ -106,11 +106,7 @@ export function recordsHold(env: LmdbEnvironment, partitions: readonly number[])
     if (seq === undefined || !Number.isInteger(seq) || seq < 0) return false;
     if (seq === 0) continue;
     const bytes = env.log.get([p, seq]);
-    if (
-      bytes === undefined ||
-      bytes.length < U32 ||
-      bytes.readUInt32BE(0) !== partitions[2 * p + 1]
-    )
+    if (bytes === undefined || bytes.length < U32 || recordCheck(bytes) !== partitions[2 * p + 1])
       return false;
   }
   return true;
@@ -183,12 +179,7 @@ export class ImageFile {
     this.closed = true;
     await this.file.close();
     await rename(join(this.dataDir, TEMP_FILE), join(this.dataDir, IMAGE_FILE));
-    const dir = await open(this.dataDir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await syncDirectory(this.dataDir);
   }
 
   /** Given up (the index grew, the node stops, a write failed): the temporary file goes. */
@@ -218,9 +209,9 @@ export async function writeDirectoryImage(
 }
 
 /** Removes the image (an index that no image may describe, see Network.imageable). */
-export function removeDirectoryImage(dataDir: string): void {
-  rmSync(join(dataDir, IMAGE_FILE), { force: true });
-  syncDirectory(dataDir);
+export async function removeDirectoryImage(dataDir: string): Promise<void> {
+  await rm(join(dataDir, IMAGE_FILE), { force: true });
+  await syncDirectory(dataDir);
 }
 
 /**
@@ -347,11 +338,12 @@ async function readFully(file: FileHandle, target: Buffer, position: number): Pr
   return done;
 }
 
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, 'r');
+/** Syncs a directory (a rename or removal in it made durable) through the file system's threads. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
   try {
-    fsyncSync(fd);
+    await handle.sync();
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
 }

@@ -6,7 +6,7 @@
 // Every read goes through `Log.load` and `Log.loadRange`, a page at a time: the sweeps run on the
 // thread that serves HTTP, which never waits on a database (issue 29).
 import { HOUSEKEEPING_READ_PAGE_ROWS, type Limits } from '../config.js';
-import type { Log, ScanRange, Table, TableWrite } from '../log/log.js';
+import type { Log, Reads, ScanRange, Table, TableWrite } from '../log/log.js';
 import { idempotencyOrderRows, idempotencyRows } from './rows.js';
 
 const DAY_MS = 86_400_000; // tidy: format (a day in milliseconds)
@@ -76,9 +76,12 @@ export async function checkIdempotency(log: Log): Promise<number> {
   return rows;
 }
 
-/** The rows of a range in key order, HOUSEKEEPING_READ_PAGE_ROWS a read. */
-async function* pages(
-  log: Log,
+/**
+ * The rows of a range in key order, HOUSEKEEPING_READ_PAGE_ROWS a read (also the directory
+ * image's reads of `directory_changes`, directory/changes.ts).
+ */
+export async function* pages(
+  log: Pick<Reads, 'loadRange'>,
   table: Table,
   range: Pick<ScanRange, 'start' | 'end'> = {},
 ): AsyncIterable<{ key: string; bytes: Buffer }> {
