@@ -373,10 +373,20 @@ describe('PostgresLog (P22)', () => {
     expect(a.get('views', 'v3')).toBeUndefined();
     expect(a.get('idempotency', 's4')?.toString()).toBe('fresh');
     // A claim whose time is past is taken by the next commit that claims it.
-    await a.append([record(5, 1)], [claim('s5', 'lapsed', Date.now() - 1)]);
+    expect(await a.claim(claim('s5', 'lapsed', Date.now() - 1))).toBe(true);
     await b.append([record(6, 1)], [claim('s5', 'taken')]);
     a.refresh();
     expect(a.get('idempotency', 's5')?.toString()).toBe('taken');
+    // A commit whose own claim's time is already past by the database's clock is refused as
+    // taken, nothing of it written (schema version 4, P5: a request decided after its replay
+    // window ended must not commit beside the lapsed claim of an earlier sending).
+    const late = b.append([record(9, 1)], [claim('s9', 'too late', Date.now() - 1), view('v9')]);
+    await expect(late).rejects.toBeInstanceOf(ClaimTakenError);
+    await expect(late).rejects.toMatchObject({ table: 'idempotency', key: 's9' });
+    b.refresh();
+    expect(b.get('idempotency', 's9')).toBeUndefined();
+    expect(b.get('views', 'v9')).toBeUndefined();
+    expect([...b.read(9, 0)]).toEqual([]);
     // Two instances committing one claim at once: exactly one commit takes it.
     const race = await Promise.allSettled([
       a.append([record(7, 1)], [claim('s7', 'a')]),

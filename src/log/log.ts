@@ -85,11 +85,12 @@ export interface TableWrite {
   key: string;
   bytes: Buffer | null;
   /**
-   * A claim (ms since the epoch): the commit writes this row only if its key holds none, or one
-   * claimed until a time already past; otherwise the whole commit is refused (ClaimTakenError)
-   * and nothing of it is written. What makes a request's replay mark and idempotency answer its
-   * own across the instances of a cluster in the commit itself (issue 29). A log of one process,
-   * whose single writer checked both before it decided, writes a claim as any row.
+   * A claim (ms since the epoch): the commit writes this row only if its own time is ahead and
+   * its key holds none, or one claimed until a time already past; otherwise the whole commit is
+   * refused (ClaimTakenError) and nothing of it is written. What makes a request's replay mark
+   * and idempotency answer its own across the instances of a cluster in the commit itself (issue
+   * 29). A log of one process, whose single writer checked both before it decided, writes a
+   * claim as any row.
    */
   until?: number;
 }

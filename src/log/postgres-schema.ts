@@ -7,6 +7,86 @@
 // scans reads the same rows in the same order on either store.
 import type pg from 'pg';
 
+/** path_append's parameters, version 3 on. */
+const APPEND_PARAMETERS = `
+    holder text, fence_partitions integer[], fence_epochs bigint[],
+    first_partitions integer[], first_seqs bigint[],
+    partitions integer[], seqs bigint[], record_blob bytea, record_lens integer[],
+    claim_tables text[], claim_keys text[], claim_blob bytea, claim_lens integer[],
+    claim_untils bigint[],
+    put_tables text[], put_keys text[], put_blob bytea, put_lens integer[],
+    del_tables text[], del_keys text[], notes text[]
+  `;
+
+/**
+ * path_append of version 3 on (see there), `verb` creating or replacing it; `claimable` filters
+ * the claims the commit may take (version 4: only those whose own time is ahead).
+ */
+function appendFunction(verb: 'create' | 'create or replace', claimable: string): string {
+  return `
+  ${verb} function path_append(${APPEND_PARAMETERS}) returns void language plpgsql as $$
+  declare
+    held integer;
+    broken record;
+    taken record;
+    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+    records bytea[] := path_split(record_blob, record_lens);
+    claim_bytes bytea[] := path_split(claim_blob, claim_lens);
+    put_bytes bytea[] := path_split(put_blob, put_lens);
+  begin
+    if holder is not null then
+      select count(*) into held from (
+        select 1 from leases l join unnest(fence_partitions, fence_epochs) as f(p, e)
+          on l.partition = f.p
+        where l.owner = holder and l.epoch = f.e
+        for share of l
+      ) as fenced;
+      if held <> cardinality(fence_partitions) then
+        raise exception 'path-node: a partition of this commit is no longer leased to %', holder
+          using errcode = 'PN001';
+      end if;
+    end if;
+    select f.p, f.low, exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
+        as overlap
+      into broken
+      from unnest(first_partitions, first_seqs) as f(p, low)
+      where exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
+        or (f.low > 1 and not exists (
+          select 1 from records r where r.partition = f.p and r.seq = f.low - 1))
+      limit 1;
+    if found then
+      raise exception 'path-node: the records of partition % do not follow on', broken.p
+        using errcode = 'PN002',
+          detail = broken.p::text || case when broken.overlap then ' overlap' else ' gap' end;
+    end if;
+    with c as (
+      insert into rows (tbl, key, bytes, until)
+        select * from unnest(claim_tables, claim_keys, claim_bytes, claim_untils)
+          as c(tbl, key, bytes, until) ${claimable} order by c.tbl, c.key
+        on conflict (tbl, key) do update set bytes = excluded.bytes, until = excluded.until
+          where rows.until is not null and rows.until <= now_ms
+        returning rows.tbl, rows.key
+    ) select x.tbl, x.key into taken from unnest(claim_tables, claim_keys) as x(tbl, key)
+      where not exists (select 1 from c where c.tbl = x.tbl and c.key = x.key)
+      limit 1;
+    if found then
+      raise exception 'path-node: a claim of this commit is another commit''s'
+        using errcode = 'PN003', detail = taken.tbl || ' ' || taken.key;
+    end if;
+    insert into records (partition, seq, bytes)
+      select * from unnest(partitions, seqs, records);
+    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
+      where r.tbl = d.tbl and r.key = d.key;
+    insert into rows (tbl, key, bytes)
+      select * from unnest(put_tables, put_keys, put_bytes)
+      on conflict (tbl, key) do update set bytes = excluded.bytes, until = null;
+    -- Told to every instance when, and only if, this commit is (postgres-log.ts, Note).
+    perform pg_notify('path_changes', n) from unnest(notes) as n;
+  end
+  $$;
+  `;
+}
+
 /** One step of the layout, applied once: the statements of version `index + 1`. */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -166,74 +246,16 @@ export const MIGRATIONS: readonly string[] = [
       from unnest(lens) with ordinality as u(l, n)
     ) as s
   $f$;
-  create function path_append(
-    holder text, fence_partitions integer[], fence_epochs bigint[],
-    first_partitions integer[], first_seqs bigint[],
-    partitions integer[], seqs bigint[], record_blob bytea, record_lens integer[],
-    claim_tables text[], claim_keys text[], claim_blob bytea, claim_lens integer[],
-    claim_untils bigint[],
-    put_tables text[], put_keys text[], put_blob bytea, put_lens integer[],
-    del_tables text[], del_keys text[], notes text[]
-  ) returns void language plpgsql as $$
-  declare
-    held integer;
-    broken record;
-    taken record;
-    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
-    records bytea[] := path_split(record_blob, record_lens);
-    claim_bytes bytea[] := path_split(claim_blob, claim_lens);
-    put_bytes bytea[] := path_split(put_blob, put_lens);
-  begin
-    if holder is not null then
-      select count(*) into held from (
-        select 1 from leases l join unnest(fence_partitions, fence_epochs) as f(p, e)
-          on l.partition = f.p
-        where l.owner = holder and l.epoch = f.e
-        for share of l
-      ) as fenced;
-      if held <> cardinality(fence_partitions) then
-        raise exception 'path-node: a partition of this commit is no longer leased to %', holder
-          using errcode = 'PN001';
-      end if;
-    end if;
-    select f.p, f.low, exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
-        as overlap
-      into broken
-      from unnest(first_partitions, first_seqs) as f(p, low)
-      where exists (select 1 from records r where r.partition = f.p and r.seq >= f.low)
-        or (f.low > 1 and not exists (
-          select 1 from records r where r.partition = f.p and r.seq = f.low - 1))
-      limit 1;
-    if found then
-      raise exception 'path-node: the records of partition % do not follow on', broken.p
-        using errcode = 'PN002',
-          detail = broken.p::text || case when broken.overlap then ' overlap' else ' gap' end;
-    end if;
-    with c as (
-      insert into rows (tbl, key, bytes, until)
-        select * from unnest(claim_tables, claim_keys, claim_bytes, claim_untils)
-          as c(tbl, key, bytes, until) order by c.tbl, c.key
-        on conflict (tbl, key) do update set bytes = excluded.bytes, until = excluded.until
-          where rows.until is not null and rows.until <= now_ms
-        returning rows.tbl, rows.key
-    ) select x.tbl, x.key into taken from unnest(claim_tables, claim_keys) as x(tbl, key)
-      where not exists (select 1 from c where c.tbl = x.tbl and c.key = x.key)
-      limit 1;
-    if found then
-      raise exception 'path-node: a claim of this commit is another commit''s'
-        using errcode = 'PN003', detail = taken.tbl || ' ' || taken.key;
-    end if;
-    insert into records (partition, seq, bytes)
-      select * from unnest(partitions, seqs, records);
-    delete from rows r using unnest(del_tables, del_keys) as d(tbl, key)
-      where r.tbl = d.tbl and r.key = d.key;
-    insert into rows (tbl, key, bytes)
-      select * from unnest(put_tables, put_keys, put_bytes)
-      on conflict (tbl, key) do update set bytes = excluded.bytes, until = null;
-    -- Told to every instance when, and only if, this commit is (postgres-log.ts, Note).
-    perform pg_notify('path_changes', n) from unnest(notes) as n;
-  end
-  $$;
+  ${appendFunction('create', '')}
+  `,
+  // Version 4: a claim whose own time is already past by the database's clock is refused as
+  // taken (PN003), like one another commit holds. Claims' times are judged by the database's
+  // clock: a request whose replay window ended before its commit would otherwise commit beside
+  // the lapsed claim of an earlier sending already answered (P5). The shard refuses such a
+  // request by its own clock (Shard.answerBefore); an instance whose clock is behind the
+  // database's decided one, and committed it twice (simulator, scripted seed 679284470).
+  `
+  ${appendFunction('create or replace', 'where c.until > now_ms')}
   `,
 ];
 
