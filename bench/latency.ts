@@ -52,14 +52,16 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
       warmup: Math.round(paced * c.paced_warmup_seconds), count: Math.round(paced * c.paced_seconds), connections: c.paced_connections, drainMs: 10_000,
     };
     report.line(`  paced: ${job.count} lookups at ${rate(paced)}/s (after ${job.warmup} warm-up on the same schedule), ${job.connections} keep-alive connections, latency from each request's due time`);
-    const commitsBefore = await commitBuckets(node);
+    const before = await nodeBuckets(node);
     const { result, cpu } = await withCpuWatch(node.pid, (onMeasuring) => runPacedLoad<PacedResult>(job, config.child_timeout_ms, onMeasuring));
-    const commitsDuring = subtractBuckets(await commitBuckets(node), commitsBefore);
+    const during = subtractBuckets(await nodeBuckets(node), before);
     const statuses = Object.entries(result.statusCounts).map(([s, n]) => `${s}: ${n}`).join(', ');
     report.line(`    answered ${result.answered} of ${job.count} (${statuses}) in ${ms(result.durationMs)} ms; p50 ${ms(result.latencyP50Ms)} ms, p99 ${ms(result.latencyP99Ms)} ms, p99.9 ${ms(result.latencyP999Ms)} ms, max ${ms(result.latencyMaxMs)} ms`);
     report.line(`    the generator's own lateness in sending: p50 ${ms(result.sendLagP50Ms)} ms, p99 ${ms(result.sendLagP99Ms)} ms`);
     if (cpu !== null) report.line(`      ${cpuText(cpu)}`);
-    report.line(`    the node's durable commits during the paced run (warm-up included), by duration: ${slowCommitsText(commitsDuring)}`);
+    report.line(`    the node's own view of the paced run (warm-up included): lookups from arrival to answer, ${slowText(during.lookups, 'answered')}`);
+    report.line(`      durable commits by duration, ${slowText(during.commits, 'commits')}`);
+    report.line(`      each commit's first command waiting to be decided behind the commits before it, ${slowText(during.waits, 'commits')}`);
     if (result.ok !== job.count) throw new Error(`paced lookups: ${job.count - result.ok} of ${job.count} not answered 2xx (${statuses}; ${result.unanswered} unanswered)`);
 
     // The disk's floor, measured right after on the same disk: a lookup is answered once its
@@ -93,31 +95,48 @@ export async function runLatency(config: BenchConfig, report: Report): Promise<v
 
 // A lookup due while a commit is under way waits for it and then for its own, so one slow commit
 // of the disk delays every lookup that falls due during it: at this rate a 50 ms commit alone
-// holds back about 1 % of the run. The node's own histogram of commit durations (append to
-// synced, path_commit_duration_seconds on the operator's listener), read before and after the
-// paced run, says whether the run met such commits, which the disk's floor measured alone rarely
-// shows.
-const COMMIT_BUCKET = /^path_commit_duration_seconds_bucket\{le="([^"]+)"\} (\d+)$/;
-const SLOW_COMMIT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1];
+// holds back about 1 % of the run. The node's own histograms, read before and after the paced
+// run on the operator's listener, say where its time went: each commit's duration (append to
+// synced, path_commit_duration_seconds), how long each commit's first command waited to be
+// decided behind the commits before it (path_commit_wait_seconds), and each lookup from its
+// arrival to its answer (path_http_request_duration_seconds), which the disk's floor measured
+// alone rarely shows.
+const HISTOGRAMS = {
+  commits: { name: 'path_commit_duration_seconds', label: null },
+  waits: { name: 'path_commit_wait_seconds', label: null },
+  lookups: { name: 'path_http_request_duration_seconds', label: 'operation="sonar.lookup"' },
+} as const;
+const SLOW_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1];
 
-/** Cumulative commit counts by upper bound in seconds (`+Inf` as Infinity). */
-async function commitBuckets(node: RunningServer): Promise<Map<number, number>> {
+type Buckets = Record<keyof typeof HISTOGRAMS, Map<number, number>>;
+
+/** Each histogram's cumulative counts by upper bound in seconds (`+Inf` as Infinity). */
+async function nodeBuckets(node: RunningServer): Promise<Buckets> {
   const text = await metricsText(node);
-  const buckets = new Map<number, number>();
-  for (const line of text.split('\n')) {
-    const m = COMMIT_BUCKET.exec(line);
-    if (m !== null) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
-  }
-  if (!buckets.has(Infinity)) throw new Error('the node\'s /metrics has no path_commit_duration_seconds histogram');
-  return buckets;
+  const read = ({ name, label }: { name: string; label: string | null }) => {
+    const buckets = new Map<number, number>();
+    const start = `${name}_bucket{`;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(start)) continue;
+      const labels = line.slice(start.length, line.indexOf('}')).split(',');
+      if (label !== null && !labels.includes(label)) continue;
+      const bound = labels.find((l) => l.startsWith('le='))!.slice('le="'.length, -1);
+      buckets.set(bound === '+Inf' ? Infinity : Number(bound), Number(line.slice(line.lastIndexOf(' ') + 1)));
+    }
+    if (!buckets.has(Infinity)) throw new Error(`the node's /metrics has no ${name} histogram${label === null ? '' : ` with ${label}`}`);
+    return buckets;
+  };
+  return { commits: read(HISTOGRAMS.commits), waits: read(HISTOGRAMS.waits), lookups: read(HISTOGRAMS.lookups) };
 }
 
-function subtractBuckets(after: Map<number, number>, before: Map<number, number>): Map<number, number> {
-  return new Map([...after].map(([le, n]) => [le, n - (before.get(le) ?? 0)]));
+function subtractBuckets(after: Buckets, before: Buckets): Buckets {
+  const less = (a: Map<number, number>, b: Map<number, number>) => new Map([...a].map(([le, n]) => [le, n - (b.get(le) ?? 0)]));
+  return { commits: less(after.commits, before.commits), waits: less(after.waits, before.waits), lookups: less(after.lookups, before.lookups) };
 }
 
-function slowCommitsText(during: Map<number, number>): string {
+/** How many of a histogram's observations lay over each of SLOW_SECONDS. */
+function slowText(during: Map<number, number>, what: string): string {
   const total = during.get(Infinity)!;
-  const over = SLOW_COMMIT_SECONDS.map((le) => `over ${ms(le * 1000)} ms: ${total - (during.get(le) ?? 0)}`);
-  return `${total} commits; ${over.join(', ')}`;
+  const over = SLOW_SECONDS.map((le) => `over ${ms(le * 1000)} ms: ${total - (during.get(le) ?? 0)}`);
+  return `${total} ${what}; ${over.join(', ')}`;
 }

@@ -90,6 +90,14 @@ export class Metrics {
     buckets: BATCH_BUCKETS,
     registers: [this.registry],
   });
+  private readonly waits = new Histogram({
+    name: 'path_commit_wait_seconds',
+    help:
+      'How long the first command of an aggregate commit waited to be decided: behind the ' +
+      "aggregate's commits before it (or its partition's fold).",
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
   private readonly budgetRefusals = new Counter({
     name: 'path_lookup_budget_refusals_total',
     help: 'Lookups refused because the member spent its monthly budget (P12).',
@@ -240,9 +248,10 @@ export class Metrics {
     this.internalErrors.inc();
   }
 
-  committed(seconds: number, commands: number): void {
-    this.commits.observe(seconds);
-    this.batch.observe(commands);
+  committed(commit: { seconds: number; commands: number; waited: number }): void {
+    this.commits.observe(commit.seconds);
+    this.batch.observe(commit.commands);
+    this.waits.observe(commit.waited);
   }
 
   delivered(outcome: 'delivered' | 'failed' | 'abandoned'): void {

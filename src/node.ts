@@ -311,7 +311,7 @@ async function startPool(
     // A failure a worker lives through (issue 29): partition and cause, never a key.
     onTrouble: ({ partition, message, unavailable }) =>
       logger.warn({ partition, unavailable, cause: message }, 'a shard lived through a failure'),
-    onCommit: (commit) => metrics.committed(commit.seconds, commit.commands),
+    onCommit: (commit) => metrics.committed(commit),
     afterCommit,
   });
   return { events, localHolder, directory, pool, checked, afterCommit };

@@ -117,6 +117,8 @@ describe('P21 metrics, health and the access log on a working node', () => {
     expect(Number(latency.metrics[0]?.buckets?.['+Inf'])).toBeGreaterThan(0);
     expect(valueOf(families, 'path_commit_duration_seconds')).toBeGreaterThanOrEqual(4);
     expect(valueOf(families, 'path_commit_commands')).toBeGreaterThanOrEqual(4);
+    // Each commit also says how long its first command waited to be decided.
+    expect(valueOf(families, 'path_commit_wait_seconds')).toBe(valueOf(families, 'path_commit_commands'));
     expect(valueOf(families, 'path_lookup_budget_refusals_total')).toBe(1);
     expect(valueOf(families, 'path_directory_keys')).toBe(1);
     expect(valueOf(families, 'path_replay_entries')).toBeGreaterThanOrEqual(6);

@@ -62,7 +62,7 @@ export interface PoolOptions {
    */
   afterCommit: (result: CommandResult) => Promise<void> | undefined;
   /** Told of each durable commit's duration and size (the operator's metrics, P21). */
-  onCommit?: (commit: { seconds: number; commands: number }) => void;
+  onCommit?: (commit: NonNullable<CommandResult['commit']>) => void;
 }
 
 /** How a command travels to its worker. */

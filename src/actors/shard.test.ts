@@ -287,6 +287,26 @@ describe('snapshots', () => {
 });
 
 describe('the mailbox', () => {
+  it('a commit says how long its first command waited behind the commit before it', async () => {
+    const log = new MemoryLog({ autoFlush: false });
+    const shard = await startedOver(log);
+    const reference = newReference('rcp');
+    const first = issue(shard, reference);
+    await turn();
+    // The settle waits in the mailbox while the issue's commit is not yet durable.
+    const second = settle(shard, reference);
+    await new Promise((r) => setTimeout(r, 50));
+    log.flush();
+    const issued = (await first).result.commit!;
+    await turn();
+    log.flush();
+    const settled = (await second).commit!;
+    expect(issued.commands).toBe(1);
+    expect(issued.waited).toBeLessThan(0.04);
+    expect(settled.commands).toBe(1);
+    expect(settled.waited).toBeGreaterThanOrEqual(0.045);
+  });
+
   it('runs one command at a time per aggregate: 16 identical moves append one record', async () => {
     const log = new MemoryLog();
     const shard = shardOver(log);

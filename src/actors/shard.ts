@@ -140,6 +140,8 @@ interface Job {
   reject: (error: unknown) => void;
   /** How many times its batch was refused with nothing written, and it decided again. */
   redone?: number;
+  /** When it was submitted (performance.now()); kept while it waits for a fold or a redo. */
+  arrived: number;
 }
 
 /**
@@ -456,7 +458,7 @@ export class Shard {
     const waited = this.waiting.get(p) ?? [];
     this.waiting.delete(p);
     for (const job of waited)
-      this.enqueue(job.routed, job.redone ?? 0).then(job.resolve, job.reject);
+      this.enqueue(job.routed, job.redone ?? 0, job.arrived).then(job.resolve, job.reject);
     this.settled(waited.length);
   }
 
@@ -479,9 +481,14 @@ export class Shard {
 
   /**
    * `submit` for a command decided again `redone` times already (decideAgain): one that waited
-   * for its partition's refold keeps its count, so that COMMIT_REDO_MAX bounds it across refolds.
+   * for its partition's refold keeps its count, so that COMMIT_REDO_MAX bounds it across refolds,
+   * and the time it `arrived`, so that its wait counts from then.
    */
-  private enqueue(routed: RoutedCommand, redone: number): Promise<CommandResult> {
+  private enqueue(
+    routed: RoutedCommand,
+    redone: number,
+    arrived = performance.now(),
+  ): Promise<CommandResult> {
     const p = partitionOf(routed.key);
     const slots = this.slots.get(p);
     if (slots === undefined) throw new Error(`partition ${p} is not owned by this shard`);
@@ -491,7 +498,7 @@ export class Shard {
       this.inFlight++;
       const waited = new Promise<CommandResult>((resolve, reject) => {
         const waiting = this.waiting.get(p) ?? [];
-        waiting.push({ routed, resolve, reject, redone });
+        waiting.push({ routed, resolve, reject, redone, arrived });
         this.waiting.set(p, waiting);
       });
       if (this.doubted.has(p)) this.refold(p);
@@ -519,7 +526,7 @@ export class Shard {
       );
     }
     return new Promise((resolve, reject) => {
-      slot!.queue.push({ routed, resolve, reject, redone });
+      slot!.queue.push({ routed, resolve, reject, redone, arrived });
       if (!slot!.busy) void this.run(routed.key, p, slot!);
     });
   }
@@ -783,12 +790,15 @@ export class Shard {
       const jobs = slot.queue.splice(0, this.batchSize(slot));
       const taken = jobs.length;
       this.inFlight += taken;
+      // The first job of the batch came first: it waited longest behind the commits before it.
+      const waited = (performance.now() - jobs[0]!.arrived) / 1000; // tidy: format (ms to s)
       try {
         const results = await this.executeBatch(
           key,
           p,
           slot,
           jobs.map((j) => j.routed),
+          waited,
         );
         // Those the batch ended before (decideAll) are decided next, first in the mailbox.
         slot.queue.unshift(...jobs.splice(results.length));
@@ -842,6 +852,7 @@ export class Shard {
     p: number,
     slot: Slot,
     commands: RoutedCommand[],
+    waited: number,
   ): Promise<CommandResult[]> {
     const results: CommandResult[] = [];
     const entries: LogEntry[] = [];
@@ -890,7 +901,7 @@ export class Shard {
       throw this.notWritten(p, before, entries[entries.length - 1]!.seq, { commands, error });
     }
     const seconds = (performance.now() - appending) / 1000;
-    results[results.length - 1]!.commit = { seconds, commands: entries.length };
+    results[results.length - 1]!.commit = { seconds, commands: entries.length, waited };
     slot.type = draft.type;
     slot.state = draft.state;
     slot.rowed = rowed;

@@ -69,6 +69,9 @@ export interface CommandResult {
    * another commit (cluster mode; the front end answers the replay, or the stored answer).
    */
   taken?: ClaimKind;
-  /** On the last command of a committed batch: how long its durable commit took (P21). */
-  commit?: { seconds: number; commands: number };
+  /**
+   * On the last command of a committed batch: how long its durable commit took (P21), and how
+   * long its first command waited to be decided (behind the aggregate's commits before it).
+   */
+  commit?: { seconds: number; commands: number; waited: number };
 }
