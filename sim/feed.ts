@@ -7,7 +7,7 @@ import { FeedPublisher, FEED_PARTITION } from '../src/network/feed.js';
 import type { IndexVisibility } from '../src/directory/index.js';
 import { unframeRow } from '../src/log/record.js';
 import type { Violation } from './model.js';
-import type { Random } from './random.js';
+import { Random } from './random.js';
 import type { SimInstance, World } from './world.js';
 import type { SimPart } from './part.js';
 
@@ -27,16 +27,27 @@ interface FeedRow {
   v: 'network' | 'public' | null;
 }
 
+/** Mixed into the run's seed for the feed's own stream of chance. */
+const JITTER_SEED = 0x5eed_feed;
+
 export class SimFeed implements SimPart {
   readonly name = 'feed';
   /** The directory's keys as the index holds them (visibility `none`: not held). */
   readonly directory = new Map<string, Entry>();
   private readonly publishers = new Map<SimInstance, FeedPublisher>();
+  /**
+   * The publishers' retry jitter: seeded, so that a seed replays its run (with Math.random, a
+   * retry's wait, and what the steps after it found, differed from one run to the next), and a
+   * stream of its own, so that the runs of other seeds are what they were.
+   */
+  private readonly jitter: Random;
 
   constructor(
     private readonly world: World,
     private readonly random: Random,
-  ) {}
+  ) {
+    this.jitter = new Random((random.seed ^ JITTER_SEED) >>> 0);
+  }
 
   /** A started instance's publisher, and the load that follows its start (network.ts). */
   started(instance: SimInstance): void {
@@ -51,6 +62,7 @@ export class SimFeed implements SimPart {
           }
         : null,
       (ms) => instance.sleep(ms),
+      () => this.jitter.fraction(),
     );
     this.publishers.set(instance, publisher);
     this.load(publisher);

@@ -114,6 +114,8 @@ export class FeedPublisher {
     private readonly writing: FeedWriting | null = null,
     /** Waits before a retry; absent: a timer of the thread (sim/: its clock). */
     private readonly wait: (ms: number) => Promise<void> = sleep,
+    /** The retries' jitter, in [0, 1); absent: Math.random (sim/: the run's seed). */
+    private readonly random: () => number = Math.random,
   ) {
     this.enqueue({ kind: 'last' });
   }
@@ -215,6 +217,7 @@ export class FeedPublisher {
           const waitMs = backoffMs(attempt++, {
             baseMs: FRONT_RETRY_BASE_MS,
             maxMs: FRONT_RETRY_MAX_MS,
+            random: this.random,
           });
           await this.wait(waitMs);
         }
@@ -350,6 +353,7 @@ export class FeedPublisher {
         const waitMs = backoffMs(attempt, {
           baseMs: FRONT_RETRY_BASE_MS,
           maxMs: FRONT_RETRY_MAX_MS,
+          random: this.random,
         });
         await this.wait(waitMs);
       }

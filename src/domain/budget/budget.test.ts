@@ -105,6 +105,16 @@ describe('budget: lookup charges (P12, SPEC D)', () => {
       .then([charged(5, '2026-12')]);
   });
 
+  it('a charge decided by a clock behind the month the budget has begun counts against it', () => {
+    // December began on another instance's clock; this one is still in November, spent.
+    const behind = { now: Date.parse('2026-11-30T23:59:30Z') };
+    const decision = spec
+      .given([charged(5), charged(3, '2026-12')], behind)
+      .when('charge-lookups', charge(2, 5), BETA)
+      .then([charged(2, '2026-12')]);
+    expect(metaOf(decision)).toEqual({ remaining: { phone: 0 } });
+  });
+
   it('refuses a caller that is no member, and a call missing an allowance (a defect)', () => {
     spec.given([]).when('charge-lookups', charge(1, 5), null).thenRefused('path.auth.forbidden');
     const gap: ChargeLookups = {
@@ -149,6 +159,22 @@ describe('budget: payee checks (P12, SPEC F: payee_check_daily_max per UTC day)'
       .when('charge-payee-check', {}, BETA)
       .then([{ type: 'payee_check_charged', day: '2026-11-22' }]);
     spec.given([], limits).when('charge-payee-check', {}, null).thenRefused('path.auth.forbidden');
+  });
+
+  it('a charge by a clock behind the day the budget has begun counts against that day', () => {
+    // Another instance, a minute ahead, began the 22nd; this one's clock is still on the 21st,
+    // whose allowance is spent: the charge is the 22nd's, and the 21st never passes its allowance.
+    const next: BudgetEvent = { type: 'payee_check_charged', day: '2026-11-22' };
+    const behind = { ...limits, now: Date.parse('2026-11-21T23:59:30Z') };
+    const decision = spec
+      .given([checked, checked, next], behind)
+      .when('charge-payee-check', {}, BETA)
+      .then([next]);
+    expect(metaOf(decision)).toEqual({ remaining: 0 });
+    spec
+      .given([checked, checked, next, next], behind)
+      .when('charge-payee-check', {}, BETA)
+      .thenRefused(EXHAUSTED, { allowance: 2, window: 'calendar_day' });
   });
 
   it('keeps lookups and payee checks apart', () => {

@@ -53,6 +53,18 @@ export const budgetKey = (member: string) => `budget/${member}`;
 export const monthOf = (now: number) => isoTime(now).slice(0, 7);
 const dayOf = (now: number) => isoTime(now).slice(0, 10);
 
+/**
+ * The window (a UTC month or day, as ISO text) a charge falls in: the clock's, or the budget's
+ * own when that is later. A window never opens again once a later one has begun: a charge decided
+ * by a clock behind the one that began the later window (the instances of a cluster may be a
+ * minute apart, P22; a command decided before a pause and committed after) counts against the
+ * later window, never against an earlier one whose allowance the budget no longer holds (found
+ * by the simulator: a member's payee checks of one day went past their allowance, the 13th
+ * charged by an instance still before midnight after another had begun the next day).
+ */
+const windowOf = (clock: string, held: string | undefined): string =>
+  held !== undefined && held > clock ? held : clock;
+
 export const budgetDecider: Decider<BudgetState, Commands, BudgetEvent> = {
   type: 'budget',
   passivates: true,
@@ -64,7 +76,7 @@ export const budgetDecider: Decider<BudgetState, Commands, BudgetEvent> = {
     if (member === undefined) return refusal('path.auth.forbidden', 'a budget belongs to a member');
     switch (command.name) {
       case 'charge-lookups': {
-        const month = monthOf(context.now);
+        const month = windowOf(monthOf(context.now), state?.month);
         const spent = state !== null && state.month === month ? state.lookups : {};
         return chargeLookups(command.input, { member, spent, month, now: context.now });
       }
@@ -129,7 +141,7 @@ function chargeLookups(input: ChargeLookups, { member, spent, month, now }: Spen
 
 /** One payee check against the daily allowance of the node's limits. */
 function chargePayeeCheck(state: BudgetState | null, context: DecideContext): Result {
-  const day = dayOf(context.now);
+  const day = windowOf(dayOf(context.now), state?.day);
   const used = state !== null && state.day === day ? state.payee_checks : 0;
   const allowance = context.limits.payee_check_daily_max;
   if (used + 1 > allowance) {
