@@ -27,10 +27,12 @@ export function fixedShard(
     made?: { count: number };
     snapshotEveryRecords?: number;
     onFatal?: (error: unknown) => void;
+    /** Where the clock starts (ms); absent: 2026-11-21T12:00:00Z. */
+    startAt?: number;
   } = {},
 ): { options: ShardOptions; clock: SimulatedClock } {
   const made = options.made ?? { count: 0 };
-  const clock = new SimulatedClock(Date.parse('2026-11-21T12:00:00Z'));
+  const clock = new SimulatedClock(options.startAt ?? Date.parse('2026-11-21T12:00:00Z'));
   const newId = (prefix: string) => `${prefix}_${(++made.count).toString(16).padStart(32, '0')}`;
   return {
     clock,
