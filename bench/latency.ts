@@ -108,7 +108,9 @@ const HISTOGRAMS = {
 } as const;
 const SLOW_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1];
 
-type Buckets = Record<keyof typeof HISTOGRAMS, Map<number, number>>;
+type Histogram = keyof typeof HISTOGRAMS;
+type Buckets = Record<Histogram, Map<number, number>>;
+const HISTOGRAM_NAMES = Object.keys(HISTOGRAMS) as Histogram[];
 
 /** Each histogram's cumulative counts by upper bound in seconds (`+Inf` as Infinity). */
 async function nodeBuckets(node: RunningServer): Promise<Buckets> {
@@ -126,12 +128,12 @@ async function nodeBuckets(node: RunningServer): Promise<Buckets> {
     if (!buckets.has(Infinity)) throw new Error(`the node's /metrics has no ${name} histogram${label === null ? '' : ` with ${label}`}`);
     return buckets;
   };
-  return { commits: read(HISTOGRAMS.commits), waits: read(HISTOGRAMS.waits), lookups: read(HISTOGRAMS.lookups) };
+  return Object.fromEntries(HISTOGRAM_NAMES.map((h) => [h, read(HISTOGRAMS[h])])) as Buckets;
 }
 
 function subtractBuckets(after: Buckets, before: Buckets): Buckets {
-  const less = (a: Map<number, number>, b: Map<number, number>) => new Map([...a].map(([le, n]) => [le, n - (b.get(le) ?? 0)]));
-  return { commits: less(after.commits, before.commits), waits: less(after.waits, before.waits), lookups: less(after.lookups, before.lookups) };
+  const less = (h: Histogram) => new Map([...after[h]].map(([le, n]) => [le, n - (before[h].get(le) ?? 0)]));
+  return Object.fromEntries(HISTOGRAM_NAMES.map((h) => [h, less(h)])) as Buckets;
 }
 
 /** How many of a histogram's observations lay over each of SLOW_SECONDS. */

@@ -118,9 +118,10 @@ export class SimDisk {
     const now = this.now();
     for (const w of [...writes].sort((a, b) => (a.key < b.key ? -1 : 1))) {
       if (w.until === undefined) continue;
+      const held = this.claimHeld(w.table, w.key);
       // A claim whose own time is past is refused like a held one (schema version 4).
-      const held = w.until <= now ? Infinity : this.claimHeld(w.table, w.key);
-      if (held !== undefined && held > now) return new ClaimTakenError(w.table, w.key);
+      if (w.until <= now || (held !== undefined && held > now))
+        return new ClaimTakenError(w.table, w.key);
     }
     return null;
   }

@@ -8,6 +8,7 @@
 // and builds objects on every call); the counts are handed to prom-client only when scraped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Residency } from './actors/messages.js';
+import type { CommitFigures } from './actors/types.js';
 
 /** Where the gauges read from when Prometheus scrapes; bound once the node's parts exist. */
 export interface MetricSources {
@@ -248,7 +249,7 @@ export class Metrics {
     this.internalErrors.inc();
   }
 
-  committed(commit: { seconds: number; commands: number; waited: number }): void {
+  committed(commit: CommitFigures): void {
     this.commits.observe(commit.seconds);
     this.batch.observe(commit.commands);
     this.waits.observe(commit.waited);

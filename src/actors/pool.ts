@@ -23,7 +23,7 @@ import {
 import { MovedError } from './moved.js';
 import { UnavailableError } from '../log/unavailable.js';
 import type { RecoveryStats } from './shard.js';
-import type { CommandResult, PendingFollowUp, RoutedCommand } from './types.js';
+import type { CommandResult, CommitFigures, PendingFollowUp, RoutedCommand } from './types.js';
 import { carryOut } from './follow-ups.js';
 import type { AnswerBody } from '../domain/budget/budget.js';
 import type { hashKeys, KeyItem } from '../protocol/identifiers.js';
@@ -62,7 +62,7 @@ export interface PoolOptions {
    */
   afterCommit: (result: CommandResult) => Promise<void> | undefined;
   /** Told of each durable commit's duration and size (the operator's metrics, P21). */
-  onCommit?: (commit: NonNullable<CommandResult['commit']>) => void;
+  onCommit?: (commit: CommitFigures) => void;
 }
 
 /** How a command travels to its worker. */

@@ -43,6 +43,14 @@ export interface ReplayMark {
 /** What a request claims in the commit of its command (issue 29): its replay mark, its answer. */
 export type ClaimKind = 'replay' | 'idempotency';
 
+/** One durable commit, as the operator's metrics count it (P21). */
+export interface CommitFigures {
+  seconds: number;
+  commands: number;
+  /** How long the batch's first command waited to be decided. */
+  waited: number;
+}
+
 /** A follow-up written by a commit, to be carried out on its aggregate (domain/decider.ts). */
 export interface PendingFollowUp {
   id: string;
@@ -73,5 +81,5 @@ export interface CommandResult {
    * On the last command of a committed batch: how long its durable commit took (P21), and how
    * long its first command waited to be decided (behind the aggregate's commits before it).
    */
-  commit?: { seconds: number; commands: number; waited: number };
+  commit?: CommitFigures;
 }
