@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import type { BareRoute } from './bare-server.js';
 import type { BenchConfig, LoadShape } from './config.js';
 import { cpuText, withCpuWatch, type CpuShare } from './cpu.js';
 import { PAYEE_RECEIPT_BODY } from './fixtures.js';
@@ -83,23 +84,62 @@ function cpuUsPerRequest(cpu: CpuShare, perSecond: number): number {
   return ((cpu.mainThread + cpu.otherThreads) / 100) * 1_000_000 / perSecond;
 }
 
+/** Header lines uWebSockets.js writes itself on every answer, the bare server's as the node's. */
+const WRITTEN_BY_UWS = new Set(['date', 'uwebsockets', 'content-length']);
+
+/** One answer as sent: status, header lines in their order, body. */
+interface RawAnswer {
+  status: number;
+  lines: [string, string][];
+  body: string;
+}
+
+function rawGet(url: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const lines: [string, string][] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) lines.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
+        resolve({ status: res.statusCode ?? 0, lines, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The lines of an answer the bare server writes as given: all but the request id and uWS's own. */
+function fixedLines(answer: RawAnswer): [string, string][] {
+  return answer.lines.filter(([name]) => name !== 'path-request-id' && !WRITTEN_BY_UWS.has(name));
+}
+
 /**
  * The public read at `path` on the node against the bare uWebSockets.js server serving the very
- * bytes the node answers there: both loaded one at a time, alternating, for every shape.
+ * answer the node gives there, head and body (a request id of the same shape in each): both loaded
+ * one at a time, alternating, for every shape.
  */
 export async function compareWithBare(config: BenchConfig, report: Report, options: { section: string; node: RunningServer; dir: string; path: string; shapes: readonly LoadShape[] }): Promise<void> {
   const { node, path } = options;
-  const read = await fetch(node.baseUrl + path);
-  const body = await read.text();
-  if (read.status !== 200 || read.headers.get('content-type') !== 'application/json') throw new Error(`GET ${path} answered ${read.status}: ${body.slice(0, 300)}`);
+  const answer = await rawGet(node.baseUrl + path);
+  const { body } = answer;
+  const type = answer.lines.find(([name]) => name === 'content-type')?.[1];
+  if (answer.status !== 200 || type !== 'application/json') throw new Error(`GET ${path} answered ${answer.status}: ${body.slice(0, 300)}`);
+  const requestId = answer.lines.find(([name]) => name === 'path-request-id')?.[1];
+  if (requestId === undefined) throw new Error(`GET ${path} answered without a request id`);
+  const route: BareRoute = { body, head: fixedLines(answer), requestId };
   const routesFile = join(options.dir, 'bare-routes.json');
-  writeFileSync(routesFile, JSON.stringify({ [path]: body }));
+  writeFileSync(routesFile, JSON.stringify({ [path]: route }));
   let bare: RunningServer | null = null;
   try {
     bare = await startBareServer({ routesFile, timeoutMs: config.child_timeout_ms });
-    const bareBody = await (await fetch(bare.baseUrl + path)).text();
-    if (bareBody !== body) throw new Error('the bare server does not serve the same bytes');
-    report.line(`  body: ${Buffer.byteLength(body)} bytes; ${config.get.duration_seconds} s per run, ${config.get.rounds} rounds of bare then node, after a ${config.get.warmup_seconds} s warm-up each`);
+    const bareAnswer = await rawGet(bare.baseUrl + path);
+    const same = (a: RawAnswer): string => JSON.stringify([a.body, fixedLines(a), a.lines.map(([name]) => name).sort()]);
+    if (same(bareAnswer) !== same(answer)) throw new Error('the bare server does not answer the same bytes');
+    const headBytes = answer.lines.reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0);
+    report.line(`  answer: ${Buffer.byteLength(body)} bytes of body, ${answer.lines.length} header lines (${headBytes} bytes) on both servers; ${config.get.duration_seconds} s per run, ${config.get.rounds} rounds of bare then node, after a ${config.get.warmup_seconds} s warm-up each`);
     for (const shape of options.shapes) await loadShape(config, report, options.section, { bare, node }, path, shape);
   } finally {
     await bare?.stop();
