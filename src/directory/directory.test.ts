@@ -134,3 +134,71 @@ describe('a whole load of an index already built (issue 30)', () => {
     expect(directory.index.contribution('beta', 'phone')).toBe(1);
   });
 });
+
+describe('keys a command changes while a whole load runs', () => {
+  // Cluster mode: a whole load (after lost notes, or for the feed's new writer) runs while
+  // commands go on. The load reads the table a page at a time, so a key changed meanwhile may be
+  // in a page it read before the change, or in none; what the change read is the newer.
+  const spread = (n: number) => n.toString(16).padStart(8, '0') + 'cd'.repeat(28);
+  const row = (n: number, v: 'network' | 'public' | null) => ({
+    table: 'directory' as const,
+    key: `${spread(n)}/idn/a`,
+    bytes: v === null ? null : frame({ t: 'phone', v }),
+  });
+  const change = (n: number, v: 'network' | 'public' | null) => ({
+    key: `${spread(n)}/idn/a`,
+    identifierType: 'phone',
+    identifierHash: spread(n),
+    visibility: v,
+  });
+
+  it('keeps a key registered after the load read its page, and a withdrawal after it', async () => {
+    const log = new MemoryLog();
+    await log.write([row(1, 'network'), row(3, 'network')]);
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    let changed = false;
+    const pause = async () => {
+      if (changed) return;
+      changed = true;
+      // After the load read its page: key 2 registered, key 3 withdrawn.
+      await log.write([row(2, 'network'), row(3, null)]);
+      await directory.apply([change(2, 'network'), change(3, null)]);
+    };
+    await directory.load({ pause, pauseEvery: 1 });
+    expect(changed).toBe(true);
+    expect(directory.index.find(spread(2), 'phone')?.member).toBe('beta');
+    expect(directory.index.find(spread(3), 'phone')).toBeNull();
+    expect(directory.index.find(spread(1), 'phone')?.member).toBe('beta');
+    expect(directory.index.contribution('beta', 'phone')).toBe(2);
+  });
+
+  it('runs a second whole load asked for meanwhile after the first', async () => {
+    // Cluster mode: the feed's new writer and a lost notes connection may each ask for one; the
+    // second must still keep a change made while it runs (the first's end must not end that).
+    const log = new MemoryLog();
+    await log.write([row(1, 'network'), row(2, 'network'), row(3, 'public')]);
+    const directory = new LocalDirectory(log, holder);
+    await directory.load();
+    directory.ready();
+    let second: Promise<number> | null = null;
+    let withdrawn = false;
+    const whileSecond = async () => {
+      if (withdrawn) return;
+      withdrawn = true;
+      await first;
+      await log.write([row(3, null)]);
+      await directory.apply([change(3, null)]);
+    };
+    const whileFirst = async () => {
+      second ??= directory.load({ pause: whileSecond, pauseEvery: 1 });
+    };
+    const first = directory.load({ pause: whileFirst, pauseEvery: 1 });
+    expect(await first).toBe(3);
+    expect(await second).toBe(3);
+    expect(withdrawn).toBe(true);
+    expect(directory.index.find(spread(3), 'phone')).toBeNull();
+    for (const n of [1, 2]) expect(directory.index.find(spread(n), 'phone')?.member).toBe('beta');
+  });
+});

@@ -25,11 +25,20 @@ export class LocalDirectory {
   readonly index: DirectoryIndex;
   readonly localHolder: number;
   /**
-   * Told the local visibility of every key at load and
-   * of every key a command changes (the change feed).
+   * Told the local visibility of every key at load (`loaded`) and of every key a command changes
+   * (the change feed).
    */
-  observer: ((hash: string, identifierType: string, visibility: IndexVisibility) => void) | null =
-    null;
+  observer:
+    | ((hash: string, identifierType: string, visibility: IndexVisibility, loaded: boolean) => void)
+    | null = null;
+  /**
+   * While a whole load runs: the keys a change was read for meanwhile. What that read found is
+   * newer than a page the load read before it, and the load may have passed the key already: the
+   * load leaves such a key as the change left it, and does not sweep it away.
+   */
+  private changedWhileLoading: Set<string> | null = null;
+  /** The whole load under way, if one is: the next waits for it (one set of marks at a time). */
+  private loading: Promise<number> = Promise.resolve(0);
   /**
    * Rows that commits changed before the index was loaded: applied once it is, since an index
    * taken whole from an image would not show them (and the change feed must be told of them).
@@ -70,9 +79,18 @@ export class LocalDirectory {
     this.index.adopt(image, new Map([[this.localHolder, this.holder]]));
   }
 
-  private settle(hash: string, identifierType: string, visibility: IndexVisibility): void {
+  private settle(
+    hash: string,
+    identifierType: string,
+    visibility: IndexVisibility,
+    loaded = false,
+  ): void {
     this.index.set(hash, identifierType, this.localHolder, visibility);
-    this.observer?.(hash, identifierType, visibility);
+    if (!loaded && this.changedWhileLoading !== null) {
+      this.changedWhileLoading.add(hash);
+      this.index.mark(hash);
+    }
+    this.observer?.(hash, identifierType, visibility, loaded);
   }
 
   /**
@@ -81,13 +99,31 @@ export class LocalDirectory {
    * an index already built (cluster mode: read again after lost notes, or for the feed's new
    * writer) also removes the local keys whose rows went meanwhile: a key withdrawn while the
    * notes were lost was otherwise found by every lookup here until a restart (found by the
-   * simulator, issue 30).
+   * simulator, issue 30). Commands go on meanwhile: a key one changes is kept as its change read
+   * it (changedWhileLoading). Two loads asked at once run one after the other.
    */
-  async load(options: { pause?: () => Promise<void>; pauseEvery?: number } = {}): Promise<number> {
+  load(options: { pause?: () => Promise<void>; pauseEvery?: number } = {}): Promise<number> {
+    const run = this.loading.then(
+      () => this.loadWhole(options),
+      () => this.loadWhole(options),
+    );
+    this.loading = run;
+    return run;
+  }
+
+  private async loadWhole(options: {
+    pause?: () => Promise<void>;
+    pauseEvery?: number;
+  }): Promise<number> {
     this.index.marking();
-    const rows = await this.loadRows(options);
-    this.index.sweep(this.localHolder);
-    return rows;
+    this.changedWhileLoading = new Set();
+    try {
+      const rows = await this.loadRows(options);
+      this.index.sweep(this.localHolder);
+      return rows;
+    } finally {
+      this.changedWhileLoading = null;
+    }
   }
 
   private async loadRows(options: {
@@ -124,9 +160,13 @@ export class LocalDirectory {
     return rows;
   }
 
-  /** A key as a whole load found it: settled, and marked found (DirectoryIndex.sweep). */
+  /**
+   * A key as a whole load found it: settled, and marked found (DirectoryIndex.sweep); left as it
+   * is when a change was read for it meanwhile (newer than the load's page).
+   */
   private settleLoaded(hash: string, identifierType: string, visibility: IndexVisibility): void {
-    this.settle(hash, identifierType, visibility);
+    if (this.changedWhileLoading?.has(hash) === true) return;
+    this.settle(hash, identifierType, visibility, true);
     this.index.mark(hash);
   }
 

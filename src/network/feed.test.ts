@@ -17,7 +17,7 @@ const hash = (n: number) => n.toString(16).padStart(64, '0');
 async function loadWith(log: MemoryLog): Promise<FeedPublisher> {
   const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
   const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
-  directory.observer = (h, t, v) => feed.observe(h, t, v);
+  directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
   feed.beginLoad();
   await directory.load({ pause: () => feed.drainIfLarge(2), pauseEvery: 1 });
   feed.endLoad();
@@ -109,7 +109,7 @@ describe('the change feed at start', () => {
     expect((await entries(taker)).map((e) => e.identifier_hash)).toEqual([hash(1)]);
     taker.resync();
     const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
-    directory.observer = (h, t, v) => taker.observe(h, t, v);
+    directory.observer = (h, t, v, loaded) => taker.observe(h, t, v, loaded);
     taker.beginLoad();
     await directory.load();
     taker.endLoad();
@@ -118,6 +118,53 @@ describe('the change feed at start', () => {
       [hash(1), 'network'],
       [hash(2), 'network'],
     ]);
+  });
+});
+
+describe('the feed while commands change keys during its load', () => {
+  it('states each change once, newest last, removing no key the load is yet to reach', async () => {
+    // Cluster mode: the feed's new writer loads the directory beside the feed's state while
+    // commands go on; a key changed meanwhile is observed out of the load's hash order.
+    const log = new MemoryLog();
+    const row = (n: number, v: 'network' | 'public') => ({
+      table: 'directory' as const,
+      key: `${hash(n)}/idn/${n}`,
+      bytes: frame({ t: 'phone', v }),
+    });
+    const change = (n: number, v: 'network' | 'public') => ({
+      key: `${hash(n)}/idn/${n}`,
+      identifierType: 'phone',
+      identifierHash: hash(n),
+      visibility: v,
+    });
+    await log.write([row(1, 'network'), row(3, 'network'), row(4, 'network')]);
+    const first = await loadWith(log);
+    expect(first.sequence).toBe(3);
+    const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
+    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+    await directory.load();
+    directory.ready();
+    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    let changed = false;
+    const pause = async () => {
+      if (changed) return;
+      changed = true;
+      // After the load read its page: key 2 registered, key 4 turned public.
+      await log.write([row(2, 'network'), row(4, 'public')]);
+      await directory.apply([change(2, 'network'), change(4, 'public')]);
+    };
+    feed.beginLoad();
+    await directory.load({ pause, pauseEvery: 1 });
+    feed.endLoad();
+    await feed.flush();
+    expect(changed).toBe(true);
+    expect((await entries(feed, 3)).map((e) => [e.identifier_hash, e.visibility])).toEqual([
+      [hash(2), 'network'],
+      [hash(4), 'public'],
+    ]);
+    // A start after it finds nothing the feed missed.
+    const again = await loadWith(log);
+    expect(again.sequence).toBe(5);
   });
 });
 

@@ -48,6 +48,8 @@ type Step =
       hash: string;
       identifierType: string;
       visibility: IndexVisibility;
+      /** Told by the directory's load, in hash order; otherwise a command's change. */
+      loaded: boolean;
       resyncs: number;
     };
 
@@ -58,6 +60,11 @@ interface StateWalk {
   /** The last key read; null before the first page. */
   after: string | null;
   done: boolean;
+  /**
+   * Keys a command changed while the walk runs: each compared with what the feed states of it
+   * when observed (out of the load's order), then neither stated again nor removed by the walk.
+   */
+  changed: Set<string>;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -167,10 +174,14 @@ export class FeedPublisher {
     this.enqueue({ kind: 'begin' });
   }
 
-  /** A key's local visibility, at load or after a change: appended when the feed says otherwise. */
-  observe(hash: string, identifierType: string, visibility: IndexVisibility): void {
+  /**
+   * A key's local visibility, at load (`loaded`, in hash order) or after a change: appended when
+   * the feed says otherwise.
+   */
+  observe(hash: string, identifierType: string, visibility: IndexVisibility, loaded = false): void {
     if (!this.writes()) return;
-    this.enqueue({ kind: 'observe', hash, identifierType, visibility, resyncs: this.resyncs });
+    const resyncs = this.resyncs;
+    this.enqueue({ kind: 'observe', hash, identifierType, visibility, loaded, resyncs });
   }
 
   /**
@@ -234,17 +245,35 @@ export class FeedPublisher {
           this.lastSeq = last;
         });
       case 'begin':
-        this.loading = { rows: [], at: 0, after: null, done: false };
+        this.loading = { rows: [], at: 0, after: null, done: false, changed: new Set() };
         return undefined;
       case 'end':
         return this.loading === null ? undefined : this.endWalk();
-      case 'observe': {
-        if (step.resyncs !== this.resyncs) return undefined;
-        const stated = this.loading === null ? this.stated(step.hash) : this.walkTo(step.hash);
-        if (!(stated instanceof Promise)) return this.compare(step, stated);
-        return stated.then((found) => this.compare(step, found));
-      }
+      case 'observe':
+        return step.resyncs === this.resyncs ? this.observed(step) : undefined;
     }
+  }
+
+  /**
+   * Compares an observed key with what the feed states of it: beside the walk for a key the load
+   * told; otherwise as written or about to be (a change while the walk runs comes out of the
+   * walk's order, and must not move it: found by a test of a load beside commands).
+   */
+  private observed(step: Step & { kind: 'observe' }): Promise<void> | undefined {
+    const walk = this.loading;
+    let stated: FeedState | undefined | Promise<FeedState | undefined>;
+    if (walk !== null && step.loaded) {
+      stated = this.walkTo(step.hash);
+      // The change's own observation stated it already (newer than the load's page).
+      if (walk.changed.has(step.hash)) {
+        return stated instanceof Promise ? stated.then(() => undefined) : undefined;
+      }
+    } else {
+      walk?.changed.add(step.hash);
+      stated = this.stated(step.hash);
+    }
+    if (!(stated instanceof Promise)) return this.compare(step, stated);
+    return stated.then((found) => this.compare(step, found));
   }
 
   private async endWalk(): Promise<void> {
@@ -275,6 +304,7 @@ export class FeedPublisher {
     const walk = this.loading!;
     while (walk.at < walk.rows.length && (hash === null || walk.rows[walk.at]!.key < hash)) {
       const { key, bytes } = walk.rows[walk.at++]!;
+      if (walk.changed.has(key)) continue;
       const state = unframeRow<FeedState>('feed_state', key, bytes);
       if (state.v !== null) this.append(key, state.t, null);
     }

@@ -52,8 +52,8 @@ export class Network {
       onKeys: options.onKeys,
     });
     this.feed = new FeedPublisher(options.log, Date.now, options.feedWriting ?? null);
-    options.directory.observer = (hash, type, visibility) =>
-      this.feed.observe(hash, type, visibility);
+    options.directory.observer = (hash, type, visibility, loaded) =>
+      this.feed.observe(hash, type, visibility, loaded);
   }
 
   /**
