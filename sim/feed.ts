@@ -73,7 +73,7 @@ export class SimFeed implements SimPart {
   private load(publisher: FeedPublisher): void {
     publisher.beginLoad();
     for (const [hash, entry] of [...this.directory].sort(([a], [b]) => (a < b ? -1 : 1)))
-      publisher.observe(hash, entry.type, entry.visibility);
+      publisher.observe(hash, entry.type, entry.visibility, true);
     publisher.endLoad();
   }
 
