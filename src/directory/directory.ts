@@ -21,6 +21,16 @@ const backoff = (attempt: number): Promise<void> => {
   return new Promise((resolve) => setTimeout(resolve, waitMs));
 };
 
+/** How a whole load runs: `pause` every `pauseEvery` rows; `begin` and `end` told as it does. */
+interface LoadOptions {
+  pause?: () => Promise<void>;
+  pauseEvery?: number;
+  /** Told when this load begins (after any asked for before it), before its first key. */
+  begin?: () => void;
+  /** Told when this load has found every key, before any load asked for after it begins. */
+  end?: () => void;
+}
+
 export class LocalDirectory {
   readonly index: DirectoryIndex;
   readonly localHolder: number;
@@ -102,7 +112,7 @@ export class LocalDirectory {
    * simulator, issue 30). Commands go on meanwhile: a key one changes is kept as its change read
    * it (changedWhileLoading). Two loads asked at once run one after the other.
    */
-  load(options: { pause?: () => Promise<void>; pauseEvery?: number } = {}): Promise<number> {
+  load(options: LoadOptions = {}): Promise<number> {
     const run = this.loading.then(
       () => this.loadWhole(options),
       () => this.loadWhole(options),
@@ -111,25 +121,21 @@ export class LocalDirectory {
     return run;
   }
 
-  private async loadWhole(options: {
-    pause?: () => Promise<void>;
-    pauseEvery?: number;
-  }): Promise<number> {
+  private async loadWhole(options: LoadOptions): Promise<number> {
     this.index.marking();
     this.changedWhileLoading = new Set();
+    options.begin?.();
     try {
       const rows = await this.loadRows(options);
       this.index.sweep(this.localHolder);
+      options.end?.();
       return rows;
     } finally {
       this.changedWhileLoading = null;
     }
   }
 
-  private async loadRows(options: {
-    pause?: () => Promise<void>;
-    pauseEvery?: number;
-  }): Promise<number> {
+  private async loadRows(options: LoadOptions): Promise<number> {
     const pauseEvery = options.pauseEvery ?? 50_000;
     let hash = '';
     let type = '';

@@ -168,6 +168,43 @@ describe('the feed while commands change keys during its load', () => {
   });
 });
 
+describe('the feed beside a whole load it did not ask for', () => {
+  it('walks beside its own load only, not one under way when it asked', async () => {
+    // Cluster mode: an instance reading its index again after lost notes becomes the feed's
+    // writer meanwhile; its republish's load runs after the first, and the feed's walk must
+    // take the keys of its own load alone, in their order.
+    const log = new MemoryLog();
+    const row = (n: number) => ({
+      table: 'directory' as const,
+      key: `${hash(n)}/idn/${n}`,
+      bytes: frame({ t: 'phone', v: 'network' }),
+    });
+    await log.write([row(1), row(2), row(3), row(4)]);
+    expect((await loadWith(log)).sequence).toBe(4);
+    const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
+    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+    await directory.load();
+    directory.ready();
+    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    let republished: Promise<number> | null = null;
+    const reread = directory.load({
+      pauseEvery: 1,
+      pause: async () => {
+        // The feed's partition taken while the read again is at its first key.
+        republished ??= directory.load({
+          begin: () => feed.beginLoad(),
+          end: () => feed.endLoad(),
+        });
+      },
+    });
+    expect(await reread).toBe(4);
+    expect(await republished).toBe(4);
+    await feed.flush();
+    expect(await entries(feed, 4)).toEqual([]);
+    expect(feed.sequence).toBe(4);
+  });
+});
+
 describe('the feed while its database does not answer (issue 29)', () => {
   const at = () => Date.parse('2026-11-22T00:00:00Z');
   /** A cluster writer holding the feed's partition whose writes fail as `failures` says. */

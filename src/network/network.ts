@@ -90,11 +90,7 @@ export class Network {
         const reason = image.kind === 'damaged' ? image.reason : unfit;
         logger.info({ reason }, 'directory image not used; the index is rebuilt from the tables');
       }
-      this.feed.beginLoad();
-      directoryRows = await directory.load({
-        pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
-      });
-      this.feed.endLoad();
+      directoryRows = await directory.load(this.feedBeside());
     }
     directory.ready();
     this.registry.start();
@@ -109,12 +105,20 @@ export class Network {
    */
   async republish(): Promise<void> {
     this.feed.resync();
-    this.feed.beginLoad();
-    await this.options.directory.load({
-      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
-    });
-    this.feed.endLoad();
+    await this.options.directory.load(this.feedBeside());
     await this.feed.flush();
+  }
+
+  /**
+   * A whole load with the feed's walk beside it: begun and ended with the load itself, so that a
+   * load under way when it was asked for (an index read again) is not taken for it.
+   */
+  private feedBeside() {
+    return {
+      begin: () => this.feed.beginLoad(),
+      end: () => this.feed.endLoad(),
+      pause: () => this.feed.drainIfLarge(this.options.limits.feed_pending_max),
+    };
   }
 
   /**
