@@ -205,6 +205,50 @@ describe('the feed beside a whole load it did not ask for', () => {
   });
 });
 
+describe('the feed when its writer takes the feed again amid a republish', () => {
+  it('states nothing of the load it began before (no key removed, none stated again)', async () => {
+    // Cluster mode: the writer lost the feed's partition and took it back (a new epoch) while
+    // its republish's load ran; that load's walk belongs to the old epoch and must end unheard.
+    const log = new MemoryLog();
+    const row = (n: number) => ({
+      table: 'directory' as const,
+      key: `${hash(n)}/idn/${n}`,
+      bytes: frame({ t: 'phone', v: 'network' }),
+    });
+    await log.write([row(1), row(2), row(3), row(4)]);
+    expect((await loadWith(log)).sequence).toBe(4);
+    const epoch = { now: 1n };
+    const writing = {
+      epoch: () => epoch.now,
+      write: (w: Parameters<MemoryLog['write']>[0]) => log.write(w),
+    };
+    const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'), writing);
+    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+    await directory.load();
+    directory.ready();
+    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    const beside = { begin: () => feed.beginLoad(), end: () => feed.endLoad() };
+    let again: Promise<number> | null = null;
+    let pauses = 0;
+    feed.resync();
+    const first = directory.load({
+      ...beside,
+      pauseEvery: 1,
+      pause: async () => {
+        // The partition taken back at a new epoch once the first load has told its first key.
+        if (again !== null || ++pauses < 2) return;
+        epoch.now = 2n;
+        feed.resync();
+        again = directory.load(beside);
+      },
+    });
+    expect(await first).toBe(4);
+    expect(await again).toBe(4);
+    await feed.flush();
+    expect(await entries(feed, 4)).toEqual([]);
+  });
+});
+
 describe('the feed while its database does not answer (issue 29)', () => {
   const at = () => Date.parse('2026-11-22T00:00:00Z');
   /** A cluster writer holding the feed's partition whose writes fail as `failures` says. */

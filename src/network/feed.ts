@@ -41,8 +41,8 @@ interface FeedState {
  */
 type Step =
   | { kind: 'last' }
-  | { kind: 'begin' }
-  | { kind: 'end' }
+  | { kind: 'begin'; resyncs: number }
+  | { kind: 'end'; resyncs: number }
   | {
       kind: 'observe';
       hash: string;
@@ -171,7 +171,7 @@ export class FeedPublisher {
    * state is merged beside them in one sequential walk (no lookup per key).
    */
   beginLoad(): void {
-    this.enqueue({ kind: 'begin' });
+    this.enqueue({ kind: 'begin', resyncs: this.resyncs });
   }
 
   /**
@@ -188,7 +188,7 @@ export class FeedPublisher {
    * The load is over: keys the feed still states but the directory no longer has become removals.
    */
   endLoad(): void {
-    this.enqueue({ kind: 'end' });
+    this.enqueue({ kind: 'end', resyncs: this.resyncs });
   }
 
   /** Resolves once every step taken so far is taken; rejects with one that failed meanwhile. */
@@ -241,14 +241,19 @@ export class FeedPublisher {
   private take(step: Step): Promise<void> | undefined {
     switch (step.kind) {
       case 'last':
+        // A walk begun before a resync belongs to the feed as it was: it ends unheard (its
+        // load's observations were dropped, so its end would take their keys for removed).
+        this.loading = null;
         return this.loadedLast().then((last) => {
           this.lastSeq = last;
         });
       case 'begin':
+        if (step.resyncs !== this.resyncs) return undefined;
         this.loading = { rows: [], at: 0, after: null, done: false, changed: new Set() };
         return undefined;
       case 'end':
-        return this.loading === null ? undefined : this.endWalk();
+        if (step.resyncs !== this.resyncs || this.loading === null) return undefined;
+        return this.endWalk();
       case 'observe':
         return step.resyncs === this.resyncs ? this.observed(step) : undefined;
     }
