@@ -87,22 +87,22 @@ function cpuUsPerRequest(cpu: CpuShare, perSecond: number): number {
 /** Header lines uWebSockets.js writes itself on every answer, the bare server's as the node's. */
 const WRITTEN_BY_UWS = new Set(['date', 'uwebsockets', 'content-length']);
 
-/** One answer as sent: status, header lines in their order, body. */
+/** One answer as sent (node:http decodes nothing): status, header lines in their order, body. */
 interface RawAnswer {
   status: number;
   lines: [string, string][];
-  body: string;
+  bytes: Buffer;
 }
 
-function rawGet(url: string): Promise<RawAnswer> {
+function rawGet(url: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, (res) => {
+    const req = request(url, { headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
         const lines: [string, string][] = [];
         for (let i = 0; i < res.rawHeaders.length; i += 2) lines.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
-        resolve({ status: res.statusCode ?? 0, lines, body: Buffer.concat(chunks).toString('utf8') });
+        resolve({ status: res.statusCode ?? 0, lines, bytes: Buffer.concat(chunks) });
       });
       res.on('error', reject);
     });
@@ -110,6 +110,9 @@ function rawGet(url: string): Promise<RawAnswer> {
     req.end();
   });
 }
+
+/** The value of an answer's header line `name`, if it has one. */
+const lineOf = (answer: RawAnswer, name: string): string | undefined => answer.lines.find(([n]) => n === name)?.[1];
 
 /** The lines of an answer the bare server writes as given: all but the request id and uWS's own. */
 function fixedLines(answer: RawAnswer): [string, string][] {
@@ -124,10 +127,9 @@ function fixedLines(answer: RawAnswer): [string, string][] {
 export async function compareWithBare(config: BenchConfig, report: Report, options: { section: string; node: RunningServer; dir: string; path: string; shapes: readonly LoadShape[] }): Promise<void> {
   const { node, path } = options;
   const answer = await rawGet(node.baseUrl + path);
-  const { body } = answer;
-  const type = answer.lines.find(([name]) => name === 'content-type')?.[1];
-  if (answer.status !== 200 || type !== 'application/json') throw new Error(`GET ${path} answered ${answer.status}: ${body.slice(0, 300)}`);
-  const requestId = answer.lines.find(([name]) => name === 'path-request-id')?.[1];
+  const body = answer.bytes.toString('utf8');
+  if (answer.status !== 200 || lineOf(answer, 'content-type') !== 'application/json') throw new Error(`GET ${path} answered ${answer.status}: ${body.slice(0, 300)}`);
+  const requestId = lineOf(answer, 'path-request-id');
   if (requestId === undefined) throw new Error(`GET ${path} answered without a request id`);
   const route: BareRoute = { body, head: fixedLines(answer), requestId };
   const routesFile = join(options.dir, 'bare-routes.json');
@@ -136,7 +138,7 @@ export async function compareWithBare(config: BenchConfig, report: Report, optio
   try {
     bare = await startBareServer({ routesFile, timeoutMs: config.child_timeout_ms });
     const bareAnswer = await rawGet(bare.baseUrl + path);
-    const same = (a: RawAnswer): string => JSON.stringify([a.body, fixedLines(a), a.lines.map(([name]) => name).sort()]);
+    const same = (a: RawAnswer): string => JSON.stringify([a.bytes.toString('utf8'), fixedLines(a), a.lines.map(([name]) => name).sort()]);
     if (same(bareAnswer) !== same(answer)) throw new Error('the bare server does not answer the same bytes');
     const headBytes = answer.lines.reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0);
     report.line(`  answer: ${Buffer.byteLength(body)} bytes of body, ${answer.lines.length} header lines (${headBytes} bytes) on both servers; ${config.get.duration_seconds} s per run, ${config.get.rounds} rounds of bare then node, after a ${config.get.warmup_seconds} s warm-up each`);
@@ -153,18 +155,11 @@ const CODINGS = [
   { name: 'br', accept: 'br' },
 ] as const;
 
-/** The bytes of one answer as sent (node:http decodes nothing), and the coding it came in. */
-function sentBytes(url: string, accept: string | null): Promise<{ bytes: number; coding: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { headers: accept === null ? {} : { 'accept-encoding': accept } }, (res) => {
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => { bytes += chunk.length; });
-      res.on('end', () => res.statusCode === 200 ? resolve({ bytes, coding: res.headers['content-encoding'] ?? 'uncompressed' }) : reject(new Error(`GET ${url} answered ${res.statusCode}`)));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** The bytes of one answer as sent, and the coding it came in. */
+async function sentBytes(url: string, accept: string | null): Promise<{ bytes: number; coding: string }> {
+  const answer = await rawGet(url, accept === null ? {} : { 'accept-encoding': accept });
+  if (answer.status !== 200) throw new Error(`GET ${url} answered ${answer.status}`);
+  return { bytes: answer.bytes.length, coding: lineOf(answer, 'content-encoding') ?? 'uncompressed' };
 }
 
 /**
