@@ -31,6 +31,28 @@ const entries = async (feed: FeedPublisher, after = 0) =>
     visibility: string | null;
   }[];
 
+/** A directory built and ready over `log`, telling `feed` of every key it observes. */
+async function directoryTelling(log: MemoryLog, feed: FeedPublisher): Promise<LocalDirectory> {
+  const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
+  await directory.load();
+  directory.ready();
+  directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+  return directory;
+}
+
+/** The directory row of key `n`, a phone number at `v`. */
+const phoneRow = (n: number, v: 'network' | 'public' = 'network') => ({
+  table: 'directory' as const,
+  key: `${hash(n)}/idn/${n}`,
+  bytes: frame({ t: 'phone', v }),
+});
+
+/** Keys 1 to 4 in the directory, and the feed stating them (sequence 4). */
+async function fourKeysStated(log: MemoryLog): Promise<void> {
+  await log.write([phoneRow(1), phoneRow(2), phoneRow(3), phoneRow(4)]);
+  expect((await loadWith(log)).sequence).toBe(4);
+}
+
 describe('the change feed at start', () => {
   it('appends every visible local key once, and nothing on a second start', async () => {
     const log = new MemoryLog();
@@ -126,31 +148,23 @@ describe('the feed while commands change keys during its load', () => {
     // Cluster mode: the feed's new writer loads the directory beside the feed's state while
     // commands go on; a key changed meanwhile is observed out of the load's hash order.
     const log = new MemoryLog();
-    const row = (n: number, v: 'network' | 'public') => ({
-      table: 'directory' as const,
-      key: `${hash(n)}/idn/${n}`,
-      bytes: frame({ t: 'phone', v }),
-    });
     const change = (n: number, v: 'network' | 'public') => ({
       key: `${hash(n)}/idn/${n}`,
       identifierType: 'phone',
       identifierHash: hash(n),
       visibility: v,
     });
-    await log.write([row(1, 'network'), row(3, 'network'), row(4, 'network')]);
+    await log.write([phoneRow(1, 'network'), phoneRow(3, 'network'), phoneRow(4, 'network')]);
     const first = await loadWith(log);
     expect(first.sequence).toBe(3);
     const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
-    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
-    await directory.load();
-    directory.ready();
-    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    const directory = await directoryTelling(log, feed);
     let changed = false;
     const pause = async () => {
       if (changed) return;
       changed = true;
       // After the load read its page: key 2 registered, key 4 turned public.
-      await log.write([row(2, 'network'), row(4, 'public')]);
+      await log.write([phoneRow(2, 'network'), phoneRow(4, 'public')]);
       await directory.apply([change(2, 'network'), change(4, 'public')]);
     };
     feed.beginLoad();
@@ -174,18 +188,9 @@ describe('the feed beside a whole load it did not ask for', () => {
     // writer meanwhile; its republish's load runs after the first, and the feed's walk must
     // take the keys of its own load alone, in their order.
     const log = new MemoryLog();
-    const row = (n: number) => ({
-      table: 'directory' as const,
-      key: `${hash(n)}/idn/${n}`,
-      bytes: frame({ t: 'phone', v: 'network' }),
-    });
-    await log.write([row(1), row(2), row(3), row(4)]);
-    expect((await loadWith(log)).sequence).toBe(4);
+    await fourKeysStated(log);
     const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'));
-    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
-    await directory.load();
-    directory.ready();
-    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    const directory = await directoryTelling(log, feed);
     let republished: Promise<number> | null = null;
     const reread = directory.load({
       pauseEvery: 1,
@@ -210,23 +215,14 @@ describe('the feed when its writer takes the feed again amid a republish', () =>
     // Cluster mode: the writer lost the feed's partition and took it back (a new epoch) while
     // its republish's load ran; that load's walk belongs to the old epoch and must end unheard.
     const log = new MemoryLog();
-    const row = (n: number) => ({
-      table: 'directory' as const,
-      key: `${hash(n)}/idn/${n}`,
-      bytes: frame({ t: 'phone', v: 'network' }),
-    });
-    await log.write([row(1), row(2), row(3), row(4)]);
-    expect((await loadWith(log)).sequence).toBe(4);
+    await fourKeysStated(log);
     const epoch = { now: 1n };
     const writing = {
       epoch: () => epoch.now,
       write: (w: Parameters<MemoryLog['write']>[0]) => log.write(w),
     };
     const feed = new FeedPublisher(log, () => Date.parse('2026-11-22T00:00:00Z'), writing);
-    const directory = new LocalDirectory(log, { member: 'beta', endpoint: 'http://beta' });
-    await directory.load();
-    directory.ready();
-    directory.observer = (h, t, v, loaded) => feed.observe(h, t, v, loaded);
+    const directory = await directoryTelling(log, feed);
     const beside = { begin: () => feed.beginLoad(), end: () => feed.endLoad() };
     let again: Promise<number> | null = null;
     let pauses = 0;
