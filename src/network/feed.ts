@@ -62,7 +62,7 @@ interface StateWalk {
   done: boolean;
   /**
    * Keys a command changed while the walk runs: each compared with what the feed states of it
-   * when observed (out of the load's order), then neither stated again nor removed by the walk.
+   * when observed (out of the load's order), then not taken for removed when the walk passes it.
    */
   changed: Set<string>;
 }
@@ -262,18 +262,15 @@ export class FeedPublisher {
   /**
    * Compares an observed key with what the feed states of it: beside the walk for a key the load
    * told; otherwise as written or about to be (a change while the walk runs comes out of the
-   * walk's order, and must not move it: found by a test of a load beside commands).
+   * walk's order, and must not move it: defect 15 in docs/SIMULATION.md).
    */
   private observed(step: Step & { kind: 'observe' }): Promise<void> | undefined {
     const walk = this.loading;
     let stated: FeedState | undefined | Promise<FeedState | undefined>;
-    if (walk !== null && step.loaded) {
-      stated = this.walkTo(step.hash);
-      // The change's own observation stated it already (newer than the load's page).
-      if (walk.changed.has(step.hash)) {
-        return stated instanceof Promise ? stated.then(() => undefined) : undefined;
-      }
-    } else {
+    // The directory tells no load's observation of a key changed meanwhile (LocalDirectory's
+    // changedWhileLoading): a key the walk reaches by the load's hand is one no change came for.
+    if (walk !== null && step.loaded) stated = this.walkTo(step.hash);
+    else {
       walk?.changed.add(step.hash);
       stated = this.stated(step.hash);
     }
