@@ -403,10 +403,14 @@ export const FEED_STATE_READ_PAGE_ROWS = 10_000;
 export const HOUSEKEEPING_READ_PAGE_ROWS = 10_000;
 /** A member's replica rows its follower reads at a time into the index (network/follower.ts). */
 export const REPLICA_READ_PAGE_ROWS = 10_000;
-/** Outbox, resend and expiry rows the webhook deliverer reads at a time (events/delivery.ts). */
+/** Outbox and resend rows the webhook deliverer reads at a time (events/delivery.ts). */
 export const OUTBOX_READ_PAGE_ROWS = 1_000;
-/** Replay marks past their window forgotten per sweep round (node.ts), read in one range. */
-export const REPLAY_SWEEP_ROWS_MAX = 10_000;
+/**
+ * Rows a sweep forgets a write (reads/housekeeping.ts `forgetRange`: replay marks, idempotent
+ * answers, journal rows and finished events past their retention): a round reads and writes a
+ * page at a time until none is left, so the thread that serves HTTP is held a page at a time.
+ */
+export const SWEEP_PAGE_ROWS = 1_000;
 
 /**
  * How long a browser may keep a preflight answer of a public route (P20) before asking again.

@@ -1,19 +1,14 @@
 // Boot of a running node: config -> open log -> recover shards -> listen; and its orderly stop.
 import type { Logger } from 'pino';
 import { ShardPool, type Commands } from './actors/pool.js';
-import {
-  FRONT_COLLECT_AFTER_ANSWERS,
-  OWN_KEYS_WAIT_MS,
-  REPLAY_SWEEP_ROWS_MAX,
-  type Config,
-} from './config.js';
+import { FRONT_COLLECT_AFTER_ANSWERS, OWN_KEYS_WAIT_MS, type Config } from './config.js';
 import { exceptionFields } from './logger.js';
 import { DatabaseHealth } from './log/unavailable.js';
 import type { CommandResult } from './actors/types.js';
-import { PARTITION_COUNT, type Log, type TableWrite } from './log/log.js';
-import { Authenticator, replayCutoff } from './http/auth.js';
+import { PARTITION_COUNT, type Log } from './log/log.js';
+import { Authenticator } from './http/auth.js';
 import { replayRows } from './reads/rows.js';
-import { checkIdempotency, housekeeping } from './reads/housekeeping.js';
+import { checkIdempotency, forgetReplays, housekeeping } from './reads/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { documentReply } from './http/cache.js';
 import type { HttpReply } from './http/reply.js';
@@ -216,8 +211,9 @@ function announceRecovered(logger: Logger, pool: ShardPool, started: number): vo
 
 /**
  * What housekeeping left undone while the node was down, before it is ready: the expired
- * stored answers forgotten, replay marks past their window, webhook resends asked
- * for from the command line, and events past their retention.
+ * stored answers forgotten and webhook resends asked for from the command line taken up. Replay
+ * marks past their window and events past their retention go in the sweep's first round, which
+ * the timers start at once (startFollowers).
  */
 async function catchUpHousekeeping(
   log: Log,
@@ -225,10 +221,8 @@ async function catchUpHousekeeping(
   events: WebhookDelivery,
 ): Promise<void> {
   await housekeeping(log, config.limits);
-  await forgetReplays(log, Date.now());
   events.start();
   await events.takeResends();
-  await events.sweep();
 }
 
 /** The signing key in force: the command line may rotate it while the node runs. */
@@ -539,11 +533,15 @@ function startFollowers(
   );
   const replaysForgotten = task('replay sweep');
   const eventsSwept = task('event sweep');
-  const replaySweep = setInterval(() => {
+  const forgetPast = () => {
     access.authenticator.forget(Date.now());
     replaysForgotten(() => forgetReplays(log, Date.now()));
     eventsSwept(() => runtime.events.sweep());
-  }, config.limits.replay_sweep_interval_ms);
+  };
+  // The first round at once, beside the first requests: a round forgets all that is past its
+  // window, however much a long stop left, and the start does not wait for it.
+  forgetPast();
+  const replaySweep = setInterval(forgetPast, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics, access)];
 }
 
@@ -897,21 +895,7 @@ function within(done: Promise<void>, ms: number): Promise<void> {
 
 /** The requests earlier runs accepted and still remember (P5). */
 function* rememberedReplays(log: Log): Iterable<{ key: string; keyId: string }> {
-  for (const { key, bytes } of log.scan('replay', { start: replayCutoff(Date.now()) })) {
+  for (const { key, bytes } of log.scan('replay', { start: replayRows.cutoff(Date.now()) })) {
     yield { key, keyId: replayRows.read(key, bytes).c };
   }
-}
-
-/**
- * Replay rows sort by the time they may be forgotten: the expired ones are one range, read
- * without holding the thread (issue 29), REPLAY_SWEEP_ROWS_MAX a round (the next takes the rest).
- */
-async function forgetReplays(log: Log, now: number): Promise<void> {
-  const range = { end: replayCutoff(now), limit: REPLAY_SWEEP_ROWS_MAX };
-  const writes: TableWrite[] = (await log.loadRange('replay', range)).map(({ key }) => ({
-    table: 'replay',
-    key,
-    bytes: null,
-  }));
-  if (writes.length > 0) await log.write(writes);
 }

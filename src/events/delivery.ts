@@ -23,6 +23,7 @@ import {
 import { exceptionFields } from '../logger.js';
 import { backoffMs, unreachable } from '../log/unavailable.js';
 import { partitionOf, type Reads, type TableWrite } from '../log/log.js';
+import { forgetRange } from '../reads/housekeeping.js';
 import { deliveryRows, eventExpiryRows, outboxRows, type TargetState } from '../reads/rows.js';
 import { envelopeFields, signBytes, signObject, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
@@ -156,25 +157,26 @@ export class WebhookDelivery {
     return taken;
   }
 
-  /** Forgets finished events past their retention: one range of the expiry index. */
+  /**
+   * Forgets finished events past their retention: the expiry index's rows that are due, every
+   * one of them each round, a page at a time (forgetRange).
+   */
   async sweep(): Promise<void> {
     const now = this.options.clock.now();
-    const writes: TableWrite[] = [];
-    const range = { ...eventExpiryRows.due(now), limit: OUTBOX_READ_PAGE_ROWS };
-    for (const { key } of await this.options.log.loadRange('event_expiry', range)) {
-      writes.push({ table: 'event_expiry', key, bytes: null });
+    const log = {
+      loadRange: this.options.log.loadRange.bind(this.options.log),
+      write: (writes: readonly TableWrite[]) => this.write(writes),
+    };
+    await forgetRange(log, 'event_expiry', eventExpiryRows.due(now), async (key) => {
       const id = eventExpiryRows.idOf(key);
       const state = await this.stateOf(id);
       // A resent event finishes again later, with an expiry row of its own.
       const last = Math.max(0, ...(state ?? []).map((t) => t.finished_at ?? 0));
-      if (
+      const kept =
         (state !== undefined && !finished(state)) ||
-        last + this.options.limits.events_retention_ms > now
-      )
-        continue;
-      writes.push(...forgotten(id));
-    }
-    if (writes.length > 0) await this.write(writes);
+        last + this.options.limits.events_retention_ms > now;
+      return kept ? [] : forgotten(id);
+    });
   }
 
   /** How many events wait for a target, and when the oldest of them was created. */
@@ -337,7 +339,7 @@ export class WebhookDelivery {
    * Delivery state changes of one turn go to the log in
    * one write (many events finish at once under load).
    */
-  private write(writes: TableWrite[]): Promise<void> {
+  private write(writes: readonly TableWrite[]): Promise<void> {
     this.queued.push(...writes);
     this.queuedWrite ??= new Promise<void>((resolve, reject) => {
       setImmediate(() => {

@@ -9,6 +9,7 @@ import { refusal, type Refusal } from '../protocol/errors.js';
 import { signBytes, verifyBytes, type SigningKey } from '../protocol/signing.js';
 import { parseTime } from '../protocol/time.js';
 import type { Credential } from '../store.js';
+import { replayRows } from '../reads/rows.js';
 import { DigestWindow } from './replay-window.js';
 
 export interface SignedRequest {
@@ -79,17 +80,6 @@ export type Authenticated = Caller & { replay: ReplayMark };
 /** A remembered request: when it may be forgotten (ms), per credential, in insertion order. */
 type Seen = DigestWindow;
 
-const UNTIL_HEX_DIGITS = 12;
-
-export function replayRowKey(until: number, digest: string): string {
-  return `${until.toString(16).padStart(UNTIL_HEX_DIGITS, '0')}/${digest}`;
-}
-
-/** The row key that sorts before every row still to keep at `now`. */
-export function replayCutoff(now: number): string {
-  return now.toString(16).padStart(UNTIL_HEX_DIGITS, '0');
-}
-
 export class Authenticator {
   private credentials = new Map<string, Credential>();
   /** Credential key id -> digests of its recent signing strings (P5: each its own share). */
@@ -153,7 +143,7 @@ export class Authenticator {
     return {
       member: credential.member,
       local: credential.local,
-      replay: { key: replayRowKey(kept, digest.toString('base64url')), keyId, until: kept },
+      replay: { key: replayRows.keyOf(kept, digest.toString('base64url')), keyId, until: kept },
     };
   }
 
@@ -176,7 +166,7 @@ export class Authenticator {
     for (const [keyId, seen] of this.seen) {
       for (const { digest, until } of seen.entries()) {
         const kept = this.rowUntil(this.heldAt(until));
-        yield { key: replayRowKey(kept, digest.toString('base64url')), keyId, until: kept };
+        yield { key: replayRows.keyOf(kept, digest.toString('base64url')), keyId, until: kept };
       }
     }
   }

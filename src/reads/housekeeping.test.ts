@@ -1,36 +1,24 @@
 // Housekeeping over the real LMDB log: idempotent answers past their retention (P7) go, live ones
 // stay, and a sweep reads the expired entries only, through the order rows each commit writes
 // beside its entry. Entries of a data directory written before the order rows existed expire too.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Every sweep that forgets (answers, journal rows, replay marks) forgets all that is past its
+// retention in one round, however many, and writes it a page at a time.
 import { afterEach, describe, expect, it } from 'vitest';
+import { temporaryLogs } from '../../test/support/lmdb.js';
 import { decisionWrites } from '../actors/decision.js';
-import { DEFAULT_LIMITS } from '../config.js';
-import { checkIdempotency, housekeeping } from './housekeeping.js';
-import { LmdbLog, openEnvironment, type LmdbEnvironment } from '../log/lmdb-log.js';
-import type { Log, ScanRange, Table } from '../log/log.js';
-import { idempotencyOrderRows, idempotencyRows } from './rows.js';
+import { DEFAULT_LIMITS, SWEEP_PAGE_ROWS } from '../config.js';
+import { journalRows } from '../domain/budget/journal-rows.js';
+import { checkIdempotency, forgetReplays, housekeeping } from './housekeeping.js';
+import type { Log, ScanRange, Table, TableWrite } from '../log/log.js';
+import { idempotencyOrderRows, idempotencyRows, replayRows } from './rows.js';
 
 const RETENTION = DEFAULT_LIMITS.idempotency_retention_ms;
 const HOUR = 3_600_000;
 const NOW = Date.parse('2026-11-23T12:00:00Z');
 
-const envs: LmdbEnvironment[] = [];
-const dirs: string[] = [];
-
-afterEach(async () => {
-  for (const env of envs.splice(0)) await env.root.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function freshLog(): LmdbLog {
-  const dir = mkdtempSync(join(tmpdir(), 'path-node-housekeeping-'));
-  dirs.push(dir);
-  const env = openEnvironment(dir);
-  envs.push(env);
-  return new LmdbLog(env);
-}
+const logs = temporaryLogs('housekeeping');
+afterEach(logs.cleanUp);
+const freshLog = logs.fresh;
 
 /** Writes what a shard's commit writes for an idempotent command answered at `at`. */
 async function commitAnswer(log: Log, scope: string, at: number): Promise<void> {
@@ -134,6 +122,63 @@ describe('housekeeping of idempotent answers (P7)', () => {
     await housekeeping(watched, DEFAULT_LIMITS, NOW + RETENTION);
     expect(read.get('idempotency')).toBe(2);
     expect(scopes(log)).toEqual([]);
+  });
+});
+
+/** The log, recording how many rows each of its writes held. */
+function writeSizes(log: Log): { log: Log; sizes: number[] } {
+  const sizes: number[] = [];
+  const wrapped: Log = Object.create(log) as Log;
+  wrapped.write = (writes: readonly TableWrite[]) => {
+    sizes.push(writes.length);
+    return log.write(writes);
+  };
+  return { log: wrapped, sizes };
+}
+
+const count = (log: Log, table: Table) => [...log.scan(table)].length;
+/** Over 10,000: what a round of the replay sweep forgot before it went on to the end. */
+const MANY = 12_500;
+
+describe('forgetting all that is past its retention, a page at a time', () => {
+  it('forgets every replay mark past its window in one round, keeps the others (P5)', async () => {
+    const log = freshLog();
+    const marks = Array.from({ length: MANY }, (_, i) =>
+      replayRows.mark({ key: replayRows.keyOf(NOW - 1 - i, `old-${i}`), keyId: 'k', until: 0 }),
+    );
+    const live = [NOW + 1, NOW + HOUR].map((until, i) =>
+      replayRows.mark({ key: replayRows.keyOf(until, `live-${i}`), keyId: 'k', until }),
+    );
+    await log.write([...marks, ...live]);
+    const { log: watched, sizes } = writeSizes(log);
+    expect(await forgetReplays(watched, NOW)).toBe(MANY);
+    expect([...log.scan('replay')].map((r) => r.key)).toEqual(live.map((w) => w.key));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(SWEEP_PAGE_ROWS);
+  });
+
+  it('forgets every expired answer and journal row in one round, a page a write', async () => {
+    const log = freshLog();
+    await housekeeping(log, DEFAULT_LIMITS, NOW);
+    const answers = Array.from({ length: 1_500 }, (_, i) =>
+      commitAnswer(log, `old-${i}`, NOW - RETENTION - 1 - i),
+    );
+    await Promise.all(answers);
+    await commitAnswer(log, 'live', NOW - HOUR);
+    const retained = DEFAULT_LIMITS.lookup_journal_retention_days * 24 * HOUR;
+    const journal = (at: number, id: string) =>
+      journalRows.entry(
+        { requester: 'm', at: new Date(at).toISOString(), keys: new Uint8Array() },
+        id,
+      );
+    const calls = Array.from({ length: MANY }, (_, i) => journal(NOW - retained - 1 - i, `j${i}`));
+    await log.write([...calls, journal(NOW - HOUR, 'kept')]);
+    const { log: watched, sizes } = writeSizes(log);
+    await housekeeping(watched, DEFAULT_LIMITS, NOW);
+    expect(scopes(log)).toEqual(['live']);
+    expect(count(log, 'idempotency_order')).toBe(2); // live's row and the mark of the indexing
+    expect([...log.scan('journal')].map((r) => r.key)).toEqual([journal(NOW - HOUR, 'kept').key]);
+    // Each page: its order rows and their entries, or its journal rows.
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(2 * SWEEP_PAGE_ROWS);
   });
 });
 

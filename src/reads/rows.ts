@@ -80,9 +80,19 @@ export const idempotencyOrderRows = {
 
 export const outboxRows = codec<[id: string], OutboxEvent>('outbox', (id) => id);
 
+const UNTIL_HEX_DIGITS = 12;
+
 /** Remembered requests (P5): keyed by the time they may be forgotten (see http/auth.ts). */
 export const replayRows = {
   ...codec<[key: string], { c: string }>('replay', (key) => key),
+  /** The key of a request kept as a row until `until` (ms), by its digest. */
+  keyOf(until: number, digest: string): string {
+    return `${until.toString(16).padStart(UNTIL_HEX_DIGITS, '0')}/${digest}`;
+  },
+  /** The key that sorts before every row still to keep at `now`. */
+  cutoff(now: number): string {
+    return now.toString(16).padStart(UNTIL_HEX_DIGITS, '0');
+  },
   mark(mark: ReplayMark): TableWrite {
     return { table: 'replay', key: mark.key, bytes: frame({ c: mark.keyId }) };
   },
