@@ -130,7 +130,9 @@ function minuteText(n: number, m: Minute): string {
   const kinds = KINDS.map((k) => {
     const r = m.results[k];
     const errors = errorsOf(r);
-    return `${k} p99 ${ms(r.latencyP99Ms)} ms${errors === 0 ? '' : ` (${errors} errors: ${JSON.stringify(r.statusCounts)}, ${r.unanswered} unanswered)`}`;
+    // The generator's own lateness beside each p99: a minute whose requests went out late was
+    // slow on this machine's cores, not only in the node.
+    return `${k} p99 ${ms(r.latencyP99Ms)} ms (sent late p99 ${ms(r.sendLagP99Ms)} ms)${errors === 0 ? '' : ` (${errors} errors: ${JSON.stringify(r.statusCounts)}, ${r.unanswered} unanswered)`}`;
   });
   return `    minute ${n}: ${kinds.join(', ')}; RssAnon ${m.anonMiB.toFixed(1)} MiB, ${rate(m.aggregates)} aggregates in memory, ${m.pendingCommands} commands waiting, ${m.webhookBacklog} events undelivered, ${rate(m.delivered)} deliveries taken; heaps in use / held ${m.frontHeapMiB.toFixed(1)} / ${m.frontHeapHeldMiB.toFixed(1)} MiB (front end) and ${m.workersHeapMiB.toFixed(1)} / ${m.workersHeapHeldMiB.toFixed(1)} MiB (workers), external ${m.frontExternalMiB.toFixed(1)} and ${m.workersExternalMiB.toFixed(1)} MiB, ${rate(m.replayEntries)} requests remembered against replays`;
 }
