@@ -397,8 +397,9 @@ export const DIRECTORY_READ_PAGE_ROWS = 10_000;
  */
 export const FEED_STATE_READ_PAGE_ROWS = 10_000;
 /**
- * Rows housekeeping reads at a time (reads/housekeeping.ts): the expired ones it forgets, and
- * every stored answer checked once at start.
+ * Rows housekeeping reads at a time where it only reads (reads/housekeeping.ts `pages`: the
+ * stored answers of a data directory from before their order rows, the directory image's
+ * `directory_changes`).
  */
 export const HOUSEKEEPING_READ_PAGE_ROWS = 10_000;
 /** A member's replica rows its follower reads at a time into the index (network/follower.ts). */

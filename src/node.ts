@@ -8,7 +8,7 @@ import type { CommandResult } from './actors/types.js';
 import { PARTITION_COUNT, type Log } from './log/log.js';
 import { Authenticator } from './http/auth.js';
 import { replayRows } from './reads/rows.js';
-import { checkIdempotency, forgetReplays, housekeeping } from './reads/housekeeping.js';
+import { forgetReplays, housekeeping } from './reads/housekeeping.js';
 import { unfinishedFollowUps } from './actors/follow-ups.js';
 import { documentReply } from './http/cache.js';
 import type { HttpReply } from './http/reply.js';
@@ -329,8 +329,6 @@ async function startNetwork(
   },
 ) {
   const { log, store, signer, directory, feedWriting } = opened;
-  // A damaged stored answer refuses the start before anyone is answered (P14).
-  await checkIdempotency(log);
   const authenticator = new Authenticator({
     skewMs: config.limits.timestamp_skew_ms,
     replayEntriesPerCredentialMax: config.limits.replay_entries_per_credential_max,

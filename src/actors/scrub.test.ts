@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../log/memory-log.js';
 import { frameRecord, recordCheck } from '../log/record.js';
-import { headRows } from '../reads/rows.js';
+import { headRows, idempotencyRows } from '../reads/rows.js';
 import { usageRows } from '../domain/connection/usage-rows.js';
 import { encodeView } from '../reads/views.js';
 import type { ChainFault } from './chain.js';
@@ -124,5 +124,31 @@ describe('the scrub (issue 28)', () => {
       `log record 7 of partition ${P}, beyond the end of its log`,
     );
     expect(faults[0]!.message).not.toContain('v_ahead');
+  });
+
+  it('a damaged stored answer is found, naming its table (no start reads them)', async () => {
+    const log = new MemoryLog();
+    const entry = (scope: string) => ({
+      scope,
+      requestHash: 'h',
+      status: 201,
+      body: '{}',
+      signed: true,
+      at: 1,
+    });
+    const sound = idempotencyRows.write('s_sound', entry('s_sound'));
+    const damaged = idempotencyRows.write('s_damaged', entry('s_damaged'));
+    damaged.bytes![damaged.bytes!.length - 1]! ^= 0xff;
+    await log.write([sound, damaged]);
+    const faults: RowFault[] = [];
+    const walk = new RowWalk(log, (f) => faults.push(f));
+    while (!walk.step(1));
+    expect(walk.rows).toBe(2);
+    expect(faults.map((f) => [f.table, f.key, f.partition, f.seq])).toEqual([
+      ['idempotency', 's_damaged', null, null],
+    ]);
+    expect(faults[0]!.message).toBe(
+      "a row of table 'idempotency' fails its checksum (damaged at rest)",
+    );
   });
 });

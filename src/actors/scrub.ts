@@ -13,7 +13,7 @@ import { SCRUB_TURN_MS } from '../config.js';
 import { PARTITION_COUNT, type Log, type RecordPosition, type StoredRecord } from '../log/log.js';
 import { ChecksumError, DamagedRowError } from '../log/record.js';
 import { unreachable } from '../log/unavailable.js';
-import { headRows, type LogPosition } from '../reads/rows.js';
+import { headRows, idempotencyRows, type LogPosition } from '../reads/rows.js';
 import { usageRows } from '../domain/connection/usage-rows.js';
 import { decodeView } from '../reads/views.js';
 import {
@@ -199,9 +199,13 @@ export class PartitionWalk {
   }
 }
 
-/** Tables whose rows name the log record they were written with (views.ts, rows.ts). */
-const POSITIONED = ['views', 'usage'] as const;
-type Positioned = (typeof POSITIONED)[number];
+/**
+ * The tables whose rows a pass walks: those whose rows name the log record they were written with
+ * (views.ts, rows.ts), and the stored answers (P7), which a start no longer reads whole (a node
+ * holds 48 hours of them: about 10 s of a start for each million).
+ */
+const WALKED = ['views', 'usage', 'idempotency'] as const;
+type Walked = (typeof WALKED)[number];
 
 /**
  * A row that fails its checksum, or that names a record beyond the end of its partition's log:
@@ -210,7 +214,7 @@ type Positioned = (typeof POSITIONED)[number];
  */
 export interface RowFault {
   item: 'row';
-  table: Positioned;
+  table: Walked;
   key: string;
   partition: number | null;
   seq: number | null;
@@ -220,10 +224,11 @@ export interface RowFault {
 export type Damage = ChainFault | RowFault;
 
 /**
- * The rows of the positioned tables walked in key order, a few at a time, each checked against
- * the log: its record must not be beyond its partition's last. A row is read before the
- * partition's last seq, and its record was committed with it, so appends meanwhile raise no
- * false alarm. Each partition's last seq is read again only when a row names a later record.
+ * The rows of the walked tables in key order, a few at a time, each against its checksum, and a
+ * positioned one against the log too: its record must not be beyond its partition's last. A row
+ * is read before the partition's last seq, and its record was committed with it, so appends
+ * meanwhile raise no false alarm. Each partition's last seq is read again only when a row names
+ * a later record.
  */
 export class RowWalk {
   rows = 0;
@@ -236,10 +241,10 @@ export class RowWalk {
     private readonly found: (fault: RowFault) => void,
   ) {}
 
-  /** Walks up to `rows` more rows; true once every positioned table is walked. */
+  /** Walks up to `rows` more rows; true once every walked table is walked. */
   step(rows: number): boolean {
-    while (rows > 0 && this.table < POSITIONED.length) {
-      const table = POSITIONED[this.table]!;
+    while (rows > 0 && this.table < WALKED.length) {
+      const table = WALKED[this.table]!;
       let walked = 0;
       const range = { ...(this.after === undefined ? {} : { start: this.after }), limit: rows + 1 };
       for (const { key, bytes } of this.log.scan(table, range)) {
@@ -256,15 +261,15 @@ export class RowWalk {
         this.after = undefined;
       }
     }
-    return this.table >= POSITIONED.length;
+    return this.table >= WALKED.length;
   }
 
-  private fault(table: Positioned, key: string, bytes: Buffer): RowFault | null {
+  private fault(table: Walked, key: string, bytes: Buffer): RowFault | null {
+    const damaged = { item: 'row' as const, table, key, partition: null, seq: null };
+    const message = `a row of table '${table}' fails its checksum (damaged at rest)`;
+    if (table === 'idempotency') return answerReads(key, bytes) ? null : { ...damaged, message };
     const position = positionOf(table, key, bytes);
-    if (position === null) {
-      const message = `a row of table '${table}' fails its checksum (damaged at rest)`;
-      return { item: 'row', table, key, partition: null, seq: null, message };
-    }
+    if (position === null) return { ...damaged, message };
     const { partition, seq } = position;
     if (partition < PARTITION_COUNT && seq <= this.lastSeq(partition, seq)) return null;
     return { item: 'row', table, key, partition, seq, message: aheadMessage(table, position) };
@@ -280,7 +285,18 @@ export class RowWalk {
   }
 }
 
-function positionOf(table: Positioned, key: string, bytes: Buffer): RecordPosition | null {
+/** Whether a stored answer reads (its checksum holds). */
+function answerReads(key: string, bytes: Buffer): boolean {
+  try {
+    idempotencyRows.read(key, bytes);
+    return true;
+  } catch (error) {
+    if (error instanceof DamagedRowError) return false;
+    throw error;
+  }
+}
+
+function positionOf(table: 'views' | 'usage', key: string, bytes: Buffer): RecordPosition | null {
   if (table === 'views') return decodeView(bytes)?.position ?? null;
   try {
     return usageRows.position(key, bytes);
@@ -301,7 +317,7 @@ function aheadMessage(table: string, { partition, seq }: RecordPosition): string
 export interface ScrubOptions {
   log: Log;
   /**
-   * Whether a pass walks the rows of the positioned tables too: the embedded node's are all its
+   * Whether a pass walks the rows of the walked tables too: the embedded node's are all its
    * own; in cluster mode they are shared by every instance, and not walked (README).
    */
   rows: boolean;

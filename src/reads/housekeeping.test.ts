@@ -8,7 +8,7 @@ import { temporaryLogs } from '../../test/support/lmdb.js';
 import { decisionWrites } from '../actors/decision.js';
 import { DEFAULT_LIMITS, SWEEP_PAGE_ROWS } from '../config.js';
 import { journalRows } from '../domain/budget/journal-rows.js';
-import { checkIdempotency, forgetReplays, housekeeping } from './housekeeping.js';
+import { forgetReplays, housekeeping } from './housekeeping.js';
 import type { Log, ScanRange, Table, TableWrite } from '../log/log.js';
 import { idempotencyOrderRows, idempotencyRows, replayRows } from './rows.js';
 
@@ -179,18 +179,5 @@ describe('forgetting all that is past its retention, a page at a time', () => {
     expect([...log.scan('journal')].map((r) => r.key)).toEqual([journal(NOW - HOUR, 'kept').key]);
     // Each page: its order rows and their entries, or its journal rows.
     expect(Math.max(...sizes)).toBeLessThanOrEqual(2 * SWEEP_PAGE_ROWS);
-  });
-});
-
-describe('the check at start (P14)', () => {
-  it('reads every idempotent answer and names a damaged one', async () => {
-    const log = freshLog();
-    await commitAnswer(log, 'a', NOW);
-    await commitAnswer(log, 'b', NOW);
-    expect(await checkIdempotency(log)).toBe(2);
-    await log.write([{ table: 'idempotency', key: 'b', bytes: Buffer.from('damaged') }]);
-    await expect(checkIdempotency(log)).rejects.toThrow(
-      "table 'idempotency' row 'b' fails its checksum",
-    );
   });
 });

@@ -90,20 +90,6 @@ async function indexIdempotency(log: Log, cutoff: number): Promise<TableWrite[]>
 }
 
 /**
- * Reads every idempotent answer once, at start: a damaged row refuses the start, naming its table
- * and key (P14), instead of being found by the first replay that reads it. The sweeps, run every
- * hour, read the expired rows only.
- */
-export async function checkIdempotency(log: Log): Promise<number> {
-  let rows = 0;
-  for await (const { key, bytes } of pages(log, 'idempotency')) {
-    idempotencyRows.read(key, bytes);
-    rows++;
-  }
-  return rows;
-}
-
-/**
  * The rows of a range in key order, HOUSEKEEPING_READ_PAGE_ROWS a read (also the directory
  * image's reads of `directory_changes`, directory/changes.ts).
  */
