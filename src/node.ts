@@ -114,7 +114,7 @@ export async function startNode(
   const { metrics } = watch;
   const parts = { log, identity, signer, runtime, access, listeners, database, metrics };
   const followers = startFollowers(config, logger, { ...parts, changes: deployment.changes });
-  await catchUpHousekeeping(log, config, runtime.events);
+  await startDeliveries(runtime.events);
   becomeReady(config, logger, { log, watch, runtime, access, joined, database });
   logger.info(
     {
@@ -210,17 +210,11 @@ function announceRecovered(logger: Logger, pool: ShardPool, started: number): vo
 }
 
 /**
- * What housekeeping left undone while the node was down, before it is ready: the expired
- * stored answers forgotten and webhook resends asked for from the command line taken up. Replay
- * marks past their window and events past their retention go in the sweep's first round, which
- * the timers start at once (startFollowers).
+ * The webhook deliveries started and the resends asked for from the command line while the node
+ * was down taken up, before it is ready. What passed its retention meanwhile goes in the sweeps'
+ * first rounds, which the timers start at once (startFollowers).
  */
-async function catchUpHousekeeping(
-  log: Log,
-  config: Config,
-  events: WebhookDelivery,
-): Promise<void> {
-  await housekeeping(log, config.limits);
+async function startDeliveries(events: WebhookDelivery): Promise<void> {
   events.start();
   await events.takeResends();
 }
@@ -524,11 +518,13 @@ function startFollowers(
     },
   );
   // Each round's failure is logged once per outage and tried again the next round (issue 29).
+  // Each sweep's first round runs at once, beside the first requests: a round forgets all that
+  // is past its retention, however much a long stop (and the hour before it) left, and the start
+  // does not wait for it (P7 keeps an answer at least 24 hours, this node 48).
   const housekept = task('housekeeping');
-  const sweep = setInterval(
-    () => housekept(() => housekeeping(log, config.limits)),
-    config.limits.idempotency_sweep_interval_ms,
-  );
+  const keepHouse = () => housekept(() => housekeeping(log, config.limits));
+  keepHouse();
+  const sweep = setInterval(keepHouse, config.limits.idempotency_sweep_interval_ms);
   const replaysForgotten = task('replay sweep');
   const eventsSwept = task('event sweep');
   const forgetPast = () => {
@@ -536,8 +532,6 @@ function startFollowers(
     replaysForgotten(() => forgetReplays(log, Date.now()));
     eventsSwept(() => runtime.events.sweep());
   };
-  // The first round at once, beside the first requests: a round forgets all that is past its
-  // window, however much a long stop left, and the start does not wait for it.
   forgetPast();
   const replaySweep = setInterval(forgetPast, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics, access)];
