@@ -153,6 +153,17 @@ export function framedPayload(bytes: Uint8Array): Buffer {
   return payload;
 }
 
+/** Whether framed bytes hold their checksum (its payload left undecoded). */
+export function frameHolds(bytes: Uint8Array): boolean {
+  try {
+    framedPayload(bytes);
+    return true;
+  } catch (error) {
+    if (error instanceof ChecksumError) return false;
+    throw error;
+  }
+}
+
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes)
     ? bytes
