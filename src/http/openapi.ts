@@ -76,12 +76,17 @@ const jsonContent = (schema: unknown) => ({ 'application/json': { schema: plain(
 const PAGE = { 'text/html': { schema: { type: 'string' } } };
 const pageContent = (route: Route) => (route.pages === true ? PAGE : {});
 
-/** Every refusal a route can answer: those of its kind (auth, body, path, idempotency), its own. */
+/**
+ * Every refusal a route can answer: those of its kind (auth, body, path, idempotency), its own.
+ * Any route may answer 500 `path.core.internal`: a row it reads fails its checksum (P14, never
+ * answered from) or the node meets a defect; the request id names it in the node's log.
+ */
 function refusalsOf(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>([
     'path.core.invalid_request',
     'path.core.version_unknown',
     'path.core.unavailable',
+    'path.core.internal',
   ]);
   const add = (...more: ErrorCode[]) => more.forEach((code) => codes.add(code));
   // A public GET answers from committed bytes without reading a body; every other call reads it.
