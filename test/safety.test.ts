@@ -208,6 +208,7 @@ describe('P14: recovery never keeps half a commit', () => {
     const replayed = await new Client(again.baseUrl, local).post('/subjects', body, { timestamp: stamp(), idempotencyKey: 'k-1' });
     expect(replayed.status).toBe(500);
     expect(replayed.json.error.code).toBe('path.core.internal');
+    expect(again.output()).toContain(`"request_id":"${replayed.json.error.detail.request_id}"`);
     const scrubLines = () => again.output().split('\n').filter((l) => l.includes('"msg":"the scrub found damage in the log"'));
     await waitFor('the scrub to find the stored answer', () => scrubLines().length >= 1);
     expect(JSON.parse(scrubLines()[0]!)).toMatchObject({ item: 'row', table: 'idempotency' });
