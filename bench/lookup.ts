@@ -296,8 +296,9 @@ export async function runLookup(config: BenchConfig, report: Report): Promise<vo
     // node may spend a second core where the floor has one).
     const nodeUs = nodeUsPer(unsignedRun.cpu?.processSeconds ?? null, unsignedRun.result.ok * config.lookup.batch_items);
     const bareUs = 1e6 / bare;
-    report.add({ section: SECTION, figure: 'unsigned batches: node CPU per key, every thread (us)', value: nodeUs === null ? 'not read' : nodeUs.toFixed(2), floor: `${bareUs.toFixed(2)} us a key (bare, one core)` });
-    report.add({ section: SECTION, figure: 'unsigned batches: bare CPU / node CPU per key', value: nodeUs === null ? 'not read' : ratio(bareUs / nodeUs), floor: `${bareUs.toFixed(2)} us a key (bare, one core)` });
+    const bareNote = `${bareUs.toFixed(2)} us a key (bare, one core)`;
+    report.add({ section: SECTION, figure: 'unsigned batches: node CPU per key, every thread (us)', value: nodeUs === null ? 'not read' : nodeUs.toFixed(2), floor: bareNote });
+    report.add({ section: SECTION, figure: 'unsigned batches: bare CPU / node CPU per key', value: nodeUs === null ? 'not read' : ratio(bareUs / nodeUs), floor: bareNote });
 
     // c. Signed batches against the raw signing rate.
     const signedLoad = config.lookup.signed;

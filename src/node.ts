@@ -522,19 +522,24 @@ function startFollowers(
   // is past its retention, however much a long stop (and the hour before it) left, and the start
   // does not wait for it (P7 keeps an answer at least 24 hours, this node 48).
   const housekept = task('housekeeping');
-  const keepHouse = () => housekept(() => housekeeping(log, config.limits));
-  keepHouse();
-  const sweep = setInterval(keepHouse, config.limits.idempotency_sweep_interval_ms);
+  const sweep = nowAndEvery(
+    () => housekept(() => housekeeping(log, config.limits)),
+    config.limits.idempotency_sweep_interval_ms,
+  );
   const replaysForgotten = task('replay sweep');
   const eventsSwept = task('event sweep');
-  const forgetPast = () => {
+  const replaySweep = nowAndEvery(() => {
     access.authenticator.forget(Date.now());
     replaysForgotten(() => forgetReplays(log, Date.now()));
     eventsSwept(() => runtime.events.sweep());
-  };
-  forgetPast();
-  const replaySweep = setInterval(forgetPast, config.limits.replay_sweep_interval_ms);
+  }, config.limits.replay_sweep_interval_ms);
   return [poll, sweep, replaySweep, collectWhenQuiet(config, parts.metrics, access)];
+}
+
+/** A round run at once, then every `intervalMs`: the timer of the rounds after the first. */
+function nowAndEvery(round: () => void, intervalMs: number): NodeJS.Timeout {
+  round();
+  return setInterval(round, intervalMs);
 }
 
 /**
